@@ -1,0 +1,1 @@
+"""Adapters: where hz meets the world outside its home (documents, sources, models)."""
