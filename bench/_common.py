@@ -1,0 +1,103 @@
+"""Helpers shared by the benchmarks: timing, realistic spines written fast, the JSON line."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ulid import ULID
+
+from hz_kernel.store.envelope import GENESIS, encode, line_hash
+from hz_kernel.store.fsutil import ensure_private_dir
+from hz_kernel.vocabulary import (
+    ContractApproved,
+    DraftPlaced,
+    EventData,
+    HeinzelCreated,
+    StepDone,
+    TurnFinished,
+    TurnStarted,
+)
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def turn_events(heinzel_id: str, n: int) -> list[tuple[EventData, str | None, str | None]]:
+    """A realistic sequence of ``n`` events: created, approved, then whole turns."""
+    events: list[tuple[EventData, str | None, str | None]] = [
+        (HeinzelCreated(name=f"h-{heinzel_id[-6:].lower()}"), None, None),
+        (ContractApproved(version=1, fingerprint="c" * 64), None, None),
+    ]
+    day = 0
+    while len(events) < n:
+        day += 1
+        turn = str(ULID())
+        key = f"{heinzel_id}@2026-{1 + day // 28:02d}-{1 + day % 28:02d}T15:00"
+        events.append((TurnStarted(cause="schedule", keys=[key], contract_version=1), turn, key))
+        inputs = [{"name": "merged", "fingerprint": "a" * 64, "size": 4096}]
+        events.append((StepDone(step="gather", inputs=inputs), turn, None))
+        events.append(
+            (StepDone(step="think", output_hash="b" * 64, output_size=2048, tokens=900), turn, None)
+        )
+        events.append(
+            (StepDone(step="outcome", outcome="draft", report="drafted 12 lines"), turn, None)
+        )
+        draft_key = f"{heinzel_id}@v1@{key.rsplit('@', 1)[1]}@doc:reports/weekly.md#checkout"
+        events.append(
+            (
+                DraftPlaced(
+                    key=draft_key,
+                    asset="doc:reports/weekly.md#checkout",
+                    hash="d" * 64,
+                    size=2048,
+                    contract_version=1,
+                ),
+                turn,
+                draft_key,
+            )
+        )
+        events.append((StepDone(step="act"), turn, None))
+        events.append(
+            (
+                TurnFinished(
+                    disposition="drafted",
+                    causes=["schedule"],
+                    usd=0.31,
+                    tokens=900,
+                    duration_ms=8000,
+                    report="drafted 12 lines",
+                ),
+                turn,
+                None,
+            )
+        )
+    return events[:n]
+
+
+def write_spine_fast(
+    heinzel_dir: Path, events: list[tuple[EventData, str | None, str | None]]
+) -> int:
+    """Write a valid chained spine in one go (no per-line fsync: this is set-up, not measure)."""
+    ensure_private_dir(heinzel_dir)
+    prev, lines = GENESIS, []
+    for seq, (payload, turn, key) in enumerate(events, start=1):
+        line = encode(payload, seq=seq, prev=prev, turn=turn, key=key)
+        lines.append(line)
+        prev = line_hash(line)
+    data = b"\n".join(lines) + b"\n"
+    (heinzel_dir / "session.jsonl").write_bytes(data)
+    return len(data)
+
+
+def emit(figures: dict[str, float | int | bool]) -> None:
+    print(json.dumps(figures, sort_keys=True))

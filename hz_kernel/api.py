@@ -1,0 +1,177 @@
+"""The typed shapes every head shares: what the kernel answers, on any wire.
+
+The CLI, the cockpit and the daemon's HTTP routes all speak these models,
+so a field can't exist on one side only. They carry no file paths a client
+would need to open: a client reads what it is given.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+State = Literal["proposed", "asleep", "awake", "waiting", "paused", "retired"]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class HeinzelSummary(_Shape):
+    """One row of ``hz heinzel list``."""
+
+    id: str
+    name: str
+    namespace: str
+    state: State
+    damaged: bool = False
+    contract_name: str | None = None
+    contract_version: int | None = None
+    assets: list[str] = []
+    schedule: str | None = None
+    next_due: str | None = None
+    last_turn: str | None = None
+    last_cause: str | None = None
+    last_disposition: str | None = None
+    last_report: str | None = None
+    last_turn_at: str | None = None
+    pending_draft: str | None = None
+    pending_amendment: str | None = None
+    pending_question: str | None = None
+    waiting_until: str | None = None
+    lessons_active: int = 0
+    turns_count: int = 0
+    cost_today: float = 0.0
+    seq: int = 0
+
+
+class HeinzelList(_Shape):
+    items: list[HeinzelSummary]
+    warnings: list[str] = []
+
+
+class TurnSummary(_Shape):
+    turn: str
+    seq: int
+    started_at: str
+    cause: str | None = None
+    causes: list[str] = []
+    keys: list[str] = []
+    contract_version: int | None = None
+    status: str
+    step: str | None = None
+    attempt: int = 0
+    disposition: str | None = None
+    reason: str | None = None
+    report: str | None = None
+    usd: float = 0.0
+    tokens: int = 0
+    tokens_cached: int = 0
+    duration_ms: int = 0
+    finished_at: str | None = None
+    parent_turn: str | None = None
+    body_present: bool = True
+
+
+class DraftSummary(_Shape):
+    heinzel: str
+    heinzel_name: str | None = None
+    key: str
+    asset: str | None = None
+    output: str | None = None
+    contract_version: int | None = None
+    placed_at: str | None = None
+    status: str
+    turn: str | None = None
+    share_changed: float | None = None
+
+
+class LessonSummary(_Shape):
+    lesson_id: str
+    lesson: str
+    recorded_at: str | None = None
+    dismissed: bool = False
+    from_key: str | None = None
+
+
+class AmendmentSummary(_Shape):
+    proposal: str
+    by: str | None = None
+    status: str
+    widens: list[str] = []
+    reason: str | None = None
+    proposed_at: str | None = None
+    version: int | None = None
+
+
+class QuestionSummary(_Shape):
+    key: str
+    question: str | None = None
+    status: str
+    asked_at: str | None = None
+
+
+class ChainProblem(_Shape):
+    code: str = "HZS030"
+    seq: int | None
+    offset: int
+    problem: str
+    detail: str
+    accepted: bool = False
+
+
+class VerifyReport(_Shape):
+    """What ``hz heinzel verify`` found for one spine."""
+
+    id: str
+    name: str
+    ok: bool
+    events: int
+    bytes: int
+    last_seq: int
+    problems: list[ChainProblem] = []
+    torn_tail_bytes: int = 0
+    accepted_now: bool = False
+
+
+class CostByCause(_Shape):
+    total: float
+    by_cause: dict[str, float]
+
+
+class HeinzelDetail(_Shape):
+    """Everything ``hz heinzel show`` and the cockpit's heinzel page need."""
+
+    heinzel: HeinzelSummary
+    contract_versions: list[int] = []
+    inputs: dict[str, Any] = {}
+    turns: list[TurnSummary] = []
+    drafts: list[DraftSummary] = []
+    lessons: list[LessonSummary] = []
+    amendments: list[AmendmentSummary] = []
+    questions: list[QuestionSummary] = []
+    pending_requests: int = 0
+    cost_month: CostByCause = CostByCause(total=0.0, by_cause={})
+
+
+class PruneReport(_Shape):
+    bodies_removed: int
+    requests_removed: int
+    sources_removed: int = 0
+    bytes_freed: int
+
+
+class ReindexReport(_Shape):
+    heinzels: int
+    events: int
+    seconds: float
+    damaged: list[str] = []
+
+
+class Notice(_Shape):
+    heinzel: str
+    key: str
+    notice: str
+    ts: datetime | str

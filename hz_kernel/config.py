@@ -1,0 +1,75 @@
+"""``<home>/hz.toml``: the user's settings, validated at start.
+
+Unknown keys are refused so a typo never silently falls back to a default.
+Every value has a default, so a home without the file works.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hz_kernel.errors import HzError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HeinzelSettings(_Section):
+    retention_days: int = Field(default=90, ge=0, le=36500)
+    max_usd: float = Field(default=1.0, ge=0)
+    max_usd_per_day: float = Field(default=10.0, ge=0)
+    max_wakes_per_tick: int = Field(default=10, ge=1, le=10000)
+    max_resumes: int = Field(default=3, ge=0, le=100)
+    max_wait_days: float = Field(default=7.0, gt=0)
+    turn_timeout_s: float = Field(default=900.0, gt=0)
+    summary_after_turns: int = Field(default=20, ge=1)
+    summary_after_chars: int = Field(default=24000, ge=1000)
+    summary_keep_turns: int = Field(default=5, ge=0)
+
+
+class ModelSettings(_Section):
+    default: str = "local"
+
+
+class DaemonSettings(_Section):
+    tick_seconds: float = Field(default=60.0, gt=0, le=86400)
+    max_concurrent_turns: int = Field(default=4, ge=1, le=256)
+    min_free_memory_mb: int | None = Field(default=None, ge=0)
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+
+
+class CockpitSettings(_Section):
+    theme: str = "hz-dark"
+    bell: bool = False
+
+
+class Settings(_Section):
+    heinzel: HeinzelSettings = HeinzelSettings()
+    model: ModelSettings = ModelSettings()
+    daemon: DaemonSettings = DaemonSettings()
+    cockpit: CockpitSettings = CockpitSettings()
+
+
+def load_settings(path: Path) -> Settings:
+    """Read and validate ``hz.toml``; a missing file gives the defaults."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings()
+    except OSError as exc:
+        raise HzError("HZS060", f"cannot read settings ({exc.strerror})", str(path)) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HzError("HZS061", f"not valid TOML: {exc}", str(path)) from None
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HzError("HZS062", f"{where}: {first['msg']}", str(path)) from None

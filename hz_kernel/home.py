@@ -1,0 +1,95 @@
+"""Where a user's hz data lives, and the layout inside it.
+
+``HZ_HOME`` selects the directory; otherwise the platform's user data dir.
+Layout (see ``docs/format.md``)::
+
+    <home>/hz.toml                   settings
+    <home>/daemon.json               the running daemon's discovery file
+    <home>/heinzel/index.sqlite      the derived index
+    <home>/heinzel/sources/          the source cache
+    <home>/heinzel/<id>/session.jsonl, lock, turns/, inbox/, contract/
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+
+import platformdirs
+
+from hz_kernel.config import Settings, load_settings
+from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import ensure_private_dir
+
+HEINZEL_ID = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+class Home:
+    """A resolved hz home directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @classmethod
+    def resolve(cls, explicit: str | Path | None = None, *, create: bool = False) -> Home:
+        """The home named by ``explicit``, ``HZ_HOME`` or the platform default.
+
+        The platform default is created on first use. A home the user named
+        explicitly must exist unless ``create`` is set, so a typo in
+        ``HZ_HOME`` is an error rather than a fresh, empty home.
+        """
+        named = explicit or os.environ.get("HZ_HOME")
+        if named:
+            root = Path(named).expanduser()
+            if not root.exists() and not create:
+                raise HzError(
+                    "HZS001", "hz home does not exist (set HZ_HOME to a directory)", str(root)
+                )
+        else:
+            root = Path(platformdirs.user_data_dir("hz", appauthor=False))
+            create = True
+        if root.exists() and not root.is_dir():
+            raise HzError("HZS002", "hz home is not a directory", str(root))
+        home = cls(root.resolve() if root.exists() else root)
+        if create:
+            ensure_private_dir(home.heinzel_root)
+        return home
+
+    @property
+    def heinzel_root(self) -> Path:
+        return self.root / "heinzel"
+
+    @property
+    def index_path(self) -> Path:
+        return self.heinzel_root / "index.sqlite"
+
+    @property
+    def sources_dir(self) -> Path:
+        return self.heinzel_root / "sources"
+
+    @property
+    def settings_path(self) -> Path:
+        return self.root / "hz.toml"
+
+    @property
+    def discovery_path(self) -> Path:
+        return self.root / "daemon.json"
+
+    @cached_property
+    def settings(self) -> Settings:
+        return load_settings(self.settings_path)
+
+    def heinzel_dir(self, heinzel_id: str) -> Path:
+        if not HEINZEL_ID.match(heinzel_id):
+            raise HzError("HZS040", "not a heinzel id", heinzel_id[:80])
+        return self.heinzel_root / heinzel_id
+
+    def heinzel_ids(self) -> list[str]:
+        """Every heinzel directory under the home, sorted (ids are ULIDs, so by creation)."""
+        if not self.heinzel_root.is_dir():
+            return []
+        return sorted(
+            entry.name for entry in os.scandir(self.heinzel_root) if HEINZEL_ID.match(entry.name)
+        )

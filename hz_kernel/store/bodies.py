@@ -1,0 +1,107 @@
+"""Turn bodies: ``turns/<turn>.jsonl``, the content of one turn.
+
+A body holds what the spine must not: the inputs as fetched, the messages
+exchanged with the model, streamed output, the draft's text. Records are
+JSON lines ``{"ts", "type", ...}``. The writer fsyncs at step boundaries
+(``sync``) so the spine event that names a step never points at content
+that a crash could lose. A body may expire (``prune``); the spine keeps its
+hash, so a pruned body is a visible gap and never a break in the chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from hz_kernel.store.envelope import utc_stamp
+from hz_kernel.store.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+
+TURN_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+BODY_NAME = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}\.jsonl$")
+
+
+def body_path(heinzel_dir: Path, turn: str) -> Path:
+    return heinzel_dir / "turns" / f"{turn}.jsonl"
+
+
+class BodyWriter:
+    """Appends records to one turn's body; reopening after a crash drops a torn last record."""
+
+    def __init__(self, heinzel_dir: Path, turn: str) -> None:
+        if not TURN_ID.match(turn):
+            raise ValueError(f"not a turn id: {turn!r}")
+        self.path = body_path(heinzel_dir, turn)
+        ensure_private_dir(self.path.parent)
+        created = not self.path.exists()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        if created:
+            fsync_dir(self.path.parent)
+        self._digest = hashlib.sha256()
+        self.size = 0
+        self._resume()
+
+    def _resume(self) -> None:
+        existing = b""
+        while chunk := os.pread(self._fd, 1 << 20, len(existing)):
+            existing += chunk
+        whole = existing.rfind(b"\n") + 1
+        if whole < len(existing):
+            os.ftruncate(self._fd, whole)
+            os.fsync(self._fd)
+        self._digest.update(existing[:whole])
+        self.size = whole
+        os.lseek(self._fd, whole, os.SEEK_SET)
+
+    def write(self, record_type: str, **fields: Any) -> None:
+        line = orjson.dumps({"ts": utc_stamp(), "type": record_type, **fields}) + b"\n"
+        os.write(self._fd, line)
+        self._digest.update(line)
+        self.size += len(line)
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+
+    @property
+    def hash(self) -> str:
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_body(heinzel_dir: Path, turn: str) -> list[dict[str, Any]] | None:
+    """Every whole record of a body, or None when the body is gone (pruned or never written)."""
+    if not TURN_ID.match(turn):
+        return None
+    try:
+        fd = os.open(body_path(heinzel_dir, turn), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        data = b""
+        while chunk := os.read(fd, 1 << 20):
+            data += chunk
+    finally:
+        os.close(fd)
+    return list(_records(data))
+
+
+def _records(data: bytes) -> Iterator[dict[str, Any]]:
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            yield record

@@ -1,0 +1,144 @@
+"""The spine line: an envelope around one event, and how it is encoded.
+
+A line is a JSON object with the keys ``v, seq, ts, prev, turn, kind, key,
+data`` in that order, UTF-8, no whitespace, ending in ``\\n``. ``prev`` is
+the SHA-256 (hex) of the previous line's bytes without its newline; the
+first line's ``prev`` is ``GENESIS``. See ``docs/format.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from hz_kernel.errors import HzError
+from hz_kernel.vocabulary import ENVELOPE_VERSION, EventData, migrate, parse_payload
+
+GENESIS = "0" * 64
+#: Spine lines are small (no content); anything bigger is refused on write.
+MAX_EVENT_BYTES = 16 * 1024
+#: A reader treats longer lines as damage without trying to parse them.
+MAX_LINE_BYTES = 1024 * 1024
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_FORBIDDEN_FIELDS = frozenset({"text", "draft", "transcript"})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One spine line as read back.
+
+    A plain slots dataclass rather than a pydantic model: readers build one
+    per line (a reindex builds a hundred thousand), payloads were validated
+    when written, and ``payload()`` gives the typed, migrated model on demand.
+    """
+
+    v: int
+    seq: int
+    ts: str
+    prev: str
+    turn: str | None
+    kind: str
+    key: str | None
+    data: dict[str, Any]
+    offset: int = 0
+    hash: str = ""
+
+    def payload(self) -> EventData | None:
+        kind, data = migrate(self.kind, self.data)
+        return parse_payload(kind, data)
+
+    @property
+    def current_kind(self) -> str:
+        return migrate(self.kind, self.data)[0]
+
+    @property
+    def when(self) -> datetime:
+        return datetime.fromisoformat(self.ts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The envelope as written (the wire form of the feed)."""
+        return {
+            "v": self.v,
+            "seq": self.seq,
+            "ts": self.ts,
+            "prev": self.prev,
+            "turn": self.turn,
+            "kind": self.kind,
+            "key": self.key,
+            "data": self.data,
+        }
+
+
+def line_hash(line: bytes) -> str:
+    return hashlib.sha256(line).hexdigest()
+
+
+def utc_stamp(moment: datetime | None = None) -> str:
+    """An ISO-8601 UTC timestamp with microseconds and a ``Z``."""
+    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _check_no_content(data: dict[str, Any], where: str) -> None:
+    for name, value in data.items():
+        if name in _FORBIDDEN_FIELDS:
+            raise HzError("HZS051", f"field {name!r} would put content in the spine", where)
+        if isinstance(value, str) and _EMAIL.search(value):
+            raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
+        if isinstance(value, dict):
+            _check_no_content(value, where)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    _check_no_content(item, where)
+                elif isinstance(item, str) and _EMAIL.search(item):
+                    raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
+
+
+def encode(
+    payload: EventData,
+    *,
+    seq: int,
+    prev: str,
+    turn: str | None,
+    key: str | None,
+    ts: datetime | None = None,
+) -> bytes:
+    """The bytes of one spine line, without the newline, after the content checks."""
+    data = payload.model_dump(mode="json", exclude_none=True)
+    return encode_data(payload.kind, data, seq=seq, prev=prev, turn=turn, key=key, ts=ts)
+
+
+def encode_data(
+    kind: str,
+    data: dict[str, Any],
+    *,
+    seq: int,
+    prev: str,
+    turn: str | None,
+    key: str | None,
+    ts: datetime | None = None,
+) -> bytes:
+    """Encode an already-dumped payload; refuses content fields, e-mail addresses, huge lines."""
+    _check_no_content(data, kind)
+    line = orjson.dumps(
+        {
+            "v": ENVELOPE_VERSION,
+            "seq": seq,
+            "ts": utc_stamp(ts),
+            "prev": prev,
+            "turn": turn,
+            "kind": kind,
+            "key": key,
+            "data": data,
+        }
+    )
+    if len(line) > MAX_EVENT_BYTES:
+        raise HzError("HZS022", f"event of {len(line)} bytes exceeds {MAX_EVENT_BYTES}", kind)
+    return line

@@ -1,0 +1,432 @@
+"""The derived index: ``<home>/heinzel/index.sqlite`` (SQLite in WAL mode, through aiosqlite).
+
+Every row comes from a ``Projection`` of spine events, so the file can be
+deleted at any time and nothing is lost. For each spine the index keeps
+the seq, hash, size and mtime it has seen (table ``spines``); ``reconcile``
+compares them with a ``stat`` of each spine — no spine is opened unless it
+moved — and rebuilds the heinzels that differ. A rebuild is written only
+while holding that spine's lock, so it can never race its writer.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import orjson
+
+from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import FILE_MODE
+from hz_kernel.store.projection import Projection
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    json: frozenset[str] = frozenset()
+    store: str = ""
+
+    def create_sql(self) -> str:
+        cols = ", ".join(self.columns)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.name} ({cols}, PRIMARY KEY ({', '.join(self.key)}))"
+        )
+
+    def upsert_sql(self) -> str:
+        marks = ", ".join("?" for _ in self.columns)
+        return f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
+
+    def values(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        get = row.get
+        return tuple(
+            [orjson.dumps(get(c)).decode() if c in self.json else get(c) for c in self.columns]
+        )
+
+
+HEINZELS = Table(
+    "heinzels",
+    (
+        "id",
+        "name",
+        "namespace",
+        "state",
+        "contract_name",
+        "contract_version",
+        "contract_fingerprint",
+        "proposed_version",
+        "assets",
+        "schedule",
+        "render_on_schedule",
+        "inputs",
+        "hz",
+        "created_at",
+        "paused",
+        "retired",
+        "damaged",
+        "awake_turn",
+        "waiting_turn",
+        "waiting_until",
+        "waiting_on",
+        "last_turn",
+        "last_cause",
+        "last_disposition",
+        "last_report",
+        "last_turn_at",
+        "pending_draft",
+        "pending_amendment",
+        "pending_question",
+        "lessons_active",
+        "lessons_seq",
+        "turns_count",
+        "next_due",
+        "last_slot",
+        "approved_at",
+        "last_summary_seq",
+        "events_since_summary",
+        "seq",
+        "last_hash",
+    ),
+    ("id",),
+    frozenset({"assets", "inputs", "hz", "waiting_on"}),
+)
+TURNS = Table(
+    "turns",
+    (
+        "heinzel",
+        "turn",
+        "seq",
+        "started_at",
+        "cause",
+        "causes",
+        "keys",
+        "contract_version",
+        "lessons_seq",
+        "status",
+        "step",
+        "attempt",
+        "disposition",
+        "reason",
+        "report",
+        "usd",
+        "tokens",
+        "tokens_cached",
+        "duration_ms",
+        "finished_at",
+        "waiting_until",
+        "waiting_on",
+        "parent_turn",
+        "from_step",
+        "resumes",
+        "body_hash",
+        "body_size",
+        "request_ids",
+    ),
+    ("heinzel", "turn"),
+    frozenset({"causes", "keys", "waiting_on", "request_ids"}),
+    "turns",
+)
+DRAFTS = Table(
+    "drafts",
+    (
+        "heinzel",
+        "key",
+        "seq",
+        "turn",
+        "asset",
+        "output",
+        "contract_version",
+        "placed_at",
+        "hash",
+        "size",
+        "status",
+        "approver",
+        "share_changed",
+        "output_fp",
+        "decided_at",
+    ),
+    ("heinzel", "key"),
+    store="drafts",
+)
+LESSONS = Table(
+    "lessons",
+    ("heinzel", "lesson_id", "seq", "lesson", "from_key", "recorded_at", "dismissed"),
+    ("heinzel", "lesson_id"),
+    store="lessons",
+)
+AMENDMENTS = Table(
+    "amendments",
+    (
+        "heinzel",
+        "proposal",
+        "seq",
+        "by",
+        "fingerprint",
+        "widens",
+        "reason",
+        "status",
+        "proposed_at",
+        "version",
+        "turn",
+    ),
+    ("heinzel", "proposal"),
+    frozenset({"widens"}),
+    store="amendments",
+)
+QUESTIONS = Table(
+    "questions",
+    ("heinzel", "key", "seq", "turn", "question", "asked_at", "status", "answered_at"),
+    ("heinzel", "key"),
+    store="questions",
+)
+KEYS = Table("keys", ("heinzel", "key", "turn", "status"), ("heinzel", "key"), store="keys")
+REQUESTS = Table(
+    "requests",
+    ("heinzel", "request_id", "seq", "status", "turn", "cause", "key"),
+    ("heinzel", "request_id"),
+    store="requests",
+)
+COSTS = Table(
+    "costs", ("heinzel", "day", "cause", "usd"), ("heinzel", "day", "cause"), store="costs"
+)
+NOTICES = Table(
+    "notices", ("heinzel", "key", "seq", "notice", "ts"), ("heinzel", "key"), store="notices"
+)
+SPINES = Table("spines", ("heinzel", "seq", "hash", "size", "mtime_ns"), ("heinzel",))
+
+CHILD_TABLES = (TURNS, DRAFTS, LESSONS, AMENDMENTS, QUESTIONS, KEYS, REQUESTS, COSTS, NOTICES)
+ALL_TABLES = (HEINZELS, *CHILD_TABLES, SPINES)
+_BY_NAME = {t.name: t for t in ALL_TABLES}
+
+_EXTRA_DDL = (
+    "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status, heinzel)",
+    "CREATE INDEX IF NOT EXISTS drafts_by_status ON drafts (status)",
+    "CREATE INDEX IF NOT EXISTS costs_by_day ON costs (day)",
+    "CREATE INDEX IF NOT EXISTS heinzels_by_name ON heinzels (name)",
+    "CREATE INDEX IF NOT EXISTS heinzels_by_state ON heinzels (state)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SpineStat:
+    size: int
+    mtime_ns: int
+
+
+def stat_spine(path: Path) -> SpineStat | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return SpineStat(st.st_size, st.st_mtime_ns)
+
+
+def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
+    out = dict(row)
+    for column in table.json:
+        if column in out and isinstance(out[column], str):
+            out[column] = orjson.loads(out[column])
+    return out
+
+
+class Index:
+    """The async handle on ``index.sqlite``. Counts its queries so tests can prove a cost."""
+
+    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+        self.path = path
+        self.conn = conn
+        self.queries = 0
+
+    @classmethod
+    async def open(cls, path: Path) -> Index:
+        fresh = not path.exists()
+        if fresh:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+        try:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except Exception as exc:
+            raise HzError("HZS070", f"cannot open the index ({exc})", str(path)) from None
+        conn.row_factory = aiosqlite.Row
+        index = cls(path, conn)
+        try:
+            await index._prepare()
+        except aiosqlite.DatabaseError as exc:
+            await conn.close()
+            raise HzError(
+                "HZS071", f"the index is not a database ({exc}); delete it to rebuild", str(path)
+            ) from None
+        return index
+
+    async def _prepare(self) -> None:
+        await self.conn.execute("PRAGMA journal_mode=WAL")
+        await self.conn.execute("PRAGMA synchronous=NORMAL")
+        await self.conn.execute("PRAGMA busy_timeout=5000")
+        async with self.conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            for table in ALL_TABLES:
+                await self.conn.execute(f"DROP TABLE IF EXISTS {table.name}")
+        for table in ALL_TABLES:
+            await self.conn.execute(table.create_sql())
+        for ddl in _EXTRA_DDL:
+            await self.conn.execute(ddl)
+        await self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def write(
+        self,
+        projections: Sequence[Projection],
+        stats: dict[str, SpineStat | None],
+        *,
+        full: bool,
+        everything: bool = False,
+    ) -> None:
+        """Store projections: ``full`` replaces each heinzel's rows, else upserts dirty rows.
+
+        ``everything`` says the projections are the whole home (a reindex), so
+        the tables are emptied first instead of deleting heinzel by heinzel.
+        """
+        batches: dict[str, list[tuple[Any, ...]]] = {t.name: [] for t in ALL_TABLES}
+        deletes: list[tuple[str]] = []
+        for proj in projections:
+            if full:
+                deletes.append((proj.id,))
+                batches["heinzels"].append(HEINZELS.values(proj.heinzel))
+                for table in CHILD_TABLES:
+                    store: dict[Any, dict[str, Any]] = getattr(proj, table.store)
+                    batches[table.name].extend(table.values(r) for r in store.values())
+            else:
+                for table_name, pk in proj.dirty:
+                    if table_name == "heinzel":
+                        batches["heinzels"].append(HEINZELS.values(proj.heinzel))
+                    else:
+                        table = _BY_NAME[table_name]
+                        row = getattr(proj, table.store).get(pk)
+                        if row is not None:
+                            batches[table.name].append(table.values(row))
+            st = stats.get(proj.id)
+            batches["spines"].append(
+                (
+                    proj.id,
+                    proj.heinzel["seq"],
+                    proj.heinzel["last_hash"],
+                    st.size if st else None,
+                    st.mtime_ns if st else None,
+                )
+            )
+            proj.dirty.clear()
+        await self.conn.execute("BEGIN")
+        try:
+            if everything:
+                for table in ALL_TABLES:
+                    await self.conn.execute(f"DELETE FROM {table.name}")
+            elif deletes:
+                for table in (HEINZELS, *CHILD_TABLES):
+                    column = "id" if table is HEINZELS else "heinzel"
+                    await self.conn.executemany(
+                        f"DELETE FROM {table.name} WHERE {column} = ?", deletes
+                    )
+            for table in ALL_TABLES:
+                if batches[table.name]:
+                    await self.conn.executemany(table.upsert_sql(), batches[table.name])
+            await self.conn.execute("COMMIT")
+        except BaseException:
+            await self.conn.execute("ROLLBACK")
+            raise
+
+    async def forget(self, heinzel_ids: Iterable[str]) -> None:
+        ids = [(i,) for i in heinzel_ids]
+        if not ids:
+            return
+        await self.conn.execute("BEGIN")
+        for table in ALL_TABLES:
+            column = "id" if table is HEINZELS else "heinzel"
+            await self.conn.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", ids)
+        await self.conn.execute("COMMIT")
+
+    async def clear(self) -> None:
+        await self.conn.execute("BEGIN")
+        for table in ALL_TABLES:
+            await self.conn.execute(f"DELETE FROM {table.name}")
+        await self.conn.execute("COMMIT")
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def fetch(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        self.queries += 1
+        async with self.conn.execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        shape = _BY_NAME.get(table)
+        if shape is None:
+            return [dict(r) for r in rows]
+        return [_decode_row(shape, r) for r in rows]
+
+    async def spine_marks(self) -> dict[str, tuple[int, int | None, int | None]]:
+        rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns FROM spines")
+        return {r["heinzel"]: (r["seq"], r["size"], r["mtime_ns"]) for r in rows}
+
+    async def list_heinzels(
+        self,
+        *,
+        day: str,
+        state: str | None = None,
+        artifact: str | None = None,
+        contract: str | None = None,
+        contract_version: int | None = None,
+        where: dict[str, str] | None = None,
+        name: str | None = None,
+    ) -> list[dict[str, Any]]:
+        clauses: list[str] = []
+        params: list[Any] = [day]
+        if state:
+            clauses.append("h.state = ?")
+            params.append(state)
+        if artifact:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(h.assets) WHERE value = ?)")
+            params.append(artifact)
+        if contract:
+            clauses.append("h.contract_name = ?")
+            params.append(contract)
+        if contract_version is not None:
+            clauses.append("h.contract_version = ?")
+            params.append(contract_version)
+        if name:
+            clauses.append("h.name = ?")
+            params.append(name)
+        for key, value in (where or {}).items():
+            clauses.append("CAST(json_extract(h.hz, ?) AS TEXT) = ?")
+            params.extend([f"$.{key}", value])
+        sql = (
+            "SELECT h.*, COALESCE(c.usd, 0.0) AS cost_today FROM heinzels h "
+            "LEFT JOIN (SELECT heinzel, SUM(usd) AS usd FROM costs WHERE day = ? "
+            "GROUP BY heinzel) c "
+            "ON c.heinzel = h.id"
+        )
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY h.name, h.id"
+        return await self.fetch("heinzels", sql, params)
+
+    async def heinzel(self, ref: str) -> dict[str, Any] | None:
+        rows = await self.fetch(
+            "heinzels", "SELECT * FROM heinzels WHERE id = ? OR name = ? ORDER BY id", (ref, ref)
+        )
+        return rows[0] if rows else None
+
+    async def rows_of(
+        self, table: str, heinzel_id: str, order: str = "seq"
+    ) -> list[dict[str, Any]]:
+        return await self.fetch(
+            table, f"SELECT * FROM {table} WHERE heinzel = ? ORDER BY {order}", (heinzel_id,)
+        )

@@ -1,0 +1,570 @@
+"""From spine events to index rows: the one place that knows what an event means for a listing.
+
+A ``Projection`` folds one heinzel's events into rows (the heinzel, its
+turns, drafts, lessons, amendments, questions, keys, delivered requests,
+costs, notices). It is pure: the same events give the same rows, which is
+what lets the index be deleted and rebuilt at any time. Rows touched since
+the last flush are remembered in ``dirty`` so the writer can upsert just
+those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hz_kernel.store.envelope import Event
+from hz_kernel.vocabulary import migrate
+
+ContractLoader = Callable[[int], dict[str, Any] | None]
+
+Row = dict[str, Any]
+
+
+def _day(ts: str) -> str:
+    return ts[:10]
+
+
+class Projection:
+    """The rows one heinzel's spine yields."""
+
+    def __init__(self, heinzel_id: str, load_contract: ContractLoader | None = None) -> None:
+        self.id = heinzel_id
+        self._load_contract = load_contract
+        self.heinzel: Row = {
+            "id": heinzel_id,
+            "name": heinzel_id,
+            "namespace": "me",
+            "state": "proposed",
+            "contract_name": None,
+            "contract_version": None,
+            "contract_fingerprint": None,
+            "proposed_version": None,
+            "assets": [],
+            "schedule": None,
+            "render_on_schedule": "always",
+            "inputs": {},
+            "hz": {},
+            "created_at": None,
+            "paused": 0,
+            "retired": 0,
+            "damaged": 0,
+            "awake_turn": None,
+            "waiting_turn": None,
+            "waiting_until": None,
+            "waiting_on": None,
+            "last_turn": None,
+            "last_cause": None,
+            "last_disposition": None,
+            "last_report": None,
+            "last_turn_at": None,
+            "pending_draft": None,
+            "pending_amendment": None,
+            "pending_question": None,
+            "lessons_active": 0,
+            "lessons_seq": 0,
+            "turns_count": 0,
+            "next_due": None,
+            "last_slot": None,
+            "approved_at": None,
+            "last_summary_seq": None,
+            "events_since_summary": 0,
+            "seq": 0,
+            "last_hash": None,
+        }
+        self.turns: dict[str, Row] = {}
+        self.drafts: dict[str, Row] = {}
+        self.lessons: dict[str, Row] = {}
+        self.amendments: dict[str, Row] = {}
+        self.questions: dict[str, Row] = {}
+        self.keys: dict[str, Row] = {}
+        self.requests: dict[str, Row] = {}
+        self.costs: dict[tuple[str, str], Row] = {}
+        self.notices: dict[str, Row] = {}
+        self.dirty: set[tuple[str, Any]] = set()
+
+    # -- folding -----------------------------------------------------------------------
+
+    def apply_all(self, events: list[Event]) -> Projection:
+        for event in events:
+            self.apply(event)
+        return self
+
+    def apply(self, event: Event) -> None:
+        kind, data = migrate(event.kind, event.data)
+        handler = _HANDLERS.get(kind)
+        row = self.heinzel
+        row["seq"], row["last_hash"] = event.seq, event.hash
+        if kind not in ("summary.written",):
+            row["events_since_summary"] += 1
+        if handler is not None:
+            handler(self, event, data)
+        row["state"] = self._state()
+        self.dirty.add(("heinzel", self.id))
+
+    def mark_damaged(self, damaged: bool) -> None:
+        self.heinzel["damaged"] = int(damaged)
+        self.dirty.add(("heinzel", self.id))
+
+    def _state(self) -> str:
+        row = self.heinzel
+        if row["retired"]:
+            return "retired"
+        if row["contract_version"] is None:
+            return "proposed"
+        if row["paused"]:
+            return "paused"
+        if row["awake_turn"]:
+            return "awake"
+        if (
+            row["waiting_turn"]
+            or row["pending_draft"]
+            or row["pending_question"]
+            or row["pending_amendment"]
+        ):
+            return "waiting"
+        return "asleep"
+
+    # -- helpers for handlers ----------------------------------------------------------
+
+    def _touch(self, table: str, store: dict[Any, Row], pk: Any, /, **defaults: Any) -> Row:
+        row = store.get(pk)
+        if row is None:
+            row = store[pk] = {"heinzel": self.id, **defaults}
+        self.dirty.add((table, pk))
+        return row
+
+    def _turn(self, event: Event) -> Row | None:
+        if not event.turn:
+            return None
+        row = self.turns.get(event.turn)
+        if row is not None:
+            self.dirty.add(("turns", event.turn))
+            return row
+        return self._touch(
+            "turns",
+            self.turns,
+            event.turn,
+            turn=event.turn,
+            seq=event.seq,
+            started_at=event.ts,
+            cause=None,
+            causes=[],
+            keys=[],
+            contract_version=None,
+            lessons_seq=0,
+            status="running",
+            step=None,
+            attempt=0,
+            disposition=None,
+            reason=None,
+            report=None,
+            usd=0.0,
+            tokens=0,
+            tokens_cached=0,
+            duration_ms=0,
+            finished_at=None,
+            waiting_until=None,
+            waiting_on=None,
+            parent_turn=None,
+            from_step=None,
+            resumes=0,
+            body_hash=None,
+            body_size=None,
+            request_ids=[],
+        )
+
+    def _set_key(self, key: str, turn: str | None, status: str) -> None:
+        row = self._touch("keys", self.keys, key, key=key, turn=turn, status=status)
+        row["turn"], row["status"] = turn, status
+
+    def _contract(self, version: int) -> None:
+        row = self.heinzel
+        compiled = self._load_contract(version) if self._load_contract else None
+        if not compiled:
+            return
+        hz = compiled.get("hz") or {}
+        row["contract_name"] = compiled.get("name")
+        row["assets"] = list(compiled.get("assets") or [])
+        row["schedule"] = hz.get("schedule")
+        row["render_on_schedule"] = hz.get("render_on_schedule") or "always"
+        previous = row["inputs"]
+        inputs = {}
+        for name, spec in (hz.get("inputs") or {}).items():
+            entry = dict(spec) if isinstance(spec, dict) else {}
+            entry["last_fp"] = (previous.get(name) or {}).get("last_fp")
+            inputs[name] = entry
+        row["inputs"] = inputs
+        row["hz"] = hz
+
+    def _pending(self, store: dict[str, Row], status: str = "pending") -> str | None:
+        pending = [r for r in store.values() if r.get("status") == status]
+        if not pending:
+            return None
+        return max(pending, key=lambda r: r.get("seq", 0)).get("pk")
+
+
+# -- event handlers ---------------------------------------------------------------------
+
+
+def _created(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.heinzel.update(name=d.get("name", p.id), namespace=d.get("namespace", "me"), created_at=e.ts)
+
+
+def _renamed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.heinzel["name"] = d.get("name", p.heinzel["name"])
+
+
+def _flag(name: str, value: int) -> Callable[[Projection, Event, dict[str, Any]], None]:
+    def handler(p: Projection, e: Event, d: dict[str, Any]) -> None:
+        p.heinzel[name] = value
+
+    return handler
+
+
+def _contract_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.heinzel["proposed_version"] = d.get("version")
+    if p.heinzel["contract_version"] is None and isinstance(d.get("version"), int):
+        p._contract(d["version"])
+
+
+def _contract_approved(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    version = d.get("version")
+    p.heinzel.update(
+        contract_version=version,
+        contract_fingerprint=d.get("fingerprint"),
+        proposed_version=None,
+        approved_at=p.heinzel["approved_at"] or e.ts,
+    )
+    if isinstance(version, int):
+        p._contract(version)
+
+
+def _amendment_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    pk = d.get("proposal")
+    row = p._touch("amendments", p.amendments, pk, pk=pk, proposal=pk)
+    row.update(
+        seq=e.seq,
+        by=d.get("by"),
+        fingerprint=d.get("fingerprint"),
+        widens=d.get("widens", []),
+        reason=d.get("reason"),
+        status="pending",
+        proposed_at=e.ts,
+        version=None,
+        turn=e.turn,
+    )
+    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+
+
+def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    pk = d.get("proposal")
+    if pk in p.amendments:
+        p._touch("amendments", p.amendments, pk)["status"] = "declined"
+    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+
+
+def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    _contract_approved(p, e, d)
+    pk = d.get("proposal")
+    if pk and pk in p.amendments:
+        row = p._touch("amendments", p.amendments, pk)
+        row.update(status="approved", version=d.get("version"))
+    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+
+
+def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = p._turn(e)
+    if row is None:
+        return
+    causes = d.get("causes") or [d.get("cause")]
+    keys = d.get("keys") or ([e.key] if e.key else [])
+    row.update(
+        seq=e.seq,
+        started_at=e.ts,
+        cause=d.get("cause"),
+        causes=causes,
+        keys=keys,
+        contract_version=d.get("contract_version"),
+        lessons_seq=d.get("lessons_seq", 0),
+        status="running",
+        parent_turn=d.get("parent_turn"),
+        from_step=d.get("from_step"),
+        request_ids=d.get("request_ids", []),
+    )
+    for key in keys:
+        p._set_key(key, e.turn, "started")
+    for request_id in d.get("request_ids", []):
+        req = p._touch("requests", p.requests, request_id, request_id=request_id)
+        req.update(status="consumed", turn=e.turn)
+    h = p.heinzel
+    h.update(awake_turn=e.turn, last_turn=e.turn, last_cause=d.get("cause"), last_turn_at=e.ts)
+    h["turns_count"] += 1
+    if h["waiting_turn"] == e.turn:
+        h["waiting_turn"] = None
+    _note_slot(p, keys)
+
+
+def _step_done(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = p._turn(e)
+    if row is None:
+        return
+    row["step"] = d.get("step")
+    if d.get("report"):
+        row["report"] = d["report"]
+    if d.get("step") == "gather":
+        inputs = p.heinzel["inputs"]
+        for item in d.get("inputs", []):
+            name = item.get("name") if isinstance(item, dict) else None
+            if name in inputs:
+                inputs[name] = {**inputs[name], "last_fp": item.get("fingerprint")}
+
+
+def _attempt(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = p._turn(e)
+    if row is not None:
+        row["attempt"] = d.get("attempt", row["attempt"])
+
+
+def _turn_waiting(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = p._turn(e)
+    if row is None:
+        return
+    row.update(status="waiting", waiting_until=d.get("until"), waiting_on=d.get("on"))
+    h = p.heinzel
+    h.update(waiting_turn=e.turn, waiting_until=d.get("until"), waiting_on=d.get("on"))
+    if h["awake_turn"] == e.turn:
+        h["awake_turn"] = None
+
+
+def _turn_resumed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = p._turn(e)
+    if row is None:
+        return
+    row.update(status="running", waiting_until=None, waiting_on=None)
+    row["resumes"] = d.get("resumes", row["resumes"] + 1)
+    h = p.heinzel
+    h["awake_turn"] = e.turn
+    if h["waiting_turn"] == e.turn:
+        h.update(waiting_turn=None, waiting_until=None, waiting_on=None)
+
+
+def _turn_steered(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    request_id = d.get("request_id")
+    req = p._touch("requests", p.requests, request_id, request_id=request_id)
+    req.update(status="steered", turn=e.turn, seq=e.seq)
+
+
+def _turn_requested(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    pk = d.get("request_id") or d.get("key")
+    req = p._touch("requests", p.requests, pk, request_id=pk)
+    req.update(status="requested", turn=None, seq=e.seq, cause=d.get("cause"), key=d.get("key"))
+
+
+def _close_turn(p: Projection, e: Event, d: dict[str, Any], status: str) -> Row | None:
+    row = p._turn(e)
+    h = p.heinzel
+    if h["awake_turn"] == e.turn:
+        h["awake_turn"] = None
+    if h["waiting_turn"] == e.turn:
+        h.update(waiting_turn=None, waiting_until=None, waiting_on=None)
+    if row is None:
+        return None
+    row.update(status=status, finished_at=e.ts, waiting_until=None, waiting_on=None)
+    return row
+
+
+def _turn_finished(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = _close_turn(p, e, d, "finished")
+    if row is None:
+        return
+    row.update(
+        disposition=d.get("disposition"),
+        reason=d.get("reason"),
+        report=d.get("report") or row["report"],
+        usd=d.get("usd", 0.0),
+        tokens=d.get("tokens", 0),
+        tokens_cached=d.get("tokens_cached", 0),
+        duration_ms=d.get("duration_ms", 0),
+        body_hash=d.get("body_hash"),
+        body_size=d.get("body_size"),
+    )
+    for key in row["keys"]:
+        p._set_key(key, e.turn, "finished")
+    cause = (row["causes"] or [row["cause"]])[0] or "unknown"
+    _add_cost(p, e, cause, float(d.get("usd", 0.0)))
+    p.heinzel.update(
+        last_disposition=row["disposition"], last_report=row["report"], last_turn_at=e.ts
+    )
+
+
+def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    row = _close_turn(p, e, d, "skipped")
+    keys = d.get("keys", [])
+    if row is not None:
+        causes = d.get("causes", [])
+        row.update(
+            cause=causes[0] if causes else None,
+            causes=causes,
+            keys=keys,
+            disposition="skipped",
+            reason=d.get("reason"),
+            report=d.get("detail") or f"skipped: {d.get('reason')}",
+        )
+    for key in keys:
+        p._set_key(key, e.turn, "skipped")
+    h = p.heinzel
+    h.update(last_turn=e.turn, last_disposition="skipped", last_turn_at=e.ts)
+    h["last_report"] = row["report"] if row else None
+    _note_slot(p, keys)
+
+
+def _note_slot(p: Projection, keys: list[str]) -> None:
+    """Remember the newest schedule slot a turn covered (keys ``<id>@<ISO slot>``)."""
+    prefix = f"{p.id}@"
+    slots = [
+        k[len(prefix) :] for k in keys if k.startswith(prefix) and k[len(prefix) :][:1].isdigit()
+    ]
+    if slots:
+        newest = max(slots)
+        if not p.heinzel["last_slot"] or newest > p.heinzel["last_slot"]:
+            p.heinzel["last_slot"] = newest
+
+
+def _add_cost(p: Projection, e: Event, cause: str, usd: float) -> None:
+    if not usd:
+        return
+    pk = (_day(e.ts), cause)
+    row = p._touch("costs", p.costs, pk, day=pk[0], cause=cause, usd=0.0)
+    row["usd"] += usd
+
+
+def _usage(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    _add_cost(p, e, f"usage:{d.get('purpose')}", float(d.get("usd", 0.0)))
+
+
+def _draft_placed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    key = d.get("key")
+    row = p._touch("drafts", p.drafts, key, pk=key, key=key)
+    row.update(
+        seq=e.seq,
+        turn=e.turn,
+        asset=d.get("asset"),
+        output=d.get("output"),
+        contract_version=d.get("contract_version"),
+        placed_at=e.ts,
+        hash=d.get("hash"),
+        size=d.get("size"),
+        status="pending",
+        approver=None,
+        share_changed=None,
+        output_fp=None,
+    )
+    p.heinzel["pending_draft"] = p._pending(p.drafts)
+
+
+def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], None]:
+    def handler(p: Projection, e: Event, d: dict[str, Any]) -> None:
+        key = d.get("key")
+        if key in p.drafts:
+            row = p._touch("drafts", p.drafts, key)
+            row["status"] = status
+            if status == "approved":
+                row.update(
+                    approver=d.get("approver"),
+                    share_changed=d.get("share_changed"),
+                    output_fp=d.get("output_fp"),
+                    decided_at=e.ts,
+                )
+            else:
+                row["decided_at"] = e.ts
+        p.heinzel["pending_draft"] = p._pending(p.drafts)
+
+    return handler
+
+
+def _lesson_recorded(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    pk = d.get("lesson_id")
+    row = p._touch("lessons", p.lessons, pk, lesson_id=pk)
+    row.update(
+        seq=e.seq, lesson=d.get("lesson"), from_key=d.get("from_key"), recorded_at=e.ts, dismissed=0
+    )
+    _count_lessons(p, e)
+
+
+def _lesson_dismissed(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    pk = d.get("lesson_id")
+    if pk in p.lessons:
+        p._touch("lessons", p.lessons, pk)["dismissed"] = 1
+    _count_lessons(p, e)
+
+
+def _count_lessons(p: Projection, e: Event) -> None:
+    p.heinzel["lessons_active"] = sum(1 for r in p.lessons.values() if not r["dismissed"])
+    p.heinzel["lessons_seq"] = e.seq
+
+
+def _question_asked(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    key = d.get("key")
+    row = p._touch("questions", p.questions, key, pk=key, key=key)
+    row.update(seq=e.seq, turn=e.turn, question=d.get("question"), asked_at=e.ts, status="pending")
+    p.heinzel["pending_question"] = p._pending(p.questions)
+
+
+def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    key = d.get("key")
+    if key in p.questions:
+        row = p._touch("questions", p.questions, key)
+        row.update(status="answered", answered_at=e.ts)
+    request_id = d.get("request_id")
+    if request_id:
+        req = p._touch("requests", p.requests, request_id, request_id=request_id)
+        req.update(status="answered", turn=e.turn, seq=e.seq)
+    p.heinzel["pending_question"] = p._pending(p.questions)
+
+
+def _notice(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    key = d.get("key")
+    row = p._touch("notices", p.notices, key, key=key)
+    row.update(notice=d.get("notice"), ts=e.ts, seq=e.seq)
+
+
+def _summary(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.heinzel["last_summary_seq"] = e.seq
+    p.heinzel["events_since_summary"] = 0
+
+
+_HANDLERS: dict[str, Callable[[Projection, Event, dict[str, Any]], None]] = {
+    "heinzel.created": _created,
+    "heinzel.renamed": _renamed,
+    "heinzel.paused": _flag("paused", 1),
+    "heinzel.unpaused": _flag("paused", 0),
+    "heinzel.retired": _flag("retired", 1),
+    "heinzel.unretired": _flag("retired", 0),
+    "contract.proposed": _contract_proposed,
+    "contract.approved": _contract_approved,
+    "contract.amended": _contract_amended,
+    "amendment.proposed": _amendment_proposed,
+    "amendment.declined": _amendment_declined,
+    "turn.started": _turn_started,
+    "step.done": _step_done,
+    "attempt.started": _attempt,
+    "attempt.retry": _attempt,
+    "turn.waiting": _turn_waiting,
+    "turn.resumed": _turn_resumed,
+    "turn.steered": _turn_steered,
+    "turn.requested": _turn_requested,
+    "turn.finished": _turn_finished,
+    "turn.skipped": _turn_skipped,
+    "usage": _usage,
+    "draft.placed": _draft_placed,
+    "draft.superseded": _draft_status("superseded"),
+    "draft.rejected": _draft_status("rejected"),
+    "approval.observed": _draft_status("approved"),
+    "lesson.recorded": _lesson_recorded,
+    "lesson.dismissed": _lesson_dismissed,
+    "question.asked": _question_asked,
+    "question.answered": _question_answered,
+    "notice.raised": _notice,
+    "summary.written": _summary,
+}

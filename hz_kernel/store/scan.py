@@ -1,0 +1,264 @@
+"""Reading a spine back: decode every line and check the chain in one pass.
+
+The reader never raises on a bad line. Damage is sorted into two kinds:
+
+* a **torn tail** — bytes after the last newline, or a last line holding NUL
+  padding — is what a crash mid-append leaves. Readers do not see it; the
+  next writer cuts it off and keeps a copy (``repair.py``).
+* a **chain break** anywhere else — an edited, deleted, reordered or
+  unreadable line — is reported with its seq and byte offset. It is never
+  repaired automatically; the user accepts it with ``hz heinzel verify
+  NAME --accept`` and a ``chain.accepted`` event records that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel
+
+from hz_kernel.errors import HzError
+from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event, line_hash
+
+Problem = Literal["edited", "missing", "reordered", "unreadable", "not-an-object", "too-long"]
+
+
+class ChainBreak(BaseModel):
+    """One place where the chain does not hold."""
+
+    seq: int | None
+    offset: int
+    problem: Problem
+    detail: str
+
+    def matches(self, accepted: dict[str, object]) -> bool:
+        return accepted.get("offset") == self.offset and accepted.get("problem") == self.problem
+
+
+class TornTail(BaseModel):
+    offset: int
+    size: int
+    nul_padding: bool
+
+
+@dataclass(slots=True)
+class SpineScan:
+    """What one pass over a spine found."""
+
+    path: Path
+    size: int = 0
+    events: list[Event] = field(default_factory=list)
+    breaks: list[ChainBreak] = field(default_factory=list)
+    accepted: list[ChainBreak] = field(default_factory=list)
+    torn: TornTail | None = None
+    last_seq: int = 0
+    last_hash: str = GENESIS
+    lines: int = 0
+
+    @property
+    def intact(self) -> bool:
+        return not self.breaks
+
+    @property
+    def valid_end(self) -> int:
+        return self.torn.offset if self.torn else self.size
+
+
+def read_spine_bytes(path: Path) -> bytes:
+    """The spine's bytes; a missing file reads as empty, anything not a file is an error."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        reason = f"spine is not a readable regular file ({exc.strerror})"
+        raise HzError("HZS011", reason, str(path)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HzError("HZS011", "spine is not a regular file", str(path))
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except IsADirectoryError:
+        raise HzError("HZS011", "spine is a directory, not a file", str(path)) from None
+    finally:
+        os.close(fd)
+
+
+def _decode(line: bytes) -> dict[str, Any] | Problem:
+    if len(line) > MAX_LINE_BYTES:
+        return "too-long"
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return "unreadable"
+    if (
+        type(obj) is not dict
+        or len(obj) < 8
+        or type(obj.get("seq")) is not int
+        or type(obj.get("prev")) is not str
+        or type(obj.get("kind")) is not str
+        or type(obj.get("data")) is not dict
+        or "ts" not in obj
+        or "turn" not in obj
+        or "key" not in obj
+    ):
+        return "not-an-object"
+    return obj
+
+
+def _describe(problem: Problem, size: int) -> str:
+    return {
+        "too-long": f"a line of {size} bytes exceeds the {MAX_LINE_BYTES}-byte limit",
+        "unreadable": "the line is not valid JSON",
+        "not-an-object": "the line is not a spine event object",
+    }.get(problem, problem)
+
+
+_PREFIX = b'{"v":1,"seq":'
+_PREV = b'"prev":"'
+_ACCEPTED = b'"kind":"chain.accepted"'
+
+
+def _intact_fast(data: bytes, end: int) -> tuple[int, int, str] | None:
+    """(lines, last seq, last hash) when every line is canonical and chained, else None.
+
+    Verifying a chain needs only each line's ``seq`` and ``prev``: an edit to
+    any byte of a line changes its hash, which the next line's ``prev`` then
+    fails to match. The writer's layout puts both in a fixed prefix, so the
+    common case — an intact spine — is checked with slices and one hash per
+    line, without parsing JSON. Any surprise returns None and the full
+    decode explains it.
+    """
+    body = data[:end]
+    if _ACCEPTED in body:
+        return None
+    lines = body.split(b"\n")
+    lines.pop()
+    if sum(1 for line in lines if line.startswith(_PREFIX)) != len(lines):
+        return None
+    prevs = [line[(at := line.find(_PREV, 40, 80)) + 8 : at + 72] for line in lines]
+    seqs = [line[13 : line.find(b",", 13)] for line in lines]
+    hashes = [hashlib.sha256(line).hexdigest().encode() for line in lines]
+    if prevs != [GENESIS.encode(), *hashes[:-1]]:
+        return None
+    if seqs != [str(n).encode() for n in range(1, len(lines) + 1)]:
+        return None
+    return len(lines), len(lines), hashes[-1].decode() if hashes else GENESIS
+
+
+def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
+    """Decode and chain-check a spine's bytes. Never raises on damage.
+
+    With ``collect=False`` (verification) an intact spine is checked by a
+    fast path that reads only ``seq`` and ``prev``; damage falls back to the
+    full decode so it can be explained.
+    """
+    result = SpineScan(path=path, size=len(data))
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        result.torn = TornTail(offset=end, size=len(data) - end, nul_padding=b"\x00" in data[end:])
+    if end:
+        last_start = data.rfind(b"\n", 0, end - 1) + 1
+        if b"\x00" in data[last_start : end - 1]:
+            result.torn = TornTail(offset=last_start, size=len(data) - last_start, nul_padding=True)
+            end = last_start
+
+    if not collect and end:
+        fast = _intact_fast(data, end)
+        if fast is not None:
+            result.lines, result.last_seq, result.last_hash = fast
+            return result
+
+    prev_hash, prev_seq, prev_offset = GENESIS, 0, 0
+    prev_bad = False
+    accepted_marks: list[dict[str, object]] = []
+    pos = 0
+    events = result.events
+    while pos < end:
+        nl = data.index(b"\n", pos)
+        line = data[pos:nl]
+        digest = line_hash(line)
+        decoded = _decode(line)
+        result.lines += 1
+        if isinstance(decoded, str):
+            result.breaks.append(
+                ChainBreak(
+                    seq=None, offset=pos, problem=decoded, detail=_describe(decoded, len(line))
+                )
+            )
+            prev_bad = True
+        else:
+            seq = decoded["seq"]
+            assert isinstance(seq, int)
+            if decoded["prev"] != prev_hash and not prev_bad:
+                if seq > prev_seq + 1:
+                    result.breaks.append(
+                        ChainBreak(
+                            seq=prev_seq + 1,
+                            offset=pos,
+                            problem="missing",
+                            detail=f"seq {prev_seq + 1}..{seq - 1} missing before seq {seq}",
+                        )
+                    )
+                else:
+                    result.breaks.append(
+                        ChainBreak(
+                            seq=prev_seq,
+                            offset=prev_offset,
+                            problem="edited",
+                            detail=f"seq {prev_seq} no longer matches the hash seq {seq} recorded",
+                        )
+                    )
+            elif seq != prev_seq + 1 and not prev_bad:
+                result.breaks.append(
+                    ChainBreak(
+                        seq=seq,
+                        offset=pos,
+                        problem="reordered",
+                        detail=f"seq {seq} follows seq {prev_seq}",
+                    )
+                )
+            if decoded["kind"] == "chain.accepted":
+                marks = decoded["data"].get("breaks")  # type: ignore[union-attr]
+                if isinstance(marks, list):
+                    accepted_marks.extend(m for m in marks if isinstance(m, dict))
+            if collect:
+                events.append(
+                    Event(
+                        decoded.get("v", 1),
+                        seq,
+                        decoded["ts"],
+                        decoded["prev"],
+                        decoded["turn"],
+                        decoded["kind"],
+                        decoded["key"],
+                        decoded["data"],
+                        pos,
+                        digest,
+                    )
+                )
+            prev_seq, prev_bad = seq, False
+        prev_hash, prev_offset = digest, pos
+        pos = nl + 1
+
+    result.last_seq, result.last_hash = prev_seq, prev_hash
+    if accepted_marks:
+        open_breaks = []
+        for brk in result.breaks:
+            (
+                result.accepted if any(brk.matches(m) for m in accepted_marks) else open_breaks
+            ).append(brk)
+        result.breaks = open_breaks
+    return result
+
+
+def scan_file(path: Path, *, collect: bool = True) -> SpineScan:
+    return scan(read_spine_bytes(path), path, collect=collect)

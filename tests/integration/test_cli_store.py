@@ -1,0 +1,90 @@
+"""The real ``hz`` binary against real homes: listings, verify, and bad input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hz_kernel.store.spine import SPINE_NAME, SpineWriter
+from hz_kernel.vocabulary import HeinzelCreated, StepDone
+
+HZ = [sys.executable, "-m", "hz_kernel.cli"]
+
+
+def hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HZ_HOME": str(home)}
+    return subprocess.run([*HZ, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def _one_coded_line(result: subprocess.CompletedProcess[str], code: str) -> None:
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"{code}: "), lines[0]
+
+
+def _heinzel(home: Path, name: str = "weekly", events: int = 3) -> Path:
+    directory = home / "heinzel" / "hz-01JBCDEFGHJKMNPQRSTVWXYZ01"
+    with SpineWriter.open(directory) as writer:
+        writer.append(HeinzelCreated(name=name))
+        for _ in range(events - 1):
+            writer.append(StepDone(step="gather"))
+    return directory
+
+
+def test_list_and_show_on_a_real_home(tmp_path: Path) -> None:
+    _heinzel(tmp_path)
+    listed = hz(tmp_path, "heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["name"] == "weekly" and row["state"] == "proposed"
+    shown = hz(tmp_path, "heinzel", "show", "weekly", "--json")
+    assert json.loads(shown.stdout)["heinzel"]["id"] == row["id"]
+    assert hz(tmp_path, "heinzel", "verify").returncode == 0
+
+
+def test_missing_home(tmp_path: Path) -> None:
+    result = hz(tmp_path / "nope", "heinzel", "list")
+    assert result.returncode == 1
+    _one_coded_line(result, "HZS001")
+
+
+def test_spine_that_is_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "heinzel" / "hz-01JBCDEFGHJKMNPQRSTVWXYZ01" / SPINE_NAME).mkdir(parents=True)
+    result = hz(tmp_path, "heinzel", "verify", "hz-01JBCDEFGHJKMNPQRSTVWXYZ01")
+    assert result.returncode == 1
+    _one_coded_line(result, "HZS011")
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "problem"),
+    [(b"[1, 2, 3]", "not-an-object"), (b'"x' + b"y" * (10 * 1024 * 1024) + b'"', "too-long")],
+    ids=["json-not-an-object", "ten-megabyte-line"],
+)
+def test_bad_lines_get_a_coded_error(tmp_path: Path, bad_line: bytes, problem: str) -> None:
+    directory = _heinzel(tmp_path)
+    spine = directory / SPINE_NAME
+    lines = spine.read_bytes().split(b"\n")
+    lines.insert(1, bad_line)
+    spine.write_bytes(b"\n".join(lines))
+    result = hz(tmp_path, "heinzel", "verify", "weekly", "--json")
+    assert result.returncode == 1
+    _one_coded_line(result, "HZS030")
+    (report,) = json.loads(result.stdout)
+    assert report["problems"][0]["problem"] == problem
+    listed = hz(tmp_path, "heinzel", "list", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["damaged"] is True
+
+
+def test_unknown_heinzel_and_usage_errors(tmp_path: Path) -> None:
+    result = hz(tmp_path, "heinzel", "show", "nobody")
+    assert result.returncode == 2
+    _one_coded_line(result, "HZU010")
+    result = hz(tmp_path, "heinzel", "frobnicate")
+    assert result.returncode == 2
+    _one_coded_line(result, "HZU000")

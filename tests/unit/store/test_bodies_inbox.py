@@ -1,0 +1,68 @@
+"""Turn bodies and inbox request files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ulid import ULID
+
+from hz_kernel.store.bodies import BodyWriter, body_path, read_body
+from hz_kernel.store.inbox import Inbox, InboxRequest
+
+
+def test_body_records_round_trip_and_hash(tmp_path: Path) -> None:
+    turn = str(ULID())
+    body = BodyWriter(tmp_path, turn)
+    body.write("input", name="notes", content="# hello")
+    body.write("model", chunk="Draft")
+    body.sync()
+    first_hash = body.hash
+    body.close()
+    records = read_body(tmp_path, turn)
+    assert [r["type"] for r in records or []] == ["input", "model"]
+    assert stat.S_IMODE(os.stat(body_path(tmp_path, turn)).st_mode) == 0o600
+    reopened = BodyWriter(tmp_path, turn)
+    assert reopened.hash == first_hash
+    reopened.close()
+
+
+def test_body_reopen_drops_a_torn_record(tmp_path: Path) -> None:
+    turn = str(ULID())
+    body = BodyWriter(tmp_path, turn)
+    body.write("input", name="a")
+    body.close()
+    with body_path(tmp_path, turn).open("ab") as f:
+        f.write(b'{"ts": "2026-')
+    body = BodyWriter(tmp_path, turn)
+    body.write("input", name="b")
+    body.close()
+    assert [r["name"] for r in read_body(tmp_path, turn) or []] == ["a", "b"]
+
+
+def test_missing_body_reads_as_none(tmp_path: Path) -> None:
+    assert read_body(tmp_path, str(ULID())) is None
+    assert read_body(tmp_path, "../../etc/passwd") is None
+
+
+def test_inbox_admission_is_idempotent_by_request_id(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path)
+    first, created = inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="shorter"))
+    again, created_again = inbox.admit(
+        InboxRequest(request_id="r1", heinzel="hz-x", message="a different retry text")
+    )
+    assert created and not created_again
+    assert again.message == "shorter" and again.admitted_at == first.admitted_at
+    assert [r.request_id for r in inbox.all()] == ["r1"]
+    assert stat.S_IMODE(os.stat(tmp_path / "inbox" / "r1.json").st_mode) == 0o600
+
+
+def test_inbox_refuses_path_like_ids(tmp_path: Path) -> None:
+    import pytest
+
+    from hz_kernel.errors import HzError
+
+    with pytest.raises(HzError) as caught:
+        Inbox(tmp_path).admit(InboxRequest(request_id="../x", heinzel="hz-x"))
+    assert caught.value.code == "HZS030"

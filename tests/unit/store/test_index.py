@@ -1,0 +1,142 @@
+"""The derived index: rebuilt from spines, equal to a direct scan, honest after changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.index import ALL_TABLES
+from hz_kernel.store.scan import scan_file
+from hz_kernel.store.session import project
+from hz_kernel.store.spine import SPINE_NAME, SpineWriter
+from hz_kernel.vocabulary import (
+    ApprovalObserved,
+    ContractApproved,
+    DraftPlaced,
+    LessonDismissed,
+    LessonRecorded,
+    QuestionAsked,
+    StepDone,
+    TurnFinished,
+    TurnStarted,
+)
+
+
+async def _busy_heinzel(kernel: Kernel, name: str, turns: int) -> str:
+    heinzel_id = await kernel.create_heinzel(name)
+    async with kernel.holding(heinzel_id) as held:
+        await held.append(ContractApproved(version=1, fingerprint="f" * 64))
+        for n in range(turns):
+            turn = f"01JTURN{n:019d}"
+            key = f"{heinzel_id}@2026-10-{n + 1:02d}T15:00"
+            await held.append(
+                TurnStarted(cause="schedule", keys=[key], contract_version=1), turn=turn, key=key
+            )
+            for step in ("gather", "think", "outcome", "act"):
+                await held.append(StepDone(step=step, report="ok"), turn=turn)
+            draft_key = f"{heinzel_id}@v1@{n}@doc:r.md"
+            await held.append(
+                DraftPlaced(key=draft_key, asset="doc:r.md", hash="h", size=10, contract_version=1),
+                turn=turn,
+                key=draft_key,
+            )
+            await held.append(
+                TurnFinished(
+                    disposition="drafted", causes=["schedule"], usd=0.25, report="drafted"
+                ),
+                turn=turn,
+            )
+        await held.append(
+            ApprovalObserved(key=draft_key, share_changed=0.2, output_fp="o" * 64), turn=turn
+        )
+        await held.append(LessonRecorded(lesson_id="L1", lesson="risks go first"))
+        await held.append(LessonRecorded(lesson_id="L2", lesson="no ticket numbers"))
+        await held.append(LessonDismissed(lesson_id="L2"))
+        await held.append(QuestionAsked(key=f"{heinzel_id}@q1", question="which team?"))
+    return heinzel_id
+
+
+async def _dump(kernel: Kernel) -> dict[str, list[dict[str, Any]]]:
+    out = {}
+    for table in ALL_TABLES:
+        if table.name == "spines":
+            continue
+        order = ", ".join(table.key)
+        out[table.name] = await kernel.index.fetch(
+            table.name, f"SELECT * FROM {table.name} ORDER BY {order}"
+        )
+    return out
+
+
+async def test_index_rebuilt_from_spines_equals_the_live_index(home: Home) -> None:
+    kernel = await Kernel.open(home)
+    for i in range(4):
+        await _busy_heinzel(kernel, f"h{i}", turns=3 + i)
+    live = await _dump(kernel)
+    await kernel.close()
+
+    home.index_path.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{home.index_path}{suffix}").unlink(missing_ok=True)
+    rebuilt_kernel = await Kernel.open(home)
+    rebuilt = await _dump(rebuilt_kernel)
+    report = await rebuilt_kernel.reindex()
+    again = await _dump(rebuilt_kernel)
+    await rebuilt_kernel.close()
+    assert rebuilt == live == again
+    assert report.heinzels == 4 and report.events > 0
+
+
+async def test_index_equals_a_direct_scan_of_each_spine(kernel: Kernel, home: Home) -> None:
+    heinzel_id = await _busy_heinzel(kernel, "weekly", turns=3)
+    directory = home.heinzel_dir(heinzel_id)
+    direct = project(heinzel_id, directory, scan_file(directory / SPINE_NAME))
+    row = await kernel.index.heinzel(heinzel_id)
+    assert row is not None
+    assert {k: row[k] for k in direct.heinzel} == direct.heinzel
+    assert row["state"] == "waiting" and row["pending_question"] == f"{heinzel_id}@q1"
+    assert row["lessons_active"] == 1 and row["turns_count"] == 3
+    turns = await kernel.index.rows_of("turns", heinzel_id)
+    assert [t["disposition"] for t in turns] == ["drafted"] * 3
+
+
+async def test_a_spine_that_moved_behind_the_index_is_rebuilt_on_open(home: Home) -> None:
+    kernel = await Kernel.open(home)
+    heinzel_id = await _busy_heinzel(kernel, "weekly", turns=1)
+    await kernel.close()
+    with SpineWriter.open(home.heinzel_dir(heinzel_id)) as writer:
+        writer.append(LessonRecorded(lesson_id="L9", lesson="shorter headings"))
+    kernel = await Kernel.open(home)
+    lessons = await kernel.index.rows_of("lessons", heinzel_id)
+    await kernel.close()
+    assert "L9" in {lesson["lesson_id"] for lesson in lessons}
+
+
+async def test_list_filters_and_show(kernel: Kernel) -> None:
+    await _busy_heinzel(kernel, "alpha", turns=2)
+    await kernel.create_heinzel("beta")
+    everything = await kernel.list_heinzels()
+    assert [h.name for h in everything.items] == ["alpha", "beta"]
+    assert [h.name for h in (await kernel.list_heinzels(state="proposed")).items] == ["beta"]
+    detail = await kernel.show("alpha")
+    assert len(detail.turns) == 2 and detail.cost_month.by_cause.keys() <= {"schedule"}
+    assert [lesson.dismissed for lesson in detail.lessons] == [False, True]
+
+
+async def test_verify_reports_then_accepts_a_break(kernel: Kernel, home: Home) -> None:
+    heinzel_id = await _busy_heinzel(kernel, "weekly", turns=2)
+    kernel.release(heinzel_id)
+    spine = home.heinzel_dir(heinzel_id) / SPINE_NAME
+    lines = spine.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b'"ok"', b'"OK"')
+    spine.write_bytes(b"\n".join(lines))
+    (report,) = await kernel.verify("weekly")
+    assert not report.ok and report.problems[0].seq == 5
+    assert (await kernel.index.heinzel(heinzel_id) or {})["damaged"] == 1
+    (accepted,) = await kernel.verify("weekly", accept=True)
+    assert accepted.ok and accepted.accepted_now and accepted.problems[0].accepted
+    (later,) = await kernel.verify("weekly")
+    assert later.ok
+    assert (await kernel.index.heinzel(heinzel_id) or {})["damaged"] == 0
