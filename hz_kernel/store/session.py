@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from hz_kernel.observe import Observation, Observer
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.fsutil import read_nofollow
 from hz_kernel.store.index import Index, stat_spine
@@ -45,8 +46,15 @@ def project(heinzel_id: str, heinzel_dir: Path, found: SpineScan) -> Projection:
 class HeldSession:
     """The spine writer and projection of one heinzel, owned by one kernel."""
 
-    def __init__(self, heinzel_id: str, heinzel_dir: Path, index: Index) -> None:
+    def __init__(
+        self,
+        heinzel_id: str,
+        heinzel_dir: Path,
+        index: Index,
+        notify: Observer | None = None,
+    ) -> None:
         self.id = heinzel_id
+        self._notify = notify
         self.dir = heinzel_dir
         self.index = index
         self.writer = SpineWriter.open(heinzel_dir)
@@ -77,6 +85,8 @@ class HeldSession:
         self.projection.apply(event)
         if flush:
             await self.sync_index()
+        if self._notify is not None:
+            self._notify(Observation(heinzel=self.id, event=event, turn=event.turn))
         return event
 
     def close(self) -> None:

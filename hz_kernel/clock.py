@@ -1,0 +1,20 @@
+"""The kernel's clock. ``HZ_NOW`` pins it for a run so slots and days are testable."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+from hz_kernel.errors import HzError
+
+
+def now_utc() -> datetime:
+    """The kernel's clock: ``HZ_NOW`` pins it for a run (tests, demos), else the real time."""
+    pinned = os.environ.get("HZ_NOW")
+    if pinned:
+        try:
+            moment = datetime.fromisoformat(pinned.replace("Z", "+00:00"))
+        except ValueError:
+            raise HzError("HZU001", "HZ_NOW is not an ISO time", pinned) from None
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return datetime.now(UTC)

@@ -1,0 +1,1 @@
+"""The kernel's command groups, one module per area; ``Kernel`` composes them."""

@@ -1,0 +1,241 @@
+"""Store commands: list, show, verify and prune — reads of the index and care of the files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hz_kernel import api
+from hz_kernel.clock import now_utc
+from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.store.bodies import BODY_NAME, body_path
+from hz_kernel.store.inbox import REQUEST_NAME, Inbox
+from hz_kernel.store.scan import scan_file
+from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.vocabulary import ChainAccepted
+
+
+class StoreCommands(KernelCore):
+    """``hz heinzel list|show|verify|prune``."""
+
+    async def list_heinzels(
+        self,
+        *,
+        state: str | None = None,
+        artifact: str | None = None,
+        contract: str | None = None,
+        where: dict[str, str] | None = None,
+    ) -> api.HeinzelList:
+        name, version = _split_contract(contract)
+        rows = await self.index.list_heinzels(
+            day=now_utc().date().isoformat(),
+            state=state,
+            artifact=artifact,
+            contract=name,
+            contract_version=version,
+            where=where,
+        )
+        return api.HeinzelList(
+            items=[api.HeinzelSummary.model_validate(r) for r in rows],
+            warnings=[w.one_line() for w in self.warnings],
+        )
+
+    async def show(self, ref: str) -> api.HeinzelDetail:
+        row = await self.resolve(ref)
+        heinzel_id = row["id"]
+        day = now_utc().date().isoformat()
+        summary = await self.index.list_heinzels(day=day, name=row["name"])
+        summary = [s for s in summary if s["id"] == heinzel_id] or [row]
+        turns = await self.index.rows_of("turns", heinzel_id)
+        heinzel_dir = self.home.heinzel_dir(heinzel_id)
+        month = day[:7]
+        costs = await self.index.fetch(
+            "costs",
+            "SELECT cause, SUM(usd) AS usd FROM costs WHERE heinzel = ? AND day LIKE ? "
+            "GROUP BY cause ORDER BY usd DESC",
+            (heinzel_id, f"{month}%"),
+        )
+        requests = await self.index.rows_of("requests", heinzel_id)
+        delivered = {r["request_id"] for r in requests}
+        pending = [r for r in Inbox(heinzel_dir).all() if r.request_id not in delivered]
+        versions_dir = heinzel_dir / "contract"
+        versions = (
+            sorted(
+                int(p.name[1:].split(".")[0])
+                for p in versions_dir.glob("v*.prose.md")
+                if p.name[1:].split(".")[0].isdigit()
+            )
+            if versions_dir.is_dir()
+            else []
+        )
+        return api.HeinzelDetail(
+            heinzel=api.HeinzelSummary.model_validate(summary[0]),
+            contract_versions=versions,
+            inputs=row.get("inputs") or {},
+            turns=[
+                api.TurnSummary.model_validate(
+                    {**t, "body_present": body_path(heinzel_dir, t["turn"]).exists()}
+                )
+                for t in turns
+            ],
+            drafts=[
+                api.DraftSummary.model_validate({**d, "heinzel_name": row["name"]})
+                for d in await self.index.rows_of("drafts", heinzel_id)
+            ],
+            lessons=[
+                api.LessonSummary.model_validate(x)
+                for x in await self.index.rows_of("lessons", heinzel_id)
+            ],
+            amendments=[
+                api.AmendmentSummary.model_validate(x)
+                for x in await self.index.rows_of("amendments", heinzel_id)
+            ],
+            questions=[
+                api.QuestionSummary.model_validate(x)
+                for x in await self.index.rows_of("questions", heinzel_id)
+            ],
+            pending_requests=len(pending),
+            cost_month=api.CostByCause(
+                total=round(sum(c["usd"] for c in costs), 6),
+                by_cause={c["cause"]: round(c["usd"], 6) for c in costs},
+            ),
+        )
+
+    # -- verify, prune -----------------------------------------------------------------
+
+    async def verify(
+        self, ref: str | None = None, *, accept: bool = False
+    ) -> list[api.VerifyReport]:
+        """Check chains; with ``accept``, record the user's acceptance of the breaks found."""
+        if ref is None:
+            if accept:
+                raise UsageError("HZU020", "--accept needs the name of one heinzel")
+            rows = await self.index.list_heinzels(day="")
+            ids = sorted({r["id"] for r in rows} | set(self.home.heinzel_ids()))
+        else:
+            ids = [(await self.resolve(ref))["id"]]
+        reports: list[api.VerifyReport] = []
+        for heinzel_id in ids:
+            reports.append(await self._verify_one(heinzel_id, accept=accept))
+        return reports
+
+    async def _verify_one(self, heinzel_id: str, *, accept: bool) -> api.VerifyReport:
+        spine = self.home.heinzel_dir(heinzel_id) / SPINE_NAME
+        try:
+            found = scan_file(spine, collect=False)
+        except HzError as exc:
+            problem = api.ChainProblem(
+                code=exc.code, seq=None, offset=0, problem="unreadable-file", detail=exc.message
+            )
+            return api.VerifyReport(
+                id=heinzel_id,
+                name=heinzel_id,
+                ok=False,
+                events=0,
+                bytes=0,
+                last_seq=0,
+                problems=[problem],
+            )
+        row = await self.index.heinzel(heinzel_id)
+        name = row["name"] if row else heinzel_id
+        accepted_now = False
+        if accept and found.breaks:
+            async with self.holding(heinzel_id) as held:
+                marks = [b.model_dump(include={"seq", "offset", "problem"}) for b in found.breaks]
+                await held.append(ChainAccepted(breaks=marks))
+                held.scan.accepted.extend(held.scan.breaks)
+                held.scan.breaks.clear()
+                held.projection.mark_damaged(False)
+                await held.sync_index()
+            accepted_now = True
+            found = scan_file(spine, collect=False)
+        else:
+            await self.index.conn.execute(
+                "UPDATE heinzels SET damaged = ? WHERE id = ?", (int(not found.intact), heinzel_id)
+            )
+        problems = [api.ChainProblem(**b.model_dump()) for b in found.breaks] + [
+            api.ChainProblem(**b.model_dump(), accepted=True) for b in found.accepted
+        ]
+        return api.VerifyReport(
+            id=heinzel_id,
+            name=str(name),
+            ok=found.intact,
+            events=found.lines,
+            bytes=found.size,
+            last_seq=found.last_seq,
+            problems=problems,
+            torn_tail_bytes=found.torn.size if found.torn else 0,
+            accepted_now=accepted_now,
+        )
+
+    async def prune(self, *, now: datetime | None = None) -> api.PruneReport:
+        """Delete expired turn bodies and delivered inbox files (``hz heinzel prune``).
+
+        Only names hz writes, only regular files (never a link), only turns
+        that have ended and requests that were delivered, older than
+        ``retention_days``. Running it twice removes nothing more.
+        """
+        days = self.home.settings.heinzel.retention_days
+        if days == 0:
+            return api.PruneReport(bodies_removed=0, requests_removed=0, bytes_freed=0)
+        cutoff = ((now or now_utc()) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+        ended = await self.index.fetch(
+            "",
+            "SELECT heinzel, turn FROM turns WHERE status IN ('finished', 'skipped') "
+            "AND finished_at < ?",
+            (cutoff,),
+        )
+        delivered = await self.index.fetch(
+            "",
+            "SELECT heinzel, request_id FROM requests WHERE status IN "
+            "('consumed', 'answered', 'steered')",
+        )
+        bodies = removed_requests = freed = 0
+        for row in ended:
+            path = body_path(self.home.heinzel_dir(row["heinzel"]), row["turn"])
+            if BODY_NAME.match(path.name):
+                size = _unlink_regular(path)
+                if size is not None:
+                    bodies += 1
+                    freed += size
+        cutoff_dt = datetime.fromisoformat(cutoff).replace(tzinfo=UTC)
+        for row in delivered:
+            inbox = Inbox(self.home.heinzel_dir(row["heinzel"]))
+            request = inbox.get(row["request_id"])
+            path = inbox.dir / f"{row['request_id']}.json"
+            if request is None or not REQUEST_NAME.match(path.name):
+                continue
+            if request.admitted_at < cutoff_dt:
+                size = _unlink_regular(path)
+                if size is not None:
+                    removed_requests += 1
+                    freed += size
+        return api.PruneReport(
+            bodies_removed=bodies, requests_removed=removed_requests, bytes_freed=freed
+        )
+
+
+def _unlink_regular(path: Path) -> int | None:
+    """Remove ``path`` if it is a regular file (a link is never followed nor removed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    path.unlink()
+    return st.st_size
+
+
+def _split_contract(contract: str | None) -> tuple[str | None, int | None]:
+    if not contract:
+        return None, None
+    name, _, version = contract.partition(":")
+    if version:
+        if not version.lstrip("v").isdigit():
+            raise UsageError("HZU021", "a contract filter is NAME or NAME:VERSION", contract)
+        return name, int(version.lstrip("v"))
+    return name, None

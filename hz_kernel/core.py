@@ -1,0 +1,203 @@
+"""The kernel's core: the home, the index and the sessions it holds.
+
+The kernel is the only writer of spines. It holds a heinzel's session
+(lock, writer, projection) while it works on it and answers every read
+from the index. Command groups (``hz_kernel.commands``) build on this core;
+``hz_kernel.kernel.Kernel`` puts them together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Self
+
+from ulid import ULID
+
+from hz_kernel import api
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.home import Home
+from hz_kernel.observe import Observation, Observer
+from hz_kernel.store.envelope import Event
+from hz_kernel.store.index import Index, SpineStat, stat_spine
+from hz_kernel.store.locks import FileLock
+from hz_kernel.store.projection import Projection
+from hz_kernel.store.scan import SpineScan, scan_file
+from hz_kernel.store.session import HeldSession, project
+from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
+from hz_kernel.vocabulary import EventData, HeinzelCreated
+
+
+class KernelCore:
+    """One home's kernel core. Open it with ``await Kernel.open(home)``; close it when done."""
+
+    def __init__(self, home: Home, index: Index) -> None:
+        self.home = home
+        self.index = index
+        self.sessions: dict[str, HeldSession] = {}
+        self.warnings: list[HzError] = []
+        self.observers: list[Observer] = []
+
+    def observe(self, observation: Observation) -> None:
+        """Tell every observer (the daemon's feed, an embedded cockpit) what just happened."""
+        for observer in list(self.observers):
+            observer(observation)
+
+    @classmethod
+    async def open(cls, home: Home, *, reconcile: bool = True) -> Self:
+        home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        kernel = cls(home, await Index.open(home.index_path))
+        if reconcile:
+            await kernel.reconcile()
+        return kernel
+
+    async def close(self) -> None:
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
+        await self.index.close()
+
+    # -- sessions (the write side) ---------------------------------------------------------
+
+    async def session(self, heinzel_id: str) -> HeldSession:
+        """This kernel's hold on a heinzel's spine, opened (and indexed) on first use."""
+        held = self.sessions.get(heinzel_id)
+        if held is None:
+            held = HeldSession(
+                heinzel_id, self.home.heinzel_dir(heinzel_id), self.index, self.observe
+            )
+            self.sessions[heinzel_id] = held
+            await held.sync_index(full=True)
+        return held
+
+    def release(self, heinzel_id: str) -> None:
+        held = self.sessions.pop(heinzel_id, None)
+        if held is not None:
+            held.close()
+
+    @contextlib.asynccontextmanager
+    async def holding(self, heinzel_id: str) -> AsyncIterator[HeldSession]:
+        """Hold a session for one command, releasing it after unless it was already held."""
+        was_held = heinzel_id in self.sessions
+        held = await self.session(heinzel_id)
+        try:
+            yield held
+        finally:
+            if not was_held:
+                self.release(heinzel_id)
+
+    async def append(
+        self,
+        heinzel_id: str,
+        payload: EventData,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+    ) -> Event:
+        held = await self.session(heinzel_id)
+        return await held.append(payload, turn=turn, key=key)
+
+    async def create_heinzel(
+        self, name: str, *, namespace: str = "me", origin: str = "file", template: str | None = None
+    ) -> str:
+        """Mint an id and write the heinzel's first event. Names are checked by the caller."""
+        heinzel_id = f"hz-{ULID()}"
+        async with self.holding(heinzel_id) as held:
+            await held.append(
+                HeinzelCreated(
+                    name=name,
+                    namespace=namespace,  # type: ignore[arg-type]
+                    origin=origin,  # type: ignore[arg-type]
+                    template=template,
+                )
+            )
+        return heinzel_id
+
+    # -- keeping the index honest --------------------------------------------------------
+
+    async def reconcile(self) -> list[str]:
+        """Rebuild the rows of every spine that moved since the index last saw it.
+
+        Costs one ``stat`` per spine; a spine is opened only when it differs.
+        A spine whose lock another process holds is left to that writer.
+        """
+        marks = await self.index.spine_marks()
+        ids = self.home.heinzel_ids()
+        stale: list[str] = []
+        stats: dict[str, SpineStat | None] = {}
+        for heinzel_id in ids:
+            st = stat_spine(self.home.heinzel_dir(heinzel_id) / SPINE_NAME)
+            stats[heinzel_id] = st
+            mark = marks.get(heinzel_id)
+            if mark is None or st is None or (mark[1], mark[2]) != (st.size, st.mtime_ns):
+                stale.append(heinzel_id)
+        gone = set(marks) - set(ids)
+        await self.index.forget(gone)
+        rebuilt = await self._rebuild(stale, stats, skip_busy=True)
+        return rebuilt
+
+    async def reindex(self) -> api.ReindexReport:
+        """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``)."""
+        started = time.perf_counter()
+        ids = self.home.heinzel_ids()
+        stats = {i: stat_spine(self.home.heinzel_dir(i) / SPINE_NAME) for i in ids}
+        await self.index.forget(set(await self.index.spine_marks()) - set(ids))
+        events = 0
+        damaged: list[str] = []
+        projections: list[Projection] = []
+        for heinzel_id in ids:
+            proj, found = self._project_from_disk(heinzel_id)
+            events += len(found.events) if found else 0
+            if proj.heinzel["damaged"]:
+                damaged.append(heinzel_id)
+            projections.append(proj)
+        await self.index.write(projections, stats, full=True, everything=True)
+        return api.ReindexReport(
+            heinzels=len(ids),
+            events=events,
+            seconds=round(time.perf_counter() - started, 4),
+            damaged=damaged,
+        )
+
+    def _project_from_disk(self, heinzel_id: str) -> tuple[Projection, SpineScan | None]:
+        held = self.sessions.get(heinzel_id)
+        if held is not None:
+            return held.projection, held.scan
+        heinzel_dir = self.home.heinzel_dir(heinzel_id)
+        try:
+            found = scan_file(heinzel_dir / SPINE_NAME)
+        except HzError as exc:
+            self.warnings.append(exc)
+            proj = Projection(heinzel_id)
+            proj.mark_damaged(True)
+            return proj, None
+        return project(heinzel_id, heinzel_dir, found), found
+
+    async def _rebuild(
+        self, ids: list[str], stats: dict[str, SpineStat | None], *, skip_busy: bool
+    ) -> list[str]:
+        projections: list[Projection] = []
+        locks: list[FileLock] = []
+        try:
+            for heinzel_id in ids:
+                if heinzel_id not in self.sessions:
+                    lock = FileLock(self.home.heinzel_dir(heinzel_id) / LOCK_NAME)
+                    if not lock.try_acquire():
+                        if skip_busy:
+                            continue
+                    else:
+                        locks.append(lock)
+                projections.append(self._project_from_disk(heinzel_id)[0])
+            await self.index.write(projections, stats, full=True)
+        finally:
+            for lock in locks:
+                lock.release()
+        return [p.id for p in projections]
+
+    async def resolve(self, ref: str) -> dict[str, Any]:
+        """The index row of a heinzel named by id or name (``HZU010`` when unknown)."""
+        row = await self.index.heinzel(ref)
+        if row is None:
+            raise UsageError("HZU010", "no heinzel with that name or id", ref[:80])
+        return row
