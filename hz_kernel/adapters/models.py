@@ -1,0 +1,270 @@
+"""The model seam: model strings to pydantic-ai models, and what their tokens cost.
+
+A model string names where a turn's think step goes: ``local`` (the default,
+offline and keyless), ``openai:<name>``, ``anthropic:<name>``, ``ollama:<name>``
+or ``openai-compatible:<name>@<base url>``. Keys come from the user's own
+environment; hz sends nothing anywhere else. Every SDK-backed model is built
+with the SDK's own retries off, because the engine journals and paces each
+attempt itself.
+
+The framing helpers the context builder uses (``render_inputs`` and friends)
+are re-exported here, so callers need only this module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Final
+
+import genai_prices
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import RunUsage
+
+from hz_kernel.adapters.local_model import (
+    LOCAL_MODEL_NAME,
+    FramedInput,
+    LocalModel,
+    estimate_tokens,
+    render_approval,
+    render_inputs,
+    render_steering,
+    render_summary,
+    render_summary_request,
+)
+from hz_kernel.errors import HzError
+
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "FramedInput",
+    "LocalModel",
+    "ModelEnv",
+    "TokenUsage",
+    "UsdCost",
+    "estimate_tokens",
+    "price_usd",
+    "render_approval",
+    "render_inputs",
+    "render_steering",
+    "render_summary",
+    "render_summary_request",
+    "resolve_model",
+]
+
+DEFAULT_MODEL: Final = "local"
+DEFAULT_OLLAMA_URL: Final = "http://localhost:11434/v1"
+_SPEC_HELP = (
+    "use local, openai:<name>, anthropic:<name>, ollama:<name> "
+    "or openai-compatible:<name>@<base url>"
+)
+_NO_SDK_RETRIES = ModelSettings(max_retries=0)
+_PRICED_PROVIDERS: Final = {"openai": "openai", "anthropic": "anthropic"}
+
+
+class ModelEnv(BaseModel):
+    """What the model seam reads from the environment: provider keys, URLs and two knobs.
+
+    Built from ``os.environ`` by default; tests pass their own. Keys are secret
+    strings so they never show up in a repr or a log line.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    anthropic_api_key: SecretStr | None = None
+    ollama_base_url: str = DEFAULT_OLLAMA_URL
+    ollama_api_key: SecretStr | None = None
+    compatible_api_key: SecretStr | None = None
+    delay_ms: int = Field(default=0, ge=0, le=600_000)
+    local_usd_per_mtok: float = Field(default=0.0, ge=0.0, le=1_000_000.0)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> ModelEnv:
+        """Read keys and knobs; a knob that is not a number is an ``HZE013`` error."""
+        env = os.environ if environ is None else environ
+
+        def secret(name: str) -> SecretStr | None:
+            value = env.get(name, "").strip()
+            return SecretStr(value) if value else None
+
+        fields: dict[str, object] = {
+            "openai_api_key": secret("OPENAI_API_KEY"),
+            "openai_base_url": env.get("OPENAI_BASE_URL") or None,
+            "anthropic_api_key": secret("ANTHROPIC_API_KEY"),
+            "ollama_base_url": env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_URL,
+            "ollama_api_key": secret("OLLAMA_API_KEY"),
+            "compatible_api_key": secret("HZ_OPENAI_COMPATIBLE_API_KEY"),
+        }
+        knobs = {"delay_ms": "HZ_MODEL_DELAY_MS", "local_usd_per_mtok": "HZ_LOCAL_USD_PER_MTOK"}
+        for field_name, variable in knobs.items():
+            if raw := env.get(variable, "").strip():
+                fields[field_name] = raw
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            variable = knobs.get(str(first["loc"][0]), str(first["loc"][0]))
+            raise HzError("HZE013", f"not a valid value: {first['msg']}", variable) from None
+
+
+def _split_spec(spec: str) -> tuple[str, str]:
+    cleaned = spec.strip()
+    if cleaned in ("", DEFAULT_MODEL):
+        return DEFAULT_MODEL, ""
+    provider, sep, name = cleaned.partition(":")
+    if not sep or not name.strip() or provider not in _PROVIDERS:
+        raise HzError("HZE010", f"unknown model {spec!r}: {_SPEC_HELP}", "model")
+    return provider, name.strip()
+
+
+def _require(key: SecretStr | None, variable: str, spec: str) -> str:
+    if key is None:
+        raise HzError("HZE011", f"{spec} needs an API key: set {variable} in your environment")
+    return key.get_secret_value()
+
+
+def _openai(name: str, env: ModelEnv, spec: str) -> Model:
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(
+        base_url=env.openai_base_url,
+        api_key=_require(env.openai_api_key, "OPENAI_API_KEY", spec),
+    )
+    return OpenAIResponsesModel(name, provider=provider, settings=_NO_SDK_RETRIES)
+
+
+def _anthropic(name: str, env: ModelEnv, spec: str) -> Model:
+    try:
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+    except ImportError:
+        raise HzError(
+            "HZE012", f"{spec} needs the anthropic extra: pip install 'hz[anthropic]'"
+        ) from None
+    provider = AnthropicProvider(api_key=_require(env.anthropic_api_key, "ANTHROPIC_API_KEY", spec))
+    return AnthropicModel(name, provider=provider, settings=_NO_SDK_RETRIES)
+
+
+def _ollama(name: str, env: ModelEnv, spec: str) -> Model:
+    from pydantic_ai.models.ollama import OllamaModel
+    from pydantic_ai.providers.ollama import OllamaProvider
+
+    key = env.ollama_api_key.get_secret_value() if env.ollama_api_key else None
+    provider = OllamaProvider(base_url=env.ollama_base_url, api_key=key)
+    return OllamaModel(name, provider=provider, settings=_NO_SDK_RETRIES)
+
+
+def _openai_compatible(name_at_url: str, env: ModelEnv, spec: str) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    name, _, base_url = name_at_url.partition("@")
+    if not name or not base_url.startswith(("http://", "https://")):
+        raise HzError(
+            "HZE010", f"{spec!r} needs a model name and a base URL: <name>@http://host/v1", "model"
+        )
+    key = env.compatible_api_key.get_secret_value() if env.compatible_api_key else None
+    provider = OpenAICompatibleProvider("openai-compatible", base_url=base_url, api_key=key)
+    return OpenAIChatModel(name, provider=provider, settings=_NO_SDK_RETRIES)
+
+
+_PROVIDERS = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "openai-compatible": _openai_compatible,
+}
+
+
+def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None) -> Model:
+    """The pydantic-ai model a model string names; bad strings and missing keys are HzErrors."""
+    env = settings if settings is not None else ModelEnv.from_environ()
+    provider, name = _split_spec(spec)
+    if provider == DEFAULT_MODEL:
+        return LocalModel(delay_ms=env.delay_ms)
+    return _PROVIDERS[provider](name, env, spec.strip())
+
+
+class TokenUsage(BaseModel):
+    """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cached_tokens: int = Field(default=0, ge=0)
+    requests: int = Field(default=0, ge=0)
+
+    @classmethod
+    def from_run(cls, usage: RunUsage) -> TokenUsage:
+        return cls(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cache_read_tokens,
+            requests=usage.requests,
+        )
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            requests=self.requests + other.requests,
+        )
+
+
+class UsdCost(BaseModel):
+    """What a usage cost; ``priced`` is False when no price is known (then ``usd`` is 0)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    usd: float
+    priced: bool
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+
+
+def price_usd(model_spec: str, usage: TokenUsage, *, settings: ModelEnv | None = None) -> UsdCost:
+    """Price ``usage`` from the genai-prices table; the local model costs its knob's rate.
+
+    Models the table doesn't know, Ollama and OpenAI-compatible servers are
+    unpriced: 0 USD with ``priced=False``, so the user sees that cost is unknown.
+    """
+    provider, name = _split_spec(model_spec)
+
+    def cost(usd: float, priced: bool) -> UsdCost:
+        return UsdCost(
+            model=model_spec.strip() or DEFAULT_MODEL,
+            usd=usd,
+            priced=priced,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_tokens=usage.cached_tokens,
+        )
+
+    if provider == DEFAULT_MODEL:
+        env = settings if settings is not None else ModelEnv.from_environ()
+        return cost(usage.tokens * env.local_usd_per_mtok / 1_000_000, True)
+    provider_id = _PRICED_PROVIDERS.get(provider)
+    if provider_id is None:
+        return cost(0.0, False)
+    table_usage = genai_prices.Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cached_tokens,
+    )
+    try:
+        calculation = genai_prices.calc_price(table_usage, name, provider_id=provider_id)
+    except LookupError:
+        return cost(0.0, False)
+    return cost(float(calculation.total_price), True)
