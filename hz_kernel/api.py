@@ -156,6 +156,69 @@ class HeinzelDetail(_Shape):
     cost_month: CostByCause = CostByCause(total=0.0, by_cause={})
 
 
+class NewHeinzel(_Shape):
+    """A heinzel just created: ``proposed``, its contract shown for approval."""
+
+    id: str
+    name: str
+    state: State
+    proposal: str
+    contract: str
+    fingerprint: str
+
+
+class Decision(_Shape):
+    """What an approve, reject, pause, retire or rename did."""
+
+    heinzel: str
+    what: str
+    state: str
+    version: int | None = None
+    declined: bool = False
+
+
+class Amendment(_Shape):
+    heinzel: str
+    proposal: str
+    by: str
+    widens: list[str] = []
+    narrows: list[str] = []
+
+
+class TemplateSummary(_Shape):
+    name: str
+    description: str
+    parameters: list[str] = []
+
+
+class TemplateList(_Shape):
+    items: list[TemplateSummary]
+
+
+class ImportReport(_Shape):
+    created: list[str] = []
+    unchanged: list[str] = []
+    conflicts: list[str] = []
+
+
+class TurnReport(_Shape):
+    """How a turn ended (or that none ran)."""
+
+    heinzel: str
+    turn: str | None
+    status: str
+    cause: str | None = None
+    disposition: str | None = None
+    reason: str | None = None
+    report: str | None = None
+    usd: float = 0.0
+    tokens: int = 0
+
+
+class DraftList(_Shape):
+    items: list[DraftSummary]
+
+
 class PruneReport(_Shape):
     bodies_removed: int
     requests_removed: int

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -195,6 +196,156 @@ async def cmd_prune(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def _params(items: Sequence[str] | None) -> dict[str, str] | None:
+    if not items:
+        return None
+    params: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise HzError("HZU023", "--param takes NAME=VALUE", item)
+        params[key] = value
+    return params
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HzError("HZU024", "no such file", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HzError("HZU025", f"cannot read the file ({exc})", path) from None
+
+
+async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
+    source = args.source
+    if args.template:
+        if source:
+            raise HzError("HZU032", "give a template or a contract, not both", source)
+        request = ops.NewRequest(template=args.template, params=_params(args.param))
+    elif source and (source.endswith(".md") or Path(source).expanduser().is_file()):
+        request = ops.NewRequest(text=_read_text(source), source=source)
+    elif source:
+        request = ops.NewRequest(sentence=source, params=_params(args.param))
+    else:
+        raise HzError("HZU032", "give a contract file, --template NAME or a sentence")
+    made = await client.call(ops.NEW, request)
+    if args.json:
+        _emit_json(made)
+        return 0
+    sys.stdout.write(made.contract.rstrip("\n") + "\n\n")
+    sys.stdout.write(
+        f"proposed {made.name} ({made.id}). Approve this contract with: hz approve {made.name}\n"
+    )
+    return 0
+
+
+async def cmd_templates(client: KernelClient, args: argparse.Namespace) -> int:
+    listed = await client.call(ops.TEMPLATES, ops.Empty())
+    if args.json:
+        _emit_json(listed)
+        return 0
+    for template in listed.items:
+        params = ", ".join(template.parameters)
+        sys.stdout.write(f"{template.name:16} {template.description}  [{params}]\n")
+    return 0
+
+
+async def cmd_import(client: KernelClient, args: argparse.Namespace) -> int:
+    path = str(Path(args.folder).expanduser().resolve())
+    report = await client.call(ops.IMPORT, ops.ImportRequest(path=path))
+    if args.json:
+        _emit_json(report)
+    else:
+        sys.stdout.write(
+            f"created {len(report.created)}, unchanged {len(report.unchanged)}, "
+            f"conflicts {len(report.conflicts)}\n"
+        )
+    for conflict in report.conflicts:
+        sys.stderr.write(conflict + "\n")
+    return 1 if report.conflicts else 0
+
+
+async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
+    text = _read_text(args.contract)
+    made = await client.call(
+        ops.AMEND, ops.AmendRequest(ref=args.name, text=text, source=args.contract)
+    )
+    if args.json:
+        _emit_json(made)
+        return 0
+    widens = f"; it widens: {'; '.join(made.widens)}" if made.widens else ""
+    sys.stdout.write(
+        f"proposed amendment {made.proposal}{widens}. Approve with: hz approve {args.name}\n"
+    )
+    return 0
+
+
+def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
+    async def run(client: KernelClient, args: argparse.Namespace) -> int:
+        request_type = operation.request
+        decided = await client.call(operation, request_type(ref=args.name))
+        if args.json:
+            _emit_json(decided)
+        else:
+            version = f" v{decided.version}" if decided.version else ""
+            sys.stdout.write(f"{args.name}: {verb}{version}; now {decided.state}\n")
+        return 0
+
+    return run
+
+
+async def cmd_rename(client: KernelClient, args: argparse.Namespace) -> int:
+    decided = await client.call(ops.RENAME, ops.RenameRequest(ref=args.name, name=args.new_name))
+    if args.json:
+        _emit_json(decided)
+    else:
+        sys.stdout.write(f"renamed to {args.new_name}\n")
+    return 0
+
+
+async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
+    if args.command == "resume":
+        report = await client.call(ops.RESUME, ops.HeinzelRef(ref=args.name))
+    else:
+        request = ops.WakeRequest(ref=args.name, request_id=args.request_id)
+        report = await client.call(ops.WAKE, request)
+    if args.json:
+        _emit_json(report)
+        return 0
+    if report.status == "none":
+        sys.stdout.write(f"{args.name}: no turn ran\n")
+        return 0
+    outcome = report.disposition or report.status
+    reason = f" ({report.reason})" if report.reason else ""
+    sys.stdout.write(
+        f"{args.name}: {outcome}{reason}: {report.report or ''}\n".replace(": \n", "\n")
+    )
+    return 1 if report.disposition == "failed" else 0
+
+
+async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:
+    listed = await client.call(ops.DRAFTS, ops.Empty())
+    if args.json:
+        _emit_json([d.model_dump(mode="json") for d in listed.items])
+        return 0
+    if not listed.items:
+        sys.stdout.write("no drafts are waiting\n")
+        return 0
+    rows = [
+        [
+            d.heinzel_name or d.heinzel,
+            d.asset or "-",
+            f"v{d.contract_version}",
+            (d.placed_at or "")[:16],
+            d.key,
+        ]
+        for d in listed.items
+    ]
+    _table(rows, ["HEINZEL", "ASSET", "CONTRACT", "PLACED", "KEY"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hz", description="Durable agents that keep documents true.")
     parser.add_argument("--home", help="the hz home (default: $HZ_HOME or the user data dir)")
@@ -231,11 +382,77 @@ def build_parser() -> argparse.ArgumentParser:
     p = hsub.add_parser("prune", help="delete expired turn bodies and delivered requests")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_prune)
+
+    p = hsub.add_parser("new", help="create a heinzel from a contract, a template or a sentence")
+    p.add_argument("source", nargs="?", help="CONTRACT.prose.md or a sentence in quotes")
+    p.add_argument("--template", help="a shipped template (see hz heinzel templates)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="template parameter")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_new)
+
+    p = hsub.add_parser("templates", help="list the contract templates hz ships")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_templates)
+
+    p = hsub.add_parser("import", help="every *.prose.md of a folder becomes a heinzel at v1")
+    p.add_argument("folder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_import)
+
+    p = hsub.add_parser("amend", help="propose a new contract text (you approve it after)")
+    p.add_argument("name")
+    p.add_argument("contract")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_amend)
+
+    for verb, operation, past in (
+        ("pause", ops.PAUSE, "paused"),
+        ("unpause", ops.UNPAUSE, "unpaused"),
+        ("retire", ops.RETIRE, "retired"),
+        ("unretire", ops.UNRETIRE, "unretired"),
+    ):
+        p = hsub.add_parser(verb, help=f"{verb} a heinzel")
+        p.add_argument("name")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(run=_decision_command(operation, past))
+
+    p = hsub.add_parser("rename", help="give a heinzel a new name (its id stays)")
+    p.add_argument("name")
+    p.add_argument("new_name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_rename)
+
+    p = hsub.add_parser("wake", help="run a turn now")
+    p.add_argument("name")
+    p.add_argument("--request-id", help="an idempotency key: the same id never runs twice")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_wake)
+
+    p = hsub.add_parser("resume", help="continue an interrupted or waiting turn now")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_wake)
+
+    p = sub.add_parser("drafts", help="the drafts waiting for your review")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_drafts)
+
+    p = sub.add_parser("approve", help="approve what waits: a contract, an amendment, a draft")
+    p.add_argument("name", metavar="KEY|NAME")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_decision_command(ops.APPROVE, "approved"))
+
+    p = sub.add_parser("reject", help="decline an amendment or reject a draft")
+    p.add_argument("name", metavar="KEY|NAME")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))
     return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
     home = Home.resolve(args.home)
+    if not getattr(args, "needs_kernel", True):
+        return int(await args.run(home, args))
     client = await LocalClient.open(home)
     try:
         command: Command = args.run

@@ -36,11 +36,32 @@ class ModelSettings(_Section):
 
 
 class DaemonSettings(_Section):
+    """``[daemon]``: the detached kernel's address, admission limits and feed sizes.
+
+    The host must be a loopback address; the daemon refuses any other at
+    start. ``unix_socket`` serves on ``<home>/daemon.sock`` instead of TCP.
+    ``min_free_memory_mb`` defaults to the larger of 1024 MB and an eighth of RAM.
+    """
+
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
     max_concurrent_turns: int = Field(default=4, ge=1, le=256)
-    min_free_memory_mb: int | None = Field(default=None, ge=0)
+    min_free_memory_mb: int | None = Field(default=None, ge=0, le=1_048_576)
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
+    unix_socket: bool = False
+    feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
+    feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
+    feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
+
+
+class DocumentsSettings(_Section):
+    """Where relative paths in contracts (documents and sources) are resolved."""
+
+    root: str = "~"
+
+    def resolve(self, path: str) -> Path:
+        candidate = Path(path).expanduser()
+        return candidate if candidate.is_absolute() else Path(self.root).expanduser() / candidate
 
 
 class CockpitSettings(_Section):
@@ -52,6 +73,7 @@ class Settings(_Section):
     heinzel: HeinzelSettings = HeinzelSettings()
     model: ModelSettings = ModelSettings()
     daemon: DaemonSettings = DaemonSettings()
+    documents: DocumentsSettings = DocumentsSettings()
     cockpit: CockpitSettings = CockpitSettings()
 
 

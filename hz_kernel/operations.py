@@ -72,6 +72,40 @@ class VerifyList(BaseModel):
     items: list[api.VerifyReport]
 
 
+class NewRequest(Request):
+    text: str | None = Field(default=None, max_length=256 * 1024)
+    template: str | None = None
+    sentence: str | None = Field(default=None, max_length=2000)
+    params: dict[str, str] | None = None
+    source: str = "contract"
+
+
+class ImportRequest(Request):
+    path: str
+
+
+class ApproveRequest(Request):
+    ref: str = Field(min_length=1, max_length=400)
+    approver: str = "owner"
+
+
+class AmendRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    text: str = Field(max_length=256 * 1024)
+    reason: str | None = Field(default=None, max_length=600)
+    source: str = "amendment"
+
+
+class RenameRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    name: str
+
+
+class WakeRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
 LIST = Operation(
     "heinzel.list", ListRequest, api.HeinzelList, "list_heinzels", False, "List heinzels"
 )
@@ -84,6 +118,32 @@ REINDEX = Operation(
 )
 PRUNE = Operation("heinzel.prune", Empty, api.PruneReport, "prune", True, "Delete expired bodies")
 
+NEW = Operation("heinzel.new", NewRequest, api.NewHeinzel, "new", True, "Create a heinzel")
+TEMPLATES = Operation(
+    "heinzel.templates", Empty, api.TemplateList, "templates", False, "List contract templates"
+)
+IMPORT = Operation(
+    "heinzel.import", ImportRequest, api.ImportReport, "import_dir", True, "Import a folder"
+)
+APPROVE = Operation("approve", ApproveRequest, api.Decision, "approve", True, "Approve")
+REJECT = Operation("reject", HeinzelRef, api.Decision, "reject", True, "Reject or decline")
+AMEND = Operation("heinzel.amend", AmendRequest, api.Amendment, "amend", True, "Propose a contract")
+PAUSE = Operation("heinzel.pause", HeinzelRef, api.Decision, "pause", True, "Pause")
+UNPAUSE = Operation("heinzel.unpause", HeinzelRef, api.Decision, "unpause", True, "Unpause")
+RETIRE = Operation("heinzel.retire", HeinzelRef, api.Decision, "retire", True, "Retire")
+UNRETIRE = Operation("heinzel.unretire", HeinzelRef, api.Decision, "unretire", True, "Unretire")
+RENAME = Operation("heinzel.rename", RenameRequest, api.Decision, "rename", True, "Rename")
+
+WAKE = Operation("heinzel.wake", WakeRequest, api.TurnReport, "wake", True, "Run a turn now")
+RESUME = Operation(
+    "heinzel.resume", HeinzelRef, api.TurnReport, "resume", True, "Continue a cut or parked turn"
+)
+DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
+
 OPERATIONS: dict[str, Operation[Any, Any]] = {
-    op.name: op for op in (LIST, SHOW, VERIFY, REINDEX, PRUNE)
-}
+    op.name: op
+    for op in (
+        LIST, SHOW, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT, AMEND,
+        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS,
+    )
+}  # fmt: skip

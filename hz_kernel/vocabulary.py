@@ -98,6 +98,7 @@ class ContractProposed(EventData):
     version: int
     fingerprint: str
     size: int
+    proposal: str | None = None
 
 
 class ContractApproved(EventData):

@@ -16,7 +16,7 @@ from typing import Any
 from hz_kernel.store.envelope import Event
 from hz_kernel.vocabulary import migrate
 
-ContractLoader = Callable[[int], dict[str, Any] | None]
+ContractLoader = Callable[[int | str], dict[str, Any] | None]
 
 Row = dict[str, Any]
 
@@ -178,14 +178,16 @@ class Projection:
         row = self._touch("keys", self.keys, key, key=key, turn=turn, status=status)
         row["turn"], row["status"] = turn, status
 
-    def _contract(self, version: int) -> None:
+    def _contract(self, version: int | str) -> None:
+        """Copy what listings filter on from a compiled version (or a proposal id)."""
         row = self.heinzel
         compiled = self._load_contract(version) if self._load_contract else None
         if not compiled:
             return
         hz = compiled.get("hz") or {}
         row["contract_name"] = compiled.get("name")
-        row["assets"] = list(compiled.get("assets") or [])
+        publishes = hz.get("publishes") or []
+        row["assets"] = list(dict.fromkeys(p["asset"] for p in publishes if "asset" in p))
         row["schedule"] = hz.get("schedule")
         row["render_on_schedule"] = hz.get("render_on_schedule") or "always"
         previous = row["inputs"]
@@ -224,8 +226,8 @@ def _flag(name: str, value: int) -> Callable[[Projection, Event, dict[str, Any]]
 
 def _contract_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
     p.heinzel["proposed_version"] = d.get("version")
-    if p.heinzel["contract_version"] is None and isinstance(d.get("version"), int):
-        p._contract(d["version"])
+    if p.heinzel["contract_version"] is None and d.get("proposal"):
+        p._contract(str(d["proposal"]))
 
 
 def _contract_approved(p: Projection, e: Event, d: dict[str, Any]) -> None:

@@ -25,9 +25,10 @@ from hz_kernel.vocabulary import EventData
 def contract_loader(heinzel_dir: Path) -> object:
     """A loader of compiled contract versions for the projection (missing or bad → None)."""
 
-    def load(version: int) -> dict[str, object] | None:
+    def load(version: int | str) -> dict[str, object] | None:
+        name = f"v{version}" if isinstance(version, int) else f"proposals/{version}"
         try:
-            raw = read_nofollow(heinzel_dir / "contract" / f"v{version}.compiled.json")
+            raw = read_nofollow(heinzel_dir / "contract" / f"{name}.compiled.json")
             data = orjson.loads(raw)
         except (OSError, orjson.JSONDecodeError):
             return None

@@ -1,0 +1,359 @@
+"""Lifecycle commands: new, approve and reject, amend, pause, retire, rename, import.
+
+A heinzel is born ``proposed``: its first contract text is compiled and
+stored as a proposal, and only ``approve`` makes it version 1 and the
+heinzel ``asleep``. Later versions come from amendments, proposed by the
+user or by the heinzel (which may only narrow: ``HZC050``) and approved the
+same way. Proposal texts live under ``contract/proposals/``; the spine
+records only ids and fingerprints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from ulid import ULID
+
+from hz_kernel import api
+from hz_kernel.contracts import (
+    CompiledContract,
+    ContractError,
+    ContractVersions,
+    check_amendment,
+    compile_contract,
+    contract_from_sentence,
+    list_templates,
+    render_template,
+)
+from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, read_nofollow
+from hz_kernel.store.session import HeldSession
+from hz_kernel.vocabulary import (
+    AmendmentDeclined,
+    AmendmentProposed,
+    ContractAmended,
+    ContractApproved,
+    ContractProposed,
+    HeinzelPaused,
+    HeinzelRenamed,
+    HeinzelRetired,
+    HeinzelUnpaused,
+    HeinzelUnretired,
+)
+
+_SLUG = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
+_PROPOSAL = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+
+class Proposals:
+    """Proposed contract texts of one heinzel (the first one and every amendment)."""
+
+    def __init__(self, heinzel_dir: Path) -> None:
+        self.dir = heinzel_dir / "contract" / "proposals"
+
+    def write(self, proposal: str, text: str, compiled: CompiledContract) -> None:
+        ensure_private_dir(self.dir)
+        atomic_write(self.dir / f"{proposal}.compiled.json", compiled.model_dump_json().encode())
+        atomic_write(self.dir / f"{proposal}.prose.md", text.encode())
+
+    def read(self, proposal: str) -> tuple[str, CompiledContract]:
+        if not _PROPOSAL.match(proposal):
+            raise UsageError("HZU031", "not a proposal id", proposal[:40])
+        try:
+            text = read_nofollow(self.dir / f"{proposal}.prose.md").decode()
+        except OSError:
+            raise HzError("HZC085", "the proposal's text is missing", proposal) from None
+        return text, compile_contract(text, source=f"proposal {proposal}")
+
+
+class LifecycleCommands(KernelCore):
+    """New, amend, pause, retire, rename, import (and the undos); approve and reject."""
+
+    # -- creating ----------------------------------------------------------------------
+
+    async def new(
+        self,
+        *,
+        text: str | None = None,
+        template: str | None = None,
+        sentence: str | None = None,
+        params: dict[str, str] | None = None,
+        source: str = "contract",
+        origin: Literal["file", "template", "sentence", "import"] | None = None,
+    ) -> api.NewHeinzel:
+        """Compile a contract and create a ``proposed`` heinzel holding it for approval."""
+        given = [x for x in (text, template, sentence) if x is not None]
+        if len(given) != 1:
+            raise UsageError(
+                "HZU032", "give exactly one of a contract file, --template or a sentence"
+            )
+        if template is not None:
+            text, how = render_template(template, params or {}), "template"
+        elif sentence is not None:
+            text, how = contract_from_sentence(sentence, params or {}), "sentence"
+        else:
+            how = "file"
+        assert text is not None
+        compiled = compile_contract(text, source=source)
+        await self._check_name_free(compiled.name, compiled.namespace)
+        heinzel_id = await self.create_heinzel(
+            compiled.name,
+            namespace=compiled.namespace,
+            origin=origin or how,  # type: ignore[arg-type]
+            template=template,
+        )
+        proposal = str(ULID())
+        async with self.holding(heinzel_id) as held:
+            Proposals(held.dir).write(proposal, text, compiled)
+            await held.append(
+                ContractProposed(
+                    version=1,
+                    fingerprint=compiled.fingerprint,
+                    size=len(text.encode()),
+                    proposal=proposal,
+                )
+            )
+        return api.NewHeinzel(
+            id=heinzel_id,
+            name=compiled.name,
+            state="proposed",
+            proposal=proposal,
+            contract=text,
+            fingerprint=compiled.fingerprint,
+        )
+
+    async def _check_name_free(self, name: str, namespace: str, exclude: str | None = None) -> None:
+        rows = await self.index.fetch(
+            "", "SELECT id FROM heinzels WHERE name = ? AND namespace = ?", (name, namespace)
+        )
+        if any(r["id"] != exclude for r in rows):
+            raise UsageError(
+                "HZU030",
+                f"a heinzel named {name!r} already exists in namespace {namespace!r}",
+                name,
+            )
+
+    async def templates(self) -> api.TemplateList:
+        return api.TemplateList(
+            items=[
+                api.TemplateSummary(
+                    name=t.name,
+                    description=t.description,
+                    parameters=[p.name for p in t.parameters],
+                )
+                for t in list_templates()
+            ]
+        )
+
+    async def import_dir(self, *, path: str) -> api.ImportReport:
+        """Every ``*.prose.md`` in a folder becomes a heinzel at v1, asleep; idempotent."""
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise HzError("HZS003", "not a folder", str(folder))
+        created: list[str] = []
+        unchanged: list[str] = []
+        conflicts: list[str] = []
+        for file in sorted(folder.glob("*.prose.md")):
+            try:
+                text = file.read_text(encoding="utf-8")
+                compiled = compile_contract(text, source=str(file))
+            except (OSError, UnicodeDecodeError) as exc:
+                conflicts.append(f"HZS004: {file}: cannot read ({exc})")
+                continue
+            except ContractError as exc:
+                conflicts.append(exc.one_line())
+                continue
+            existing = await self.index.fetch(
+                "",
+                "SELECT id, contract_fingerprint, proposed_version FROM heinzels "
+                "WHERE name = ? AND namespace = ?",
+                (compiled.name, compiled.namespace),
+            )
+            if existing:
+                if existing[0]["contract_fingerprint"] == compiled.fingerprint:
+                    unchanged.append(compiled.name)
+                else:
+                    conflicts.append(
+                        f"HZU030: {file}: {compiled.name} exists with another contract; "
+                        f"amend it with hz heinzel amend {compiled.name} {file}"
+                    )
+                continue
+            made = await self.new(text=text, source=str(file), origin="import")
+            await self.approve(ref=made.id)
+            created.append(made.name)
+        return api.ImportReport(created=created, unchanged=unchanged, conflicts=conflicts)
+
+    # -- approving and declining ---------------------------------------------------------
+
+    async def approve(self, *, ref: str, approver: str = "owner") -> api.Decision:
+        """Approve what waits on the user: a proposed v1, a pending amendment (a draft: turns)."""
+        row = await self.resolve(ref)
+        async with self.holding(row["id"]) as held:
+            if row["state"] == "proposed" and row["proposed_version"] == 1:
+                return await self._approve_first(held, approver)
+            if row["pending_amendment"]:
+                return await self._approve_amendment(held, row["pending_amendment"], approver)
+        raise UsageError("HZU033", "nothing of this heinzel waits for approval", row["name"])
+
+    async def _approve_first(self, held: HeldSession, approver: str) -> api.Decision:
+        proposal = _last_proposal(held)
+        text, compiled = Proposals(held.dir).read(proposal)
+        ContractVersions(held.dir).write(1, text, compiled)
+        await held.append(
+            ContractApproved(version=1, fingerprint=compiled.fingerprint, approver=approver)
+        )
+        return api.Decision(heinzel=held.id, what="contract", version=1, state=_state(held))
+
+    async def _approve_amendment(
+        self, held: HeldSession, proposal: str, approver: str
+    ) -> api.Decision:
+        text, compiled = Proposals(held.dir).read(proposal)
+        versions = ContractVersions(held.dir)
+        number = (versions.latest() or 0) + 1
+        versions.write(number, text, compiled)
+        by = held.projection.amendments.get(proposal, {}).get("by") or "user"
+        await held.append(
+            ContractAmended(
+                version=number,
+                fingerprint=compiled.fingerprint,
+                proposal=proposal,
+                by=by,
+                approver=approver,
+            )
+        )
+        return api.Decision(heinzel=held.id, what="amendment", version=number, state=_state(held))
+
+    async def reject(self, *, ref: str) -> api.Decision:
+        """Decline a pending amendment; its new sources are never proposed again."""
+        row = await self.resolve(ref)
+        proposal = row["pending_amendment"]
+        if not proposal:
+            raise UsageError("HZU034", "nothing of this heinzel waits to be declined", row["name"])
+        async with self.holding(row["id"]) as held:
+            _, proposed = Proposals(held.dir).read(proposal)
+            current = _current_contract(held)
+            added = sorted(set(proposed.inputs) - set(current.inputs)) if current else []
+            await held.append(AmendmentDeclined(proposal=proposal, sources=added))
+            return api.Decision(
+                heinzel=held.id, what="amendment", declined=True, state=_state(held)
+            )
+
+    # -- amending ------------------------------------------------------------------------
+
+    async def amend(
+        self,
+        *,
+        ref: str,
+        text: str,
+        by: Literal["heinzel", "user"] = "user",
+        reason: str | None = None,
+        source: str = "amendment",
+    ) -> api.Amendment:
+        """Propose a new contract text. From the heinzel, widening is refused (``HZC050``)."""
+        row = await self.resolve(ref)
+        proposed = compile_contract(text, source=source)
+        async with self.holding(row["id"]) as held:
+            current = _current_contract(held)
+            if current is None:
+                raise UsageError(
+                    "HZU035", "approve the first contract before amending it", row["name"]
+                )
+            check = check_amendment(current, proposed, by=by)
+            if by == "heinzel":
+                declined = _declined_sources(held)
+                again = sorted(set(proposed.inputs) - set(current.inputs) & declined)
+                if again:
+                    raise ContractError(
+                        "HZC051",
+                        f"the user declined the source {again[0]!r} before; it is not proposed "
+                        "again",
+                        source,
+                    )
+            proposal = str(ULID())
+            Proposals(held.dir).write(proposal, text, proposed)
+            await held.append(
+                AmendmentProposed(
+                    proposal=proposal,
+                    by=by,
+                    fingerprint=proposed.fingerprint,
+                    widens=list(check.widens),
+                    narrows=list(check.narrows),
+                    reason=reason,
+                )
+            )
+            return api.Amendment(
+                heinzel=held.id,
+                proposal=proposal,
+                by=by,
+                widens=list(check.widens),
+                narrows=list(check.narrows),
+            )
+
+    # -- states ----------------------------------------------------------------------------
+
+    async def pause(self, *, ref: str) -> api.Decision:
+        return await self._set_state(ref, "pause")
+
+    async def unpause(self, *, ref: str) -> api.Decision:
+        return await self._set_state(ref, "unpause")
+
+    async def retire(self, *, ref: str) -> api.Decision:
+        return await self._set_state(ref, "retire")
+
+    async def unretire(self, *, ref: str) -> api.Decision:
+        return await self._set_state(ref, "unretire")
+
+    async def _set_state(self, ref: str, action: str) -> api.Decision:
+        row = await self.resolve(ref)
+        allowed = {
+            "pause": (row["paused"] == 0 and not row["retired"], HeinzelPaused()),
+            "unpause": (row["paused"] == 1, HeinzelUnpaused()),
+            "retire": (row["retired"] == 0, HeinzelRetired()),
+            "unretire": (row["retired"] == 1, HeinzelUnretired()),
+        }
+        ok, event = allowed[action]
+        if not ok:
+            raise UsageError(
+                "HZU040", f"cannot {action} a heinzel that is {row['state']}", row["name"]
+            )
+        async with self.holding(row["id"]) as held:
+            await held.append(event)
+            return api.Decision(heinzel=held.id, what=action, state=_state(held))
+
+    async def rename(self, *, ref: str, name: str) -> api.Decision:
+        if not _SLUG.match(name):
+            raise UsageError("HZU041", "a name is a slug: a-z, 0-9 and '-', 2-63 long", name[:80])
+        row = await self.resolve(ref)
+        await self._check_name_free(name, row["namespace"], exclude=row["id"])
+        async with self.holding(row["id"]) as held:
+            await held.append(HeinzelRenamed(name=name, previous=row["name"]))
+            return api.Decision(heinzel=held.id, what="rename", state=_state(held))
+
+
+def _state(held: HeldSession) -> str:
+    return str(held.projection.heinzel["state"])
+
+
+def _last_proposal(held: HeldSession) -> str:
+    for event in reversed(held.scan.events):
+        if event.kind == "contract.proposed" and event.data.get("proposal"):
+            return str(event.data["proposal"])
+    raise HzError("HZC085", "no proposed contract found in the spine", held.id)
+
+
+def _current_contract(held: HeldSession) -> CompiledContract | None:
+    version = held.projection.heinzel["contract_version"]
+    if version is None:
+        return None
+    return ContractVersions(held.dir).read(int(version))[1]
+
+
+def _declined_sources(held: HeldSession) -> set[str]:
+    declined: set[str] = set()
+    for event in held.scan.events:
+        if event.kind == "amendment.declined":
+            declined.update(str(s) for s in event.data.get("sources", []))
+    return declined

@@ -1,0 +1,139 @@
+"""Kill a real ``hz`` process at every step boundary and mid-effect; the restart settles it.
+
+Each case: a heinzel drafts into a real Markdown file from a real notes
+folder. ``hz heinzel wake --request-id R`` is killed with SIGKILL right
+after a named point is durable (``HZ_CRASH_AT``), then run again with the
+same request id. Afterwards the document holds exactly one draft section,
+the spine shows one ``draft.placed``, one ``turn.finished`` and one think
+step with spend, and the chain is intact.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.scan import scan_file
+from tests.support.homes import World, digest_contract, make_world
+
+POINTS = [
+    "turn.started",
+    "step.done:gather",
+    "attempt.started",
+    "step.done:think",
+    "step.done:outcome",
+    "effect.started",
+    "effect:before-done",
+    "effect.done",
+    "draft.placed",
+    "step.done:act",
+]
+
+
+async def _create(world: World) -> str:
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        made = await kernel.new(text=digest_contract())
+        await kernel.approve(ref=made.id)
+    finally:
+        await kernel.close()
+    return made.id
+
+
+async def _in_process(world: World, command: str, **kwargs: str) -> None:
+    """Restart: a fresh kernel in this process takes the lock the dead one left."""
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        await getattr(kernel, command)(ref="notes-digest", **kwargs)
+    finally:
+        await kernel.close()
+
+
+def _sections(world: World) -> int:
+    return (world.reports / "digest.md").read_text().count("<!-- hz:begin ")
+
+
+@pytest.mark.parametrize("point", POINTS)
+async def test_crash_then_restart_settles_with_one_draft(tmp_path: Path, point: str) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT=point)  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    await _in_process(world, "wake", request_id="r1")
+    kinds = world.kinds(heinzel_id)
+    assert kinds.count("turn.started") == 1
+    assert kinds.count("turn.finished") == 1
+    assert kinds.count("draft.placed") == 1
+    assert kinds.count("effect.started") == 1
+    thinks = [e for e in world.spine(heinzel_id) if e["kind"] == "step.done"
+              and e["data"]["step"] == "think"]  # fmt: skip
+    assert len(thinks) == 1
+    assert _sections(world) == 1
+    finished = next(e for e in world.spine(heinzel_id) if e["kind"] == "turn.finished")
+    assert finished["data"]["disposition"] == "drafted"
+    assert scan_file(world.home / "heinzel" / heinzel_id / "session.jsonl").intact
+    if point == "effect:before-done":
+        done = next(e for e in world.spine(heinzel_id) if e["kind"] == "effect.done")
+        assert done["data"]["found_on_resume"] is True
+
+
+async def test_output_that_streamed_before_a_crash_is_never_asked_for_again(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT="model:chunk")  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL
+    await _in_process(world, "wake", request_id="r1")
+    spine = world.spine(heinzel_id)
+    failed = [e for e in spine if e["kind"] == "attempt.failed"]
+    assert [e["data"]["code"] for e in failed] == ["engine_restart_mid_stream"]
+    finished = [e for e in spine if e["kind"] == "turn.finished"]
+    assert [e["data"]["disposition"] for e in finished] == ["failed"]
+    assert [e["kind"] for e in spine].count("attempt.started") == 1
+
+
+async def test_a_turn_resumed_too_often_is_abandoned(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    first = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                     HZ_CRASH_AT="step.done:gather")  # fmt: skip
+    assert first.returncode == -signal.SIGKILL
+    for _ in range(3):
+        again = world.hz("heinzel", "resume", "notes-digest", check=False,
+                         HZ_CRASH_AT="turn.resumed")  # fmt: skip
+        assert again.returncode == -signal.SIGKILL
+    await _in_process(world, "resume")
+    spine = world.spine(heinzel_id)
+    finished = [e for e in spine if e["kind"] == "turn.finished"]
+    assert len(finished) == 1 and finished[0]["data"]["disposition"] == "abandoned"
+    assert "resumed 3 times" in finished[0]["data"]["reason"]
+    assert finished[0]["data"]["step"] == "gather"
+    assert not (world.reports / "digest.md").exists()
+
+
+async def test_a_resumed_turn_runs_under_its_pinned_contract_version(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT="step.done:gather")  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL
+    kernel = await Kernel.open(Home.resolve(world.home))
+    narrower = digest_contract().replace("max_usd: 0.2", "max_usd: 0.1")
+    await kernel.amend(ref="notes-digest", text=narrower)
+    await kernel.approve(ref="notes-digest")
+    await kernel.resume(ref="notes-digest")
+    placed = [e for e in world.spine(heinzel_id) if e["kind"] == "draft.placed"]
+    assert [e["data"]["contract_version"] for e in placed] == [1]
+    assert "(notes-digest v1)" in (world.reports / "digest.md").read_text()
+    await kernel.wake(ref="notes-digest")
+    await kernel.close()
+    placed = [e for e in world.spine(heinzel_id) if e["kind"] == "draft.placed"]
+    assert [e["data"]["contract_version"] for e in placed] == [1, 2]
+    assert _sections(world) == 1
