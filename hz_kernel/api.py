@@ -12,6 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from hz_kernel.tick.report import TickDeferred as TickDeferred
+from hz_kernel.tick.report import TickProblem as TickProblem
+from hz_kernel.tick.report import TickReport as TickReport
+from hz_kernel.tick.report import TickSkipped as TickSkipped
+from hz_kernel.tick.report import TickWoken as TickWoken
+
 State = Literal["proposed", "asleep", "awake", "waiting", "paused", "retired"]
 
 

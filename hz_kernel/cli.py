@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient, LocalClient
+from hz_kernel.commands.tick import tick_interval
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 
@@ -346,6 +348,26 @@ async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
+    while True:
+        report = await client.call(ops.TICK, ops.Empty())
+        if args.json:
+            _emit_json(report)
+        else:
+            sys.stdout.write(
+                f"{report.at:%Y-%m-%d %H:%M:%S} due {report.due}, woken {len(report.woken)}, "
+                f"skipped {len(report.skipped)}, deferred {len(report.deferred)}, "
+                f"fetches {report.fetches}\n"
+            )
+        for problem in report.problems:
+            where = f"{problem.place}: " if problem.place else ""
+            sys.stderr.write(f"{problem.code}: {where}{problem.message}\n")
+        if args.once:
+            return 1 if report.problems else 0
+        sys.stdout.flush()
+        await asyncio.sleep(args.interval)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hz", description="Durable agents that keep documents true.")
     parser.add_argument("--home", help="the hz home (default: $HZ_HOME or the user data dir)")
@@ -437,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_drafts)
 
+    p = sub.add_parser("tick", help="wake what is due: once (cron, systemd timers) or in a loop")
+    p.add_argument("--once", action="store_true", help="one tick, then exit")
+    p.add_argument("--interval", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_tick)
+
     p = sub.add_parser("approve", help="approve what waits: a contract, an amendment, a draft")
     p.add_argument("name", metavar="KEY|NAME")
     p.add_argument("--json", action="store_true")
@@ -454,6 +482,8 @@ async def _run(args: argparse.Namespace) -> int:
     if not getattr(args, "needs_kernel", True):
         return int(await args.run(home, args))
     client = await LocalClient.open(home)
+    if getattr(args, "run", None) is cmd_tick and args.interval is None:
+        args.interval = tick_interval(home.settings)
     try:
         command: Command = args.run
         return await command(client, args)
@@ -474,6 +504,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        if os.environ.get("HZ_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"HZX001: internal error: {type(exc).__name__}: {str(exc)[:300]} "
+            "(run with HZ_DEBUG=1 for the traceback, and please report it)\n"
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ class HeinzelSettings(_Section):
     summary_after_turns: int = Field(default=20, ge=1)
     summary_after_chars: int = Field(default=24000, ge=1000)
     summary_keep_turns: int = Field(default=5, ge=0)
+    timezone: str = "UTC"
 
 
 class ModelSettings(_Section):

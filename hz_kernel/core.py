@@ -32,10 +32,11 @@ from hz_kernel.vocabulary import EventData, HeinzelCreated
 class KernelCore:
     """One home's kernel core. Open it with ``await Kernel.open(home)``; close it when done."""
 
-    def __init__(self, home: Home, index: Index) -> None:
+    def __init__(self, home: Home, index: Index, *, keep_sessions: bool = False) -> None:
         self.home = home
         self.index = index
         self.sessions: dict[str, HeldSession] = {}
+        self.keep_sessions = keep_sessions
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
 
@@ -45,9 +46,19 @@ class KernelCore:
             observer(observation)
 
     @classmethod
-    async def open(cls, home: Home, *, reconcile: bool = True) -> Self:
+    async def open(
+        cls, home: Home, *, reconcile: bool = True, keep_sessions: bool = False
+    ) -> Self:
+        """Open the kernel of ``home``.
+
+        ``keep_sessions`` keeps each heinzel's session (its lock, writer and
+        projection) held after a command, as a long-lived daemon should: the
+        next turn then skips reading the spine again. A short-lived CLI or an
+        embedded cockpit releases each session after its command, so another
+        process may write that spine in between.
+        """
         home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        kernel = cls(home, await Index.open(home.index_path))
+        kernel = cls(home, await Index.open(home.index_path), keep_sessions=keep_sessions)
         if reconcile:
             await kernel.reconcile()
         return kernel
@@ -68,7 +79,11 @@ class KernelCore:
                 heinzel_id, self.home.heinzel_dir(heinzel_id), self.index, self.observe
             )
             self.sessions[heinzel_id] = held
-            await held.sync_index(full=True)
+            row = held.projection.heinzel
+            if self.index.seen(heinzel_id) != (row["seq"], row["last_hash"]):
+                await held.sync_index(full=True)
+            else:
+                held.projection.dirty.clear()
         return held
 
     def release(self, heinzel_id: str) -> None:
@@ -84,7 +99,7 @@ class KernelCore:
         try:
             yield held
         finally:
-            if not was_held:
+            if not was_held and not self.keep_sessions:
                 self.release(heinzel_id)
 
     async def append(

@@ -9,11 +9,12 @@ from __future__ import annotations
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.store import StoreCommands
+from hz_kernel.commands.tick import TickCommands
 from hz_kernel.commands.turns import TurnCommands
 from hz_kernel.observe import Observation, Observer
 
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
-class Kernel(TurnCommands, LifecycleCommands, StoreCommands):
+class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""

@@ -138,12 +138,13 @@ WAKE = Operation("heinzel.wake", WakeRequest, api.TurnReport, "wake", True, "Run
 RESUME = Operation(
     "heinzel.resume", HeinzelRef, api.TurnReport, "resume", True, "Continue a cut or parked turn"
 )
+TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
 
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
         LIST, SHOW, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT, AMEND,
-        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS,
+        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK,
     )
 }  # fmt: skip

@@ -153,9 +153,7 @@ class StoreCommands(KernelCore):
             accepted_now = True
             found = scan_file(spine, collect=False)
         else:
-            await self.index.conn.execute(
-                "UPDATE heinzels SET damaged = ? WHERE id = ?", (int(not found.intact), heinzel_id)
-            )
+            await self.index.set_damaged(heinzel_id, not found.intact)
         problems = [api.ChainProblem(**b.model_dump()) for b in found.breaks] + [
             api.ChainProblem(**b.model_dump(), accepted=True) for b in found.accepted
         ]

@@ -8,7 +8,12 @@ refuses a widening written by the heinzel itself; ``ContractVersions`` keeps
 every version on disk.
 """
 
-from hz_kernel.contracts.amend import AmendmentCheck, check_amendment, compare_schedules
+from hz_kernel.contracts.amend import (
+    AmendmentCheck,
+    check_amendment,
+    compare_schedules,
+    schedule_slots,
+)
 from hz_kernel.contracts.compile import compile_contract, intent_fingerprint
 from hz_kernel.contracts.model import (
     CAPABILITIES,
@@ -26,6 +31,7 @@ from hz_kernel.contracts.model import (
 )
 from hz_kernel.contracts.parse import read_contract_file
 from hz_kernel.contracts.sentence import (
+    ScheduleGuess,
     TemplateInfo,
     TemplateParam,
     choose_template,
@@ -50,6 +56,7 @@ __all__ = [
     "InputSpec",
     "OutputSpec",
     "PublishSpec",
+    "ScheduleGuess",
     "TemplateInfo",
     "TemplateParam",
     "check_amendment",
@@ -63,4 +70,5 @@ __all__ = [
     "read_contract_file",
     "render_template",
     "schedule_from_sentence",
+    "schedule_slots",
 ]

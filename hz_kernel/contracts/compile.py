@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import types
 import typing
 from difflib import get_close_matches
@@ -23,6 +22,7 @@ from pydantic_core import ErrorDetails
 from hz_kernel.contracts.model import (
     CAPABILITY_IMPLIES,
     FORMAT_VERSION,
+    NAME_PATTERN,
     PUBLISH_CAPABILITIES,
     SOURCE_CAPABILITY,
     SOURCES,
@@ -154,7 +154,7 @@ def _header(front: dict[str, Any], located: Located, source: str) -> tuple[str, 
     name = front["name"]
     if not isinstance(name, str):
         raise ContractError("HZC060", f"name must be text, not {_kind(name)}", place("name"))
-    if not re.fullmatch(r"[a-z][a-z0-9-]{1,62}", name):
+    if not NAME_PATTERN.fullmatch(name):
         raise ContractError(
             "HZC060",
             f"{shown(name)} is not a usable name: use 2 to 63 lower-case letters, digits "

@@ -2,8 +2,8 @@
 
 ``v<n>.prose.md`` is the text as written and ``v<n>.compiled.json`` its
 compiled form. The text is written last, so a version exists exactly when
-its text file does; a crash between the two leaves a compiled file that the
-next write of the same version replaces. A version is never rewritten with
+its text file does; a crash between the two, or a damaged compiled file, is
+repaired by writing the same version again. A version is never rewritten with
 different text: a draft names the version that made it, forever.
 """
 
@@ -52,7 +52,7 @@ class ContractVersions:
                     f"never rewritten, write version {self._next()} instead",
                     place,
                 )
-            if not is_regular_file(self.compiled_path(number)):
+            if not self._compiled_readable(number):
                 atomic_write(self.compiled_path(number), _encode(compiled))
             return
         if number != self._next():
@@ -117,6 +117,14 @@ class ContractVersions:
 
     def _next(self) -> int:
         return (self.latest() or 0) + 1
+
+    def _compiled_readable(self, number: int) -> bool:
+        """True if the stored compiled form loads; one that doesn't is rebuilt from the text."""
+        try:
+            CompiledContract.model_validate_json(read_nofollow(self.compiled_path(number)))
+        except (OSError, ValidationError, ValueError):
+            return False
+        return True
 
     def _existing_text(self, number: int) -> str | None:
         path = self.text_path(number)

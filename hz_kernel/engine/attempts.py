@@ -23,6 +23,7 @@ from the step's messages, the only way to ask again once a stream is consumed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -473,19 +474,18 @@ async def run_model_step(
         backoff=backoff or Backoff(),
         rng=rng or random.Random(),
     )
-    agent: Agent[None, Any] = Agent(
-        model,
-        output_type=output_tools(outcomes),
-        capabilities=[_AttemptHooks(step)],
-        retries={"output": OUTPUT_RETRIES},
-    )
+    agent = _agent(tuple(outcomes) if outcomes is not None else None)
+    hooks = [_AttemptHooks(step)]
     async with agent:
         spent = TokenUsage()
         while True:
             stream: AgentRunEvents[Any] | None = None
             try:
                 async with agent.run_stream_events(
-                    message_history=step.history(messages), instructions=instructions
+                    message_history=step.history(messages),
+                    instructions=instructions,
+                    model=model,
+                    capabilities=hooks,
                 ) as stream:
                     result = await _consume(stream, step)
             except HzError:
@@ -507,6 +507,13 @@ async def run_model_step(
                 attempts=step.attempts,
                 model=step.model_name,
             )
+
+
+@functools.cache
+def _agent(outcomes: tuple[OutcomeKind, ...] | None) -> Agent[None, Any]:
+    """One agent per set of outcome kinds: building the output tools' schemas costs tens of
+    milliseconds, so it is done once; the model and the attempt hooks are given per run."""
+    return Agent(output_type=output_tools(outcomes), retries={"output": OUTPUT_RETRIES})
 
 
 async def _consume(stream: AgentRunEvents[Any], step: _Step) -> AgentRunResult[Any]:

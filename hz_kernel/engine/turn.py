@@ -168,6 +168,8 @@ class TurnRunner:
         self.body: BodyWriter | None = None
         self.started_clock = time.monotonic()
         self.steer: Callable[[], Awaitable[list[str]]] | None = None
+        self._pinned: CompiledContract | None = None
+        self._env = ModelEnv.from_environ()
 
     # -- entry points --------------------------------------------------------------------
 
@@ -244,7 +246,9 @@ class TurnRunner:
     # -- the steps ---------------------------------------------------------------------
 
     def _contract(self, state: TurnState) -> CompiledContract:
-        return ContractVersions(self.held.dir).read(state.version)[1]
+        if self._pinned is None:
+            self._pinned = ContractVersions(self.held.dir).read(state.version)[1]
+        return self._pinned
 
     def _reload(self, state: TurnState) -> None:
         records = read_body(self.held.dir, state.turn) or []
@@ -356,7 +360,7 @@ class TurnRunner:
         )
         if not cap.ok:
             return await self._finish(state, "skipped", reason=f"cap: {cap.reason}")
-        model = resolve_model(spec, settings=ModelEnv.from_environ())
+        model = resolve_model(spec, settings=self._env)
         self.body.write(
             "context", instructions=context.instructions, messages=list(context.messages)
         )
@@ -403,7 +407,7 @@ class TurnRunner:
             await self._attempt_failed(state, exc.code, exc.message, 0)
             return await self._finish(state, "failed", reason=exc.code, step="think")
         usage = result.usage
-        cost = price_usd(spec, usage, settings=ModelEnv.from_environ())
+        cost = price_usd(spec, usage, settings=self._env)
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
         self.body.write("outcome", outcome=outcome_json)
@@ -460,11 +464,7 @@ class TurnRunner:
         )
 
     async def _spent_today(self) -> float:
-        rows = await self.kernel.index.fetch(
-            "", "SELECT COALESCE(SUM(usd), 0) AS usd FROM costs WHERE day = ?",
-            (now_utc().date().isoformat(),),
-        )  # fmt: skip
-        return float(rows[0]["usd"]) if rows else 0.0
+        return self.kernel.index.spent_on(now_utc().date().isoformat())
 
     async def _outcome(self, state: TurnState) -> None:
         assert state.outcome is not None

@@ -131,6 +131,8 @@ def test_damage_and_symlinks_are_errors_not_crashes(tmp_path: Path) -> None:
     write(versions, 1, WEEKLY)
     (versions.directory / "v1.compiled.json").write_text("{not json", encoding="utf-8")
     assert error_of(versions.read, 1).code == "HZC081"
+    write(versions, 1, WEEKLY)
+    assert versions.read(1)[1] == compile_contract(WEEKLY, source="x")
 
     elsewhere = tmp_path / "elsewhere.prose.md"
     elsewhere.write_text(V2, encoding="utf-8")

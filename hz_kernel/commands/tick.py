@@ -1,0 +1,444 @@
+"""The tick: one index query, the fetches that are due, then the turns that are owed.
+
+``tick_once`` is what ``hz tick --once`` runs (from cron or a systemd
+timer), and what the daemon and the embedded cockpit run every
+``HZ_TICK_SECONDS`` through ``run_tick_loop``. An asleep heinzel costs the
+tick a row of that one query and nothing else: no spine is opened unless a
+turn is run or skipped for it.
+
+Steps: read every row that could be due (with today's spending and whether
+the user was told of the cap) → fetch each due input once and stage it in
+the source cache → look up which candidate keys are already done (only when
+something moved) → plan → carry the plan out through the turn engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from itertools import chain
+from typing import Protocol, runtime_checkable
+
+import orjson
+
+from hz_kernel import crashpoints
+from hz_kernel.adapters.sources import default_registry
+from hz_kernel.adapters.sources.base import as_utc
+from hz_kernel.clock import now_utc
+from hz_kernel.config import Settings
+from hz_kernel.core import KernelCore
+from hz_kernel.engine.wakes import Wake, source_key
+from hz_kernel.errors import HzError
+from hz_kernel.store.locks import FileLock
+from hz_kernel.store.session import HeldSession
+from hz_kernel.store.spine import LOCK_NAME
+from hz_kernel.tick.cache import SourceCache
+from hz_kernel.tick.fetching import (
+    SourceFetcher,
+    Staged,
+    Watch,
+    fetch_into,
+    group_watches,
+    is_due,
+    stage,
+)
+from hz_kernel.tick.report import (
+    TickDeferred,
+    TickProblem,
+    TickReport,
+    TickSkipped,
+    TickWoken,
+)
+from hz_kernel.tick.schedule import SlotClock, user_zone
+from hz_kernel.tick.wakes import (
+    HeinzelRow,
+    PlannedTurn,
+    TickInputs,
+    due_slot,
+    heights,
+    plan_tick,
+    source_moves,
+    upstreams,
+    watched,
+)
+from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
+
+TICK_QUERY = """
+SELECT (
+  SELECT json_group_array(json_array(
+    h.id, h.name, h.paused OR h.retired OR h.damaged, h.schedule, h.render_on_schedule,
+    h.inputs, h.assets, h.last_slot, h.approved_at, h.awake_turn, h.waiting_turn,
+    h.waiting_until, h.waiting_on, h.pending_draft,
+    CASE WHEN h.waiting_turn IS NOT NULL THEN
+      CASE json_extract(h.waiting_on, '$.kind')
+        WHEN 'approval' THEN (SELECT status FROM drafts WHERE heinzel = h.id
+                              AND key = json_extract(h.waiting_on, '$.key'))
+        WHEN 'answer' THEN (SELECT status FROM questions WHERE heinzel = h.id
+                            AND key = json_extract(h.waiting_on, '$.key'))
+      END
+    END,
+    CASE WHEN instr(h.hz, '"valid_for":"') THEN json_extract(h.hz, '$.outputs') END,
+    CASE WHEN instr(h.hz, '"valid_for":"') THEN (
+      SELECT json_group_object(output, json_array(approved_at, pending)) FROM (
+        SELECT output,
+               MAX(CASE WHEN status = 'approved' THEN decided_at END) AS approved_at,
+               MAX(status = 'pending') AS pending
+        FROM drafts WHERE heinzel = h.id GROUP BY output))
+    END))
+  FROM heinzels h WHERE h.contract_version IS NOT NULL
+) AS rows,
+(SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
+EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed
+"""
+"""Everything a tick plans from, in one statement and one row: the heinzels that have a
+contract (as one JSON array, which costs far less to hand over than hundreds of rows),
+today's spending and whether the user was told of the cap today."""
+
+DONE_KEYS_QUERY = """
+SELECT k.heinzel, k.key FROM json_each(?) AS j
+JOIN keys AS k
+  ON k.heinzel = json_extract(j.value, '$[0]') AND k.key = json_extract(j.value, '$[1]')
+WHERE k.status IN ('finished', 'skipped')
+"""
+
+
+@runtime_checkable
+class TurnEngine(Protocol):
+    """What the tick needs of the turn engine (``TurnCommands``)."""
+
+    async def run_wakes(self, heinzel_id: str, wakes: list[Wake]) -> str | None: ...
+
+    async def skip_wakes(
+        self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
+    ) -> str: ...
+
+
+@runtime_checkable
+class WaitingTurns(Protocol):
+    """How the tick resumes a waiting turn whose condition holds."""
+
+    async def resume_waiting(self, heinzel_id: str, turn: str, woken_by: WokenBy) -> None: ...
+
+
+def cap_notice_key(day: str) -> str:
+    return f"cap@{day}"
+
+
+def tick_interval(settings: Settings) -> float:
+    """Seconds between ticks: ``HZ_TICK_SECONDS`` when set, else ``[daemon] tick_seconds``."""
+    raw = os.environ.get("HZ_TICK_SECONDS")
+    if not raw:
+        return settings.daemon.tick_seconds
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86400:
+        raise HzError("HZT104", "HZ_TICK_SECONDS must be a number of seconds up to 86400", raw)
+    return seconds
+
+
+class TickCommands(KernelCore):
+    """``hz tick``: wake what is due, fetch what must be looked at, and nothing more."""
+
+    spine_opens: int = 0
+    """Sessions this kernel opened so far; a tick reports how many it caused."""
+
+    _slot_clocks: dict[str, SlotClock]
+    _fetcher: SourceFetcher
+
+    async def session(self, heinzel_id: str) -> HeldSession:
+        """Count the spines this kernel opens, so a tick can show it opened none for nothing."""
+        if heinzel_id not in self.sessions:
+            self.spine_opens += 1
+        return await super().session(heinzel_id)
+
+    # -- the tick --------------------------------------------------------------------------
+
+    async def tick_once(
+        self, *, now: datetime | None = None, zone: str | None = None
+    ) -> TickReport:
+        """One tick: plan with one index query, fetch what is due, run, skip or defer."""
+        started = time.perf_counter()
+        queries, opens = self.index.queries, self.spine_opens
+        moment = as_utc(now or now_utc())
+        fetcher = self._source_fetcher()
+        fetches = fetcher.fetches
+        plan, staged, spent, noticed = await self._plan(moment, zone)
+        report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
+        problems = [
+            TickProblem(code=e.code, message=e.message, place=e.place)
+            for e in staged.errors.values()
+        ]
+        return report.model_copy(
+            update={
+                "fetches": fetcher.fetches - fetches,
+                "from_cache": len(staged.from_cache),
+                "index_queries": self.index.queries - queries,
+                "spines_opened": self.spine_opens - opens,
+                "problems": problems + report.problems,
+                "seconds": round(time.perf_counter() - started, 6),
+            }
+        )
+
+    async def plan_wakes(
+        self, *, now: datetime | None = None, zone: str | None = None
+    ) -> list[PlannedTurn]:
+        """What a tick would do now, without doing it (fetches are staged all the same)."""
+        plan, _, _, _ = await self._plan(as_utc(now or now_utc()), zone)
+        return plan
+
+    async def _plan(
+        self, now: datetime, zone: str | None
+    ) -> tuple[list[PlannedTurn], Staged, float, bool]:
+        settings = self.home.settings
+        day = now.date().isoformat()
+        (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
+        spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
+        rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
+        clock = self._slot_clock(zone or self.home.settings.heinzel.timezone)
+        busy = self._busy(rows)
+        reads = upstreams(rows, settings.documents.resolve)
+        watches = watched(rows, reads, leave_out=busy)
+        groups = group_watches(chain.from_iterable(watches.values()))
+        slots = {row.id: slot for row in rows if (slot := due_slot(row, clock, now)) is not None}
+        forced = {w.key for heinzel in slots for w in watches.get(heinzel, [])}
+        fetcher = self._source_fetcher()
+        staged = stage(fetcher, groups, now=now, forced=forced)
+        if staged.fetched:
+            crashpoints.reached("tick:after-fetch")
+        ctx = TickInputs(
+            now=now,
+            rows=rows,
+            watches=watches,
+            staged=staged,
+            slots=slots,
+            moves=_moves(rows, watches, staged),
+            done_keys=set(),
+            heights=heights((r.id for r in rows), reads),
+            busy=busy,
+            capped=spent >= settings.heinzel.max_usd_per_day,
+            max_wakes=settings.heinzel.max_wakes_per_tick,
+        )
+        ctx.done_keys = await self._done_keys(ctx.candidates())
+        stuck = [
+            key
+            for key in staged.from_cache
+            if is_due(groups[key], staged.results[key], now)
+            and not _owed(key, groups[key], staged, ctx.done_keys)
+        ]
+        if stuck:
+            for key in stuck:
+                request = groups[key][0].request
+                fetch_into(fetcher, staged, key, request, now=now, previous=staged.results.get(key))
+            crashpoints.reached("tick:after-fetch")
+            ctx.moves = _moves(rows, watches, staged)
+            ctx.done_keys |= await self._done_keys(ctx.candidates() - ctx.done_keys)
+        return plan_tick(ctx), staged, spent, noticed
+
+    async def _carry_out(
+        self, plan: list[PlannedTurn], now: datetime, *, spent: float, noticed: bool
+    ) -> TickReport:
+        if not isinstance(self, TurnEngine):
+            raise HzError("HZT103", "this kernel has no turn engine to run wakes with")
+        cap = self.home.settings.heinzel.max_usd_per_day
+        day = now.date().isoformat()
+        woken: list[TickWoken] = []
+        skipped: list[TickSkipped] = []
+        deferred: list[TickDeferred] = []
+        problems: list[TickProblem] = []
+        capped_at: list[PlannedTurn] = []
+        for item in plan:
+            if spent >= cap and (item.action == "resume" or (item.action == "run" and item.wakes)):
+                item = _capped(item)
+            keys = [w.key for w in item.wakes]
+            try:
+                if item.action == "defer":
+                    assert item.reason is not None
+                    deferred.append(
+                        TickDeferred(
+                            heinzel=item.heinzel,
+                            name=item.name,
+                            reason=item.reason,  # type: ignore[arg-type]
+                            keys=keys,
+                            due_at=item.due_at,
+                        )
+                    )
+                elif item.action == "skip":
+                    reason: SkipReason = item.reason  # type: ignore[assignment]
+                    turn = await self.skip_wakes(
+                        item.heinzel, list(item.wakes), reason=reason, moved=list(item.moved)
+                    )
+                    if reason == "cap":
+                        capped_at.append(item)
+                    skipped.append(
+                        TickSkipped(
+                            heinzel=item.heinzel,
+                            name=item.name,
+                            reason=reason,
+                            keys=keys,
+                            moved=list(item.moved),
+                            turn=turn,
+                        )
+                    )
+                elif item.action == "resume":
+                    assert item.waiting_turn is not None and item.woken_by is not None
+                    if not isinstance(self, WaitingTurns):
+                        raise HzError(
+                            "HZT105", "this kernel cannot resume waiting turns", item.name
+                        )
+                    await self.resume_waiting(item.heinzel, item.waiting_turn, item.woken_by)
+                    woken.append(_woken(item, item.waiting_turn))
+                    spent = await self._spent(day)
+                else:
+                    turn = await self.run_wakes(item.heinzel, list(item.wakes))
+                    woken.append(_woken(item, turn))
+                    spent = await self._spent(day)
+            except HzError as exc:
+                problems.append(
+                    TickProblem(
+                        code=exc.code, message=exc.message, place=exc.place, heinzel=item.heinzel
+                    )
+                )
+        notices: list[str] = []
+        if capped_at and not noticed:
+            notices.append(await self._tell_cap(capped_at, day, spent, cap))
+        return TickReport(
+            at=now,
+            due=len(plan),
+            woken=woken,
+            deferred=deferred,
+            skipped=skipped,
+            problems=problems,
+            notices=notices,
+        )
+
+    async def _tell_cap(self, capped: list[PlannedTurn], day: str, spent: float, cap: float) -> str:
+        """Tell the user once a day, through the heinzel whose wake was due first."""
+        first = min(capped, key=lambda p: (p.due_at, p.name))
+        notice = (
+            f"Spending today reached {spent:.2f} USD, the daily cap of {cap:.2f} USD: "
+            f"due turns are skipped until tomorrow (UTC)."
+        )
+        async with self.holding(first.heinzel) as held:
+            await held.append(NoticeRaised(key=cap_notice_key(day), notice=notice))
+        return notice
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    async def _done_keys(self, pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of these (heinzel, key) pairs already finished or were skipped."""
+        if not pairs:
+            return set()
+        rows = await self.index.fetch("", DONE_KEYS_QUERY, (orjson.dumps(sorted(pairs)).decode(),))
+        return {(r["heinzel"], r["key"]) for r in rows}
+
+    async def _spent(self, day: str) -> float:
+        rows = await self.index.fetch(
+            "", "SELECT COALESCE(SUM(usd), 0.0) AS usd FROM costs WHERE day = ?", (day,)
+        )
+        return float(rows[0]["usd"])
+
+    def _busy(self, rows: Iterable[HeinzelRow]) -> set[str]:
+        """Heinzels with a turn awake in another process that still holds the spine's lock.
+
+        An awake turn whose lock is free was cut off by a crash; one whose
+        session this kernel holds is its own, and the engine runs turns of
+        one heinzel one after the other. Either way running it is right: the
+        engine resumes an open turn before anything else.
+        """
+        busy: set[str] = set()
+        for row in rows:
+            if not row.awake_turn or row.id in self.sessions:
+                continue
+            lock = FileLock(self.home.heinzel_dir(row.id) / LOCK_NAME)
+            if lock.try_acquire():
+                lock.release()
+            else:
+                busy.add(row.id)
+        return busy
+
+    def _slot_clock(self, zone: str | None) -> SlotClock:
+        if not hasattr(self, "_slot_clocks"):
+            self._slot_clocks = {}
+        name = zone or "UTC"
+        if name not in self._slot_clocks:
+            self._slot_clocks[name] = SlotClock(user_zone(name))
+        return self._slot_clocks[name]
+
+    def _source_fetcher(self) -> SourceFetcher:
+        if not hasattr(self, "_fetcher"):
+            base = self.home.settings.documents.resolve(".")
+            self._fetcher = SourceFetcher(
+                SourceCache(self.home.sources_dir), default_registry(base_dir=base)
+            )
+        return self._fetcher
+
+
+def _moves(
+    rows: Iterable[HeinzelRow], watches: dict[str, list[Watch]], staged: Staged
+) -> dict[str, tuple[list[Wake], bool]]:
+    return {row.id: source_moves(row, watches[row.id], staged) for row in rows if row.id in watches}
+
+
+def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, str]]) -> bool:
+    """Does a staged arrival still owe some watcher a wake (a move whose key is not done)?"""
+    for watch in watches:
+        fp = staged.fingerprint(key, watch.facet)
+        if fp is None or fp == watch.last_fp:
+            continue
+        if (watch.heinzel, source_key(watch.heinzel, watch.input, fp)) not in done:
+            return True
+    return False
+
+
+def _capped(item: PlannedTurn) -> PlannedTurn:
+    """The day's cap was reached during this tick: a turn is skipped, a resume waits."""
+    if item.action == "resume":
+        return item.model_copy(update={"action": "defer", "reason": "cap"})
+    return item.model_copy(update={"action": "skip", "reason": "cap"})
+
+
+def _woken(item: PlannedTurn, turn: str | None) -> TickWoken:
+    return TickWoken(
+        heinzel=item.heinzel,
+        name=item.name,
+        causes=[w.cause for w in item.wakes],
+        keys=[w.key for w in item.wakes],
+        due_at=item.due_at,
+        height=item.height,
+        turn=turn,
+        woken_by=item.woken_by,
+    )
+
+
+async def run_tick_loop(
+    kernel: TickCommands,
+    interval: float | None,
+    stop_event: asyncio.Event,
+    *,
+    on_report: Callable[[TickReport], None] | None = None,
+) -> None:
+    """Tick until ``stop_event`` is set: the daemon's and the embedded cockpit's heartbeat.
+
+    ``interval`` defaults to ``tick_interval`` (``HZ_TICK_SECONDS``). A tick
+    that fails as a whole is reported as a problem and the loop goes on.
+    """
+    seconds = interval if interval is not None else tick_interval(kernel.home.settings)
+    while not stop_event.is_set():
+        try:
+            report = await kernel.tick_once()
+        except HzError as exc:
+            report = TickReport(
+                at=now_utc(),
+                due=0,
+                problems=[TickProblem(code=exc.code, message=exc.message, place=exc.place)],
+            )
+        if on_report is not None:
+            on_report(report)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop_event.wait(), timeout=seconds)

@@ -1,0 +1,282 @@
+"""Fetching for a tick: each distinct input once, staged in the source cache before any wake.
+
+Many heinzels watch the same thing (one repository, one notes folder), so
+watches are grouped by the request's cache key and each group is fetched at
+most once per tick, when the shortest recheck among its watchers is due (or
+when a heinzel with a due schedule slot needs fresh eyes on it). The result
+goes into the source cache before the tick wakes anyone, so a crash between
+fetch and wake re-wakes from the cache; and a cached result that some
+watcher has not yet seen (its fingerprint differs from the watcher's
+``last_fp``) is used as it is instead of being fetched again.
+
+An input of source ``heinzel`` reads another heinzel's approved output: it
+is served as a ``document: section`` request on that heinzel's asset, so
+the reader's fingerprint is the approved text's and moves only when it does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import orjson
+
+from hz_kernel.adapters.sources import FetchResult, SourceRegistry, SourceRequest
+from hz_kernel.contracts import duration_seconds
+from hz_kernel.errors import HzError
+from hz_kernel.tick.cache import SourceCache
+
+
+class Watch(NamedTuple):
+    """One heinzel's input as this tick sees it (a tuple: hundreds are made every tick)."""
+
+    heinzel: str
+    input: str
+    request: SourceRequest
+    key: str
+    """The request's cache key: watches with the same key share one fetch."""
+    facet: str | None
+    last_fp: str | None
+    recheck_s: int
+    upstream: str | None = None
+    """The heinzel whose document this input reads, if any (for ordering and hold-back)."""
+
+
+def split_asset(asset: str) -> tuple[str, str | None]:
+    """``doc:reports/weekly.md#checkout`` → (``reports/weekly.md``, ``checkout``)."""
+    path, _, anchor = asset.removeprefix("doc:").partition("#")
+    return path, anchor or None
+
+
+def pick_asset(assets: Sequence[str], output: str | None) -> str | None:
+    """The asset an output lands in: the one anchored at the output's name, else the first."""
+    for asset in assets:
+        if split_asset(asset)[1] == output:
+            return asset
+    return assets[0] if assets else None
+
+
+def input_request(
+    spec: Mapping[str, Any], assets_by_name: Mapping[str, Sequence[str]]
+) -> SourceRequest | None:
+    """The request an input stands for; None for a ``heinzel`` input whose upstream is unknown.
+
+    The turn engine's gather must build requests the same way, so both agree
+    on the cache key and the fingerprint.
+    """
+    args = dict(spec.get("args") or {})
+    if spec.get("source") != "heinzel":
+        return SourceRequest(source=str(spec["source"]), method=str(spec["method"]), args=args)
+    asset = pick_asset(assets_by_name.get(str(args.get("heinzel")), ()), args.get("output"))
+    if asset is None:
+        return None
+    path, anchor = split_asset(asset)
+    section: dict[str, Any] = {"path": path} if anchor is None else {"path": path, "anchor": anchor}
+    return SourceRequest(source="document", method="section", args=section)
+
+
+def fingerprint_of(result: FetchResult, facet: str | None) -> str | None:
+    """What a watcher compares: a facet's hash or the whole map's; None if the facet is absent."""
+    if facet is not None and facet not in result.facets:
+        return None
+    return result.fingerprint(facet)
+
+
+def recheck_seconds(spec: Mapping[str, Any]) -> int:
+    """How often an input is polled; 0 means every tick."""
+    recheck = spec.get("recheck")
+    return _seconds(str(recheck)) if recheck else 0
+
+
+@lru_cache(maxsize=256)
+def _seconds(duration: str) -> int:
+    return duration_seconds(duration)
+
+
+InputShape = tuple[str, SourceRequest, str, str | None, str | None, int]
+"""An input as a tick watches it: name, request, cache key, facet, ``last_fp``, recheck."""
+
+
+class Requests:
+    """Inputs decoded, and their requests hashed, once per distinct text in a tick.
+
+    Hundreds of heinzels share a handful of inputs (and, when in step, the
+    same ``last_fp``), so decoding and hashing each row anew would cost
+    more than the rest of an idle tick.
+    """
+
+    def __init__(self, assets_by_name: Mapping[str, Sequence[str]]) -> None:
+        self.assets_by_name = assets_by_name
+        self._inputs: dict[str, list[InputShape]] = {}
+        self._requests: dict[bytes, tuple[SourceRequest, str] | None] = {}
+
+    def inputs_of(self, inputs_json: str) -> list[InputShape]:
+        shapes = self._inputs.get(inputs_json)
+        if shapes is None:
+            shapes = self._inputs[inputs_json] = []
+            for name, spec in orjson.loads(inputs_json).items():
+                known = self.of(spec)
+                if known is not None:
+                    facet = None if spec.get("source") == "heinzel" else spec.get("facet")
+                    shapes.append((name, *known, facet, spec.get("last_fp"), recheck_seconds(spec)))
+        return shapes
+
+    def of(self, spec: Mapping[str, Any]) -> tuple[SourceRequest, str] | None:
+        marker = orjson.dumps(
+            [spec.get("source"), spec.get("method"), spec.get("args")],
+            option=orjson.OPT_SORT_KEYS,
+        )
+        if marker not in self._requests:
+            request = input_request(spec, self.assets_by_name)
+            self._requests[marker] = None if request is None else (request, request.cache_key())
+        return self._requests[marker]
+
+
+class SourceFetcher:
+    """Fetches through the registry and keeps the source cache (and a memo of it) current.
+
+    The memo holds what was last read or written per cache key, checked
+    against the file's size and mtime, so a long-lived kernel does not parse
+    the same cached result every tick.
+    """
+
+    def __init__(self, cache: SourceCache, registry: SourceRegistry) -> None:
+        self.cache = cache
+        self.registry = registry
+        self.fetches = 0
+        self._memo: dict[str, tuple[tuple[int, int], FetchResult]] = {}
+
+    def cached(self, request: SourceRequest) -> FetchResult | None:
+        key = request.cache_key()
+        stamp = self._stamp(request)
+        if stamp is None:
+            self._memo.pop(key, None)
+            return None
+        known = self._memo.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        result = self.cache.get(request)
+        if result is not None:
+            self._memo[key] = (stamp, result)
+        return result
+
+    def fetch(
+        self, request: SourceRequest, *, now: datetime, previous: FetchResult | None
+    ) -> FetchResult:
+        """Fetch once and store the result in the cache before returning it."""
+        self.fetches += 1
+        result = self.registry.fetch(request, now=now, previous=previous)
+        self.cache.put(result)
+        stamp = self._stamp(request)
+        if stamp is not None:
+            self._memo[request.cache_key()] = (stamp, result)
+        return result
+
+    def _stamp(self, request: SourceRequest) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.cache.path_for(request), follow_symlinks=False)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class Staged:
+    """What this tick knows of each watched request, by cache key."""
+
+    results: dict[str, FetchResult] = field(default_factory=dict)
+    fetched: set[str] = field(default_factory=set)
+    from_cache: set[str] = field(default_factory=set)
+    errors: dict[str, HzError] = field(default_factory=dict)
+    _fingerprints: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
+
+    def put(self, key: str, result: FetchResult) -> None:
+        self.results[key] = result
+        self._forget(key)
+
+    def fail(self, key: str, error: HzError) -> None:
+        self.errors[key] = error
+        self.results.pop(key, None)
+        self._forget(key)
+
+    def fingerprint(self, key: str, facet: str | None) -> str | None:
+        """The fingerprint a watcher of ``key`` compares (hashed once per tick)."""
+        memo = (key, facet)
+        if memo not in self._fingerprints:
+            result = self.results.get(key)
+            self._fingerprints[memo] = None if result is None else fingerprint_of(result, facet)
+        return self._fingerprints[memo]
+
+    def unseen(self, key: str, watches: Iterable[Watch]) -> bool:
+        """Has some watcher not seen this result yet (its fingerprint differs from ``last_fp``)?"""
+        return any(
+            (fp := self.fingerprint(key, w.facet)) is not None and fp != w.last_fp for w in watches
+        )
+
+    def _forget(self, key: str) -> None:
+        for memo in [m for m in self._fingerprints if m[0] == key]:
+            del self._fingerprints[memo]
+
+
+def group_watches(watches: Iterable[Watch]) -> dict[str, list[Watch]]:
+    groups: dict[str, list[Watch]] = {}
+    for watch in watches:
+        groups.setdefault(watch.key, []).append(watch)
+    return groups
+
+
+def is_due(watches: Sequence[Watch], cached: FetchResult | None, now: datetime) -> bool:
+    """Due when never fetched, or when the shortest recheck among its watchers has passed."""
+    if cached is None:
+        return True
+    shortest = min(w.recheck_s for w in watches)
+    return shortest == 0 or (now - cached.as_of).total_seconds() >= shortest
+
+
+def stage(
+    fetcher: SourceFetcher,
+    groups: Mapping[str, Sequence[Watch]],
+    *,
+    now: datetime,
+    forced: set[str],
+) -> Staged:
+    """Decide, per request, between a staged arrival, a fetch and the cache; fetch the due ones.
+
+    ``forced`` names cache keys a due schedule slot wants fresh (unless an
+    arrival is already staged for them).
+    """
+    staged = Staged()
+    for key, watches in groups.items():
+        request = watches[0].request
+        cached = fetcher.cached(request)
+        if cached is not None:
+            staged.put(key, cached)
+            if staged.unseen(key, watches):
+                staged.from_cache.add(key)
+                continue
+        if key in forced or is_due(watches, cached, now):
+            fetch_into(fetcher, staged, key, request, now=now, previous=cached)
+    return staged
+
+
+def fetch_into(
+    fetcher: SourceFetcher,
+    staged: Staged,
+    key: str,
+    request: SourceRequest,
+    *,
+    now: datetime,
+    previous: FetchResult | None,
+) -> None:
+    """Fetch one request into ``staged``; a failing source is recorded, never raised."""
+    try:
+        staged.put(key, fetcher.fetch(request, now=now, previous=previous))
+    except HzError as exc:
+        staged.fail(key, exc)
+        return
+    staged.fetched.add(key)
+    staged.from_cache.discard(key)
