@@ -1,0 +1,65 @@
+"""Commands on one heinzel, each exactly one kernel operation through the client.
+
+The cockpit never changes state itself: an action sends its operation and
+reports the answer; the spine the kernel appends then reaches the screen
+through the live path like any other change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ulid import ULID
+
+from hz_kernel import operations as ops
+from hz_kernel.api import Decision, TurnReport
+
+
+@dataclass(frozen=True)
+class HeinzelAction:
+    """One action as the keys, the palette and the help screen name it."""
+
+    name: str
+    label: str
+    help: str
+
+
+ACTIONS = (
+    HeinzelAction("approve", "Approve", "Approve what waits: a draft, a contract, an amendment"),
+    HeinzelAction("reject", "Reject", "Reject the waiting draft or decline the amendment"),
+    HeinzelAction("wake", "Wake", "Run a turn now (cause: asked)"),
+    HeinzelAction("resume", "Continue", "Continue a turn that was cut off or is parked"),
+    HeinzelAction("pause", "Pause or unpause", "Stop or restart its wakes"),
+    HeinzelAction("retire", "Retire or unretire", "Keep it but never wake it (reversible)"),
+)
+
+
+def request_for(
+    action: str, heinzel_id: str, state: str | None
+) -> tuple[ops.Operation[Any, Any], ops.Request]:
+    """The operation and request that carry out ``action`` on a heinzel in ``state``."""
+    ref = ops.HeinzelRef(ref=heinzel_id)
+    if action == "approve":
+        return ops.APPROVE, ops.ApproveRequest(ref=heinzel_id)
+    if action == "reject":
+        return ops.REJECT, ref
+    if action == "wake":
+        return ops.WAKE, ops.WakeRequest(ref=heinzel_id, request_id=f"cockpit-{ULID()}")
+    if action == "resume":
+        return ops.RESUME, ref
+    if action == "pause":
+        return (ops.UNPAUSE if state == "paused" else ops.PAUSE), ref
+    if action == "retire":
+        return (ops.UNRETIRE if state == "retired" else ops.RETIRE), ref
+    raise ValueError(f"unknown heinzel action {action!r}")
+
+
+def describe(name: str, result: object) -> str:
+    """One line saying what the kernel did."""
+    if isinstance(result, Decision):
+        return f"{name}: {result.what}, now {result.state}"
+    if isinstance(result, TurnReport):
+        ending = result.disposition or result.status
+        return f"{name}: turn {ending}" + (f": {result.report}" if result.report else "")
+    return f"{name}: done"

@@ -1,0 +1,220 @@
+"""The cockpit application: one ``KernelClient``, the home's spines tailed for live rows.
+
+``run(home, client)`` is the entry the ``hz`` command calls. The app owns
+the rows every screen shows (``rows``), announces changes on the
+``rows_changed`` signal, and keeps two workers: the spine watcher and the
+refresher that turns moved spines into fresh rows (``hz_tui.live``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.command import Provider
+from textual.signal import Signal
+
+from hz_kernel import operations as ops
+from hz_kernel.api import HeinzelSummary
+from hz_kernel.client import KernelClient
+from hz_kernel.clock import now_utc
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_tui import actions, keymap, settings, themes
+from hz_tui.commands import CockpitCommands
+from hz_tui.live import RowRefresher
+from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
+from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.screens.help import HelpScreen
+from hz_tui.screens.home import HomeScreen
+from hz_tui.watcher import SpineWatcher
+
+
+class CockpitApp(App[int]):
+    """The hz cockpit."""
+
+    TITLE = "hz"
+    CSS_PATH = "app.tcss"
+    BINDINGS = keymap.APP
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {CockpitCommands}
+
+    def __init__(self, home: Home, client: KernelClient, *, live: bool = True) -> None:
+        super().__init__()
+        self.home = home
+        self.client = client
+        self.live = live
+        self.started_at = now_utc()
+        self.rows: dict[str, HeinzelSummary] = {}
+        self.rows_changed: Signal[RowsUpdate] = Signal(self, "rows-changed")
+        self.loaded = asyncio.Event()
+        self.watcher = SpineWatcher(home.heinzel_root)
+        self.refresher = RowRefresher(client)
+        prefs, problem = settings.load_prefs(home)
+        self.prefs = prefs
+        self.prefs_problem = problem
+        self.keymap_overrides = {k: v for k, v in prefs.keymap.items() if k in keymap.binding_ids()}
+        for theme in themes.load_themes():
+            self.register_theme(theme)
+        self.theme = themes.choose_theme(
+            prefs.theme, home.settings.cockpit.theme, set(themes.THEME_NAMES)
+        )
+
+    # -- start and live rows -----------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.sub_title = self.client.where
+        self.set_keymap(self.keymap_overrides)
+        if self.prefs_problem:
+            self.notify(self.prefs_problem, severity="warning")
+        self.push_screen(HomeScreen())
+        self.start()
+
+    @work(exclusive=True, group="start")
+    async def start(self) -> None:
+        """Tail from the spines' current ends, then list: nothing appended between is missed."""
+        self.watcher.prime(self.home.heinzel_ids())
+        await self.load_all()
+        self.loaded.set()
+        if self.live:
+            self.watch_spines()
+            self.refresh_rows()
+
+    async def load_all(self) -> None:
+        try:
+            listed = await self.client.call(ops.LIST, ops.ListRequest())
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+            return
+        for warning in listed.warnings:
+            self.notify(warning, severity="warning")
+        self.publish(RowsUpdate(rows=listed.items, full=True))
+
+    def publish(self, update: RowsUpdate) -> None:
+        if update.full:
+            self.rows = {row.id: row for row in update.rows}
+        else:
+            for heinzel_id in update.gone:
+                self.rows.pop(heinzel_id, None)
+            self.rows.update({row.id: row for row in update.rows})
+        self.rows_changed.publish(update)
+
+    @work(exclusive=True, group="watch")
+    async def watch_spines(self) -> None:
+        try:
+            await self.watcher.run(lambda batch: self.post_message(SpinesMoved(batch)))
+        except OSError as exc:
+            self.notify(f"live updates are off: {exc.strerror}", severity="warning")
+
+    @work(exclusive=True, group="refresh")
+    async def refresh_rows(self) -> None:
+        await self.refresher.run(self.publish, self.report_error)
+
+    def on_spines_moved(self, message: SpinesMoved) -> None:
+        self.refresher.note(message.batch)
+
+    def report_error(self, error: HzError) -> None:
+        self.notify(error.one_line(), severity="error", timeout=10)
+
+    @work(exclusive=True, group="reload")
+    async def reload(self) -> None:
+        await self.load_all()
+
+    # -- navigation --------------------------------------------------------------------
+
+    def on_open_heinzel(self, message: OpenHeinzel) -> None:
+        self.open_heinzel(message.heinzel_id)
+
+    def open_heinzel(self, heinzel_id: str) -> None:
+        if isinstance(self.screen, HeinzelScreen | DaemonScreen):
+            self.pop_screen()
+        self.push_screen(HeinzelScreen(heinzel_id))
+
+    def home_screen(self) -> HomeScreen:
+        """Close every page above the home screen and return it."""
+        while not isinstance(self.screen, HomeScreen) and len(self.screen_stack) > 2:
+            self.pop_screen()
+        return self.get_home()
+
+    def get_home(self) -> HomeScreen:
+        return next(s for s in self.screen_stack if isinstance(s, HomeScreen))
+
+    def action_home(self) -> None:
+        self.home_screen()
+
+    def action_filter(self) -> None:
+        self.home_screen().action_filter()
+
+    def sort_home(self, column: str) -> None:
+        self.home_screen().sort_by(column, reverse=False)
+
+    def reverse_home(self) -> None:
+        table = self.home_screen().table
+        table.sort_by(table.sort_column, reverse=not table.sort_reverse)
+
+    def action_daemon(self) -> None:
+        if not isinstance(self.screen, DaemonScreen):
+            if isinstance(self.screen, HeinzelScreen):
+                self.pop_screen()
+            self.push_screen(DaemonScreen())
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # -- actions on one heinzel ----------------------------------------------------------
+
+    def selected_heinzel(self) -> str | None:
+        """The heinzel an action applies to: the open page's, else the table's highlighted row."""
+        if isinstance(self.screen, HeinzelScreen):
+            return self.screen.heinzel_id
+        return self.get_home().table.cursor_key()
+
+    def act_on_selected(self, action: str) -> None:
+        heinzel_id = self.selected_heinzel()
+        if heinzel_id is None:
+            self.notify("No heinzel is selected.", severity="warning")
+        else:
+            self.act(heinzel_id, action)
+
+    @work(group="act")
+    async def act(self, heinzel_id: str, action: str) -> None:
+        """Send the action's operation; the answer is a notification, the change comes live."""
+        row = self.rows.get(heinzel_id)
+        name = row.name if row else heinzel_id
+        operation, request = actions.request_for(action, heinzel_id, row.state if row else None)
+        try:
+            result = await self.client.call(operation, request)
+        except HzError as exc:
+            self.notify(f"{name}: {exc.one_line()}", severity="error", timeout=10)
+            return
+        self.notify(actions.describe(name, result))
+
+    # -- themes ------------------------------------------------------------------------
+
+    def action_next_theme(self) -> None:
+        names = themes.THEME_NAMES
+        current = names.index(self.theme) if self.theme in names else -1
+        self.choose_theme(names[(current + 1) % len(names)])
+
+    def choose_theme(self, name: str) -> None:
+        """Switch theme and remember it in ``cockpit.json`` (not while ``NO_COLOR`` decides)."""
+        self.theme = name
+        if "NO_COLOR" in os.environ:
+            return
+        self.prefs = self.prefs.model_copy(update={"theme": name})
+        try:
+            settings.save_prefs(self.home, self.prefs)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="warning")
+
+
+def run(home: Home, client: KernelClient) -> int:
+    """Run the cockpit until the user quits; the exit status for the ``hz`` command."""
+    app = CockpitApp(home, client)
+    app.run()
+    return app.return_code or 0

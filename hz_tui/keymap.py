@@ -1,0 +1,94 @@
+"""Every key the cockpit answers to, in one place, each with a stable id.
+
+Screens and widgets take their ``BINDINGS`` from here; the help screen and
+the command palette list them from here; ``cockpit.json``'s ``keymap``
+overrides them by id (Textual's keymap), e.g. ``{"home.filter": "f"}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+APP = [
+    Binding("f1", "help", "Help", id="app.help"),
+    Binding("ctrl+p", "command_palette", "Commands", id="app.commands", show=False),
+    Binding("f2", "daemon", "Kernel", id="app.daemon"),
+    Binding("f3", "next_theme", "Theme", id="app.theme", show=False),
+    Binding("ctrl+q", "quit", "Quit", id="app.quit"),
+]
+
+HOME = [
+    Binding("slash", "filter", "Filter", id="home.filter", key_display="/"),
+    Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter"),
+    Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+]
+
+#: Actions on the selected heinzel (the table's row, or the open page); see ``hz_tui.actions``.
+HEINZEL_ACTIONS = [
+    Binding("a", "act('approve')", "Approve", id="act.approve"),
+    Binding("x", "act('reject')", "Reject", id="act.reject", show=False),
+    Binding("w", "act('wake')", "Wake", id="act.wake"),
+    Binding("c", "act('resume')", "Continue", id="act.resume", show=False),
+    Binding("p", "act('pause')", "Pause/unpause", id="act.pause", show=False),
+    Binding("R", "act('retire')", "Retire/unretire", id="act.retire", show=False),
+]
+
+HEINZEL_TABLE = [
+    Binding("enter", "open", "Open", id="table.open"),
+    Binding("s", "sort_next", "Sort", id="table.sort"),
+    Binding("S", "sort_reverse", "Reverse", id="table.reverse", key_display="S", show=False),
+]
+
+FILTER_BAR = [
+    Binding("escape", "to_table", "Done", id="filter.dismiss"),
+    Binding("down", "to_table", "To table", id="filter.to_table", show=False),
+]
+
+HEINZEL = [
+    Binding("escape", "back", "Back", id="heinzel.back"),
+    Binding("r", "refresh", "Refresh", id="heinzel.refresh"),
+]
+
+DAEMON = [
+    Binding("escape", "back", "Back", id="daemon.back"),
+    Binding("r", "refresh", "Refresh", id="daemon.refresh"),
+]
+
+HELP = [
+    Binding("escape", "close", "Close", id="help.close"),
+    Binding("f1", "close", "Close", id="help.close_f1", show=False),
+]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A group of bindings as the help screen titles it."""
+
+    title: str
+    bindings: list[Binding]
+
+
+SCOPES = (
+    Scope("Everywhere", APP),
+    Scope("Heinzels (home)", HOME),
+    Scope("Heinzel table", HEINZEL_TABLE),
+    Scope("The selected heinzel (table or page)", HEINZEL_ACTIONS),
+    Scope("Filter", FILTER_BAR),
+    Scope("One heinzel", HEINZEL),
+    Scope("Kernel page", DAEMON),
+    Scope("Help", HELP),
+)
+
+
+def binding_ids() -> set[str]:
+    return {b.id for scope in SCOPES for b in scope.bindings if b.id}
+
+
+def keys_for(binding: Binding, overrides: dict[str, str]) -> str:
+    """The keys a binding answers to now, after the user's overrides."""
+    keys = overrides.get(binding.id or "", binding.key)
+    if binding.key_display and keys == binding.key:
+        return binding.key_display
+    return ", ".join(k.strip() for k in keys.split(","))

@@ -1,0 +1,169 @@
+"""The home table's model: what each column shows for a heinzel, how it filters and sorts.
+
+Kept apart from the widget so the rules (which words a filter matches, what
+"waits on you" means, how a state sorts) read in one place and are tested
+without a screen. A cell is ``Cell``: rich ``Text`` that also carries the
+value it sorts by, because ``DataTable.sort`` only hands cells to its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rich.style import Style
+from rich.text import Text
+from textual.color import Color, ColorParseError
+
+from hz_kernel.api import HeinzelSummary
+from hz_tui import display
+
+
+class Cell(Text):
+    """One table cell: styled text plus the value it sorts by."""
+
+    def __init__(self, text: str, style: Style | str = "", *, order: object = None) -> None:
+        super().__init__(text, style=style, no_wrap=True, overflow="ellipsis", end="")
+        self.order = order if order is not None else text.lower()
+
+    @property
+    def signature(self) -> tuple[str, str, object]:
+        """What decides whether a redraw is needed: text, style and sort value."""
+        return (self.plain, str(self.style), self.order)
+
+
+@dataclass(frozen=True)
+class Palette:
+    """The few styles the table uses, resolved from the current theme."""
+
+    ok: Style = field(default_factory=Style)
+    warn: Style = field(default_factory=Style)
+    bad: Style = field(default_factory=Style)
+    accent: Style = field(default_factory=Style)
+    muted: Style = field(default_factory=lambda: Style(dim=True))
+
+    @classmethod
+    def from_theme(cls, variables: Mapping[str, str]) -> Palette:
+        """Resolve semantic colours from a Textual theme's variables (ANSI names included)."""
+
+        def colour(name: str) -> Style:
+            try:
+                return Style(color=Color.parse(variables[name]).rich_color)
+            except (KeyError, ColorParseError):
+                return Style()
+
+        return cls(
+            ok=colour("success"),
+            warn=colour("warning"),
+            bad=colour("error"),
+            accent=colour("accent"),
+        )
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    key: str
+    label: str
+    narrow: int
+    wide: int
+
+
+#: The home table's columns; ``name`` takes whatever width is left.
+COLUMNS: tuple[ColumnSpec, ...] = (
+    ColumnSpec("name", "Name", 0, 0),
+    ColumnSpec("state", "State", 8, 9),
+    ColumnSpec("contract", "Contract", 9, 20),
+    ColumnSpec("next_due", "Due", 7, 10),
+    ColumnSpec("last_turn", "Last turn", 14, 20),
+    ColumnSpec("waits", "Waits", 6, 20),
+    ColumnSpec("cost", "Today", 6, 9),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+WIDE_FROM = 116
+NAME_MIN = 14
+NAME_MAX = 24
+
+
+def column_widths(available: int, padding: int) -> dict[str, int]:
+    """Widths for a table ``available`` cells wide: fixed columns, the name gets the rest."""
+    wide = available >= WIDE_FROM
+    fixed = {c.key: (c.wide if wide else c.narrow) for c in COLUMNS if c.key != "name"}
+    rest = available - sum(fixed.values()) - 2 * padding * len(COLUMNS)
+    name = min(max(NAME_MIN, rest), NAME_MAX)
+    fixed["contract"] += max(0, rest - name)
+    return {"name": name, **fixed}
+
+
+def waits_on_user(item: HeinzelSummary) -> list[str]:
+    """What this heinzel is waiting on the user for, in the order they are usually handled."""
+    waiting = []
+    if item.pending_draft:
+        waiting.append("draft")
+    if item.pending_question:
+        waiting.append("question")
+    if item.pending_amendment:
+        waiting.append("amendment")
+    return waiting
+
+
+def filter_terms(text: str) -> list[str]:
+    """A filter is words; a heinzel matches when every word is in one of its fields."""
+    return [word for word in text.lower().split() if word]
+
+
+def matches(item: HeinzelSummary, terms: list[str]) -> bool:
+    if not terms:
+        return True
+    fields = [item.name, item.state, item.contract_name or "", *item.assets]
+    if item.damaged:
+        fields.append("damaged")
+    haystack = "\n".join(fields).lower()
+    return all(term in haystack for term in terms)
+
+
+def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Cell]:
+    """Every column's cell for one heinzel."""
+    state_style = {
+        "awake": palette.ok,
+        "waiting": palette.warn,
+        "paused": palette.muted,
+        "retired": palette.muted,
+        "proposed": palette.accent,
+    }.get(item.state, Style())
+    state = (
+        Cell("damaged", palette.bad, order=-1)
+        if item.damaged
+        else Cell(item.state, state_style, order=display.STATE_ORDER.get(item.state, 9))
+    )
+    if item.contract_version is None:
+        contract = Cell("—", palette.muted, order=("", 0))
+    else:
+        label = f"{item.contract_name or 'contract'} v{item.contract_version}"
+        contract = Cell(label, order=(item.contract_name or "", item.contract_version))
+    last_turn = _last_turn(item, palette, now)
+    waits = waits_on_user(item)
+    return {
+        "name": Cell(item.name, palette.bad if item.damaged else Style(), order=item.name.lower()),
+        "state": state,
+        "contract": contract,
+        "next_due": Cell(display.due(item.next_due, now), order=item.next_due or "~"),
+        "last_turn": last_turn,
+        "waits": Cell(", ".join(waits) or "", palette.warn, order=-len(waits)),
+        "cost": Cell(display.usd(item.cost_today), order=-item.cost_today),
+    }
+
+
+def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
+    if not item.last_turn_at:
+        return Cell("—", palette.muted, order=(1, ()))
+    # Ascending order lists the newest turn first: the stamp's characters, negated.
+    newest_first = (0, tuple(-ord(ch) for ch in item.last_turn_at))
+    when = display.ago(item.last_turn_at, now, exact=False)
+    if item.state == "awake" and not item.last_disposition:
+        started = display.parse_time(item.last_turn_at) or now
+        elapsed = display.span((now - started).total_seconds(), exact=False)
+        return Cell(f"running {elapsed}", palette.ok, order=newest_first)
+    disposition = item.last_disposition or item.last_cause or "turn"
+    style = palette.bad if disposition in ("failed", "abandoned") else Style()
+    return Cell(f"{disposition} {when}", style, order=newest_first)

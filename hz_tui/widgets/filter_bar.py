@@ -1,0 +1,24 @@
+"""The home filter: words that must all match a heinzel's name, artifact, state or contract."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from hz_tui import keymap
+
+
+class FilterBar(Input):
+    """An input that filters as you type; Escape hands the keys back to the table."""
+
+    BINDINGS = keymap.FILTER_BAR
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(placeholder="filter: name, artifact, state, contract", id=id)
+
+    def on_mount(self) -> None:
+        # A blinking cursor makes every screenshot differ; headless runs get a steady one.
+        self.cursor_blink = not self.app.is_headless
+
+    def action_to_table(self) -> None:
+        """Hand the keys back to the table; the filter stays until cleared."""
+        self.screen.focus_next("HeinzelTable")

@@ -1,0 +1,47 @@
+"""What one heinzel waits on the user for: its pending draft, question and amendment."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.widgets import Static
+
+from hz_kernel.api import HeinzelDetail
+from hz_tui import display
+
+
+class PendingPanel(Static):
+    """The pending items, or a line saying nothing waits."""
+
+    def show(self, detail: HeinzelDetail) -> None:
+        parts: list[Text] = []
+        for draft in detail.drafts:
+            if draft.status == "pending":
+                parts.append(Text.assemble(("Draft ", "bold"), f"in {draft.asset or '?'}"))
+                parts.append(
+                    Text(
+                        f"  v{draft.contract_version or '?'} · placed "
+                        f"{display.ago(draft.placed_at)} · key {draft.key}",
+                        style="dim",
+                        overflow="ellipsis",
+                        no_wrap=True,
+                    )
+                )
+        for question in detail.questions:
+            if question.status == "pending":
+                parts.append(Text.assemble(("Question ", "bold"), question.question or ""))
+                parts.append(Text(f"  asked {display.ago(question.asked_at)}", style="dim"))
+        for amendment in detail.amendments:
+            if amendment.status == "pending":
+                by = amendment.by or "someone"
+                parts.append(Text.assemble(("Amendment ", "bold"), f"proposed by {by}"))
+                if amendment.reason:
+                    parts.append(Text(f"  {amendment.reason}"))
+                if amendment.widens:
+                    parts.append(
+                        Text(f"  widens: {', '.join(amendment.widens)} (needs you)", style="bold")
+                    )
+        if detail.pending_requests:
+            count = detail.pending_requests
+            parts.append(Text(f"{count} message{'s' if count != 1 else ''} in the inbox"))
+        self.update(Group(*parts) if parts else Text("Nothing waits on you.", style="dim"))
