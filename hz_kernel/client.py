@@ -1,20 +1,25 @@
 """``KernelClient``: the one way a head talks to a kernel, wherever the kernel runs.
 
-``call(operation, request)`` is the whole interface (plus the event feed,
-added by the daemon). ``LocalClient`` serves it from a kernel in this
-process; the HTTP client serves it from a daemon. Heads never know which
-they hold.
+``call(operation, request)`` and ``subscribe(after)`` (the live feed) are
+the whole interface. ``LocalClient`` serves it from a kernel in this
+process; ``hz_kernel.http_client.HttpClient`` from a daemon. Heads never
+know which they hold (``hz_kernel.connect.connect`` picks).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from hz_kernel.daemon.feed import FeedHub, FeedReset
+from hz_kernel.daemon.protocol import FeedItem
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
+
+__all__ = ["FeedItem", "FeedReset", "KernelClient", "LocalClient", "dump"]
 
 
 class KernelClient(Protocol):
@@ -24,15 +29,22 @@ class KernelClient(Protocol):
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp: ...
 
+    def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+        """Feed items after ``after`` (None: from now), then live; ``FeedReset`` if impossible."""
+        ...
+
     async def close(self) -> None: ...
 
 
 class LocalClient:
     """An embedded kernel: the calls run in this process."""
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: Kernel, hub: FeedHub | None = None) -> None:
         self.kernel = kernel
         self.where = f"embedded kernel on {kernel.home.root}"
+        self.hub = hub or FeedHub()
+        if hub is None:
+            kernel.observers.append(self.hub.observe)
 
     @classmethod
     async def open(cls, home: Home) -> LocalClient:
@@ -47,6 +59,10 @@ class LocalClient:
         }
         result = await method(**kwargs)
         return operation.wrap(result)
+
+    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+        async for item in self.hub.items(after):
+            yield item
 
     async def close(self) -> None:
         await self.kernel.close()

@@ -1,0 +1,393 @@
+"""The daemon's HTTP head: routes generated from the operations table, the feed, health.
+
+``POST /v1/op/<name>`` serves every operation in ``OPERATIONS`` through the
+same ``LocalClient`` an embedded head uses, looked up per request, so an
+operation added to the table is on the wire with no change here. Every
+route, the feed and health included, sits behind ``Guard``: a loopback
+``Host`` with our port, a loopback ``Origin`` if any, the bearer token
+(constant-time) and our protocol version, in that order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import uvicorn
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hz_kernel.client import LocalClient
+from hz_kernel.daemon.admission import AdmissionController
+from hz_kernel.daemon.feed import HEARTBEAT_FRAME, FeedHub, Subscription, items_frame, sse_frame
+from hz_kernel.daemon.protocol import (
+    BENCH_FEED_PATH,
+    EVENTS_PATH,
+    HEALTH_PATH,
+    LOOPBACK_NAMES,
+    OP_PREFIX,
+    PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+    SHUTDOWN_PATH,
+    BenchFeedRequest,
+    Discovery,
+    ErrorBody,
+    Health,
+)
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.observe import Observation
+from hz_kernel.operations import OPERATIONS
+
+log = logging.getLogger("hz.daemon")
+
+MAX_BODY_BYTES = 1 << 20
+#: Replayed items per write, so a long replay is paced by the socket.
+REPLAY_PAGE = 256
+_BUSY_CODES = frozenset({"HZS010"})
+
+
+@dataclass
+class DaemonState:
+    """Everything the routes need; built by ``lifecycle.serve``."""
+
+    home: Home
+    kernel: Kernel
+    client: LocalClient
+    hub: FeedHub
+    admission: AdmissionController
+    discovery: Discovery
+    allowed_hosts: frozenset[str]
+    heartbeat_s: float
+    bench_feed: bool = False
+    started: float = field(default_factory=time.monotonic)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def request_shutdown(self) -> None:
+        """End every feed connection and let the server wind down."""
+        self.hub.close()
+        self.stopping.set()
+
+
+def error_status(error: HzError) -> int:
+    """The stable HTTP status of a kernel error."""
+    if error.code == "HZU010":
+        return 404
+    if isinstance(error, UsageError):
+        return 400
+    if error.code in _BUSY_CODES:
+        return 409
+    return 500
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+def error_response(error: HzError, status: int | None = None) -> Response:
+    body = ErrorBody(
+        code=error.code,
+        message=error.message,
+        place=error.place,
+        usage=isinstance(error, UsageError),
+    )
+    return json_response(body, status or error_status(error))
+
+
+# -- the guard -------------------------------------------------------------------------------
+
+
+class Guard:
+    """Refuses any request that is not ours before a route sees it."""
+
+    def __init__(self, app: ASGIApp, state: DaemonState) -> None:
+        self.app = app
+        self.state = state
+        self._token = f"Bearer {state.discovery.token}".encode()
+        self._protocol = str(PROTOCOL_VERSION).encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        refusal = self._refusal(dict(scope["headers"]))
+        if refusal is not None:
+            error, status = refusal
+            await error_response(error, status)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[HzError, int] | None:
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if host not in self.state.allowed_hosts:
+            return HzError("HZD031", "requests must name this daemon's loopback address", host), 403
+        origin = headers.get(b"origin")
+        if origin is not None and not _loopback_origin(origin.decode("latin-1")):
+            refused = origin.decode("latin-1")[:80]
+            return HzError("HZD032", "cross-origin requests are refused", refused), 403
+        token = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(token, self._token):
+            why = "missing" if not token else "wrong"
+            return HzError("HZD030", f"{why} bearer token (see daemon.json)"), 401
+        protocol = headers.get(PROTOCOL_HEADER.encode(), b"")
+        if protocol != self._protocol:
+            theirs = protocol.decode("latin-1") or "none"
+            return (
+                HzError(
+                    "HZD020",
+                    f"this daemon speaks protocol {PROTOCOL_VERSION}, the client {theirs}; "
+                    "restart the daemon deliberately once its work has settled",
+                ),
+                400,
+            )
+        return None
+
+
+def _loopback_origin(origin: str) -> bool:
+    try:
+        hostname = urlsplit(origin).hostname
+    except ValueError:
+        return False
+    return hostname in LOOPBACK_NAMES
+
+
+# -- the feed --------------------------------------------------------------------------------
+
+
+class FeedStream(Response):
+    """An SSE response following one subscription until it ends or the client goes."""
+
+    def __init__(self, subscription: Subscription, heartbeat_s: float) -> None:
+        self.subscription = subscription
+        self.heartbeat_s = heartbeat_s
+        self.status_code = 200
+        self.background = None
+        self.raw_headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-store"),
+            (b"connection", b"close"),
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        streaming = asyncio.ensure_future(self._stream(send))
+        watching = asyncio.ensure_future(_until_disconnect(receive))
+        try:
+            done, _ = await asyncio.wait({streaming, watching}, return_when="FIRST_COMPLETED")
+            if streaming in done:
+                streaming.result()
+        finally:
+            for task in (streaming, watching):
+                task.cancel()
+            await asyncio.gather(streaming, watching, return_exceptions=True)
+            self.subscription.close()
+
+    async def _stream(self, send: Send) -> None:
+        sub = self.subscription
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+
+        async def body(data: bytes, more: bool = True) -> None:
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+
+        await body(sse_frame("hello", sub.hello.model_dump_json().encode()))
+        if sub.reset is not None:
+            await body(sse_frame("reset", sub.reset.model_dump_json().encode()))
+        for start in range(0, len(sub.replay), REPLAY_PAGE):
+            page = sub.replay[start : start + REPLAY_PAGE]
+            await body(items_frame(page))
+            sub.last = page[-1].seq
+        while True:
+            batch = await sub.next_batch(self.heartbeat_s)
+            if batch:
+                await body(items_frame(batch))
+            elif sub.finished:
+                break
+            else:
+                await body(HEARTBEAT_FRAME)
+        if sub.overflowed:
+            await body(sse_frame("overflow", sub.overflow().model_dump_json().encode()), False)
+        else:
+            await body(b"", False)
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while True:
+        message: Message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _feed_position(request: Request) -> tuple[int | None, str | None]:
+    raw = request.query_params.get("after") or request.headers.get("last-event-id")
+    run = request.query_params.get("run") or None
+    if raw is None or raw == "":
+        return None, run
+    if not raw.isdigit():
+        raise UsageError("HZD014", "the feed position must be a sequence number", raw[:40])
+    return int(raw), run
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+
+def build_app(state: DaemonState) -> ASGIApp:
+    """The guarded Starlette app of one daemon."""
+
+    async def operation(request: Request) -> Response:
+        name = request.path_params["name"]
+        op = OPERATIONS.get(name)
+        if op is None:
+            return error_response(HzError("HZD011", "no such operation", name[:80]), 404)
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                error = HzError("HZD012", f"request body over {MAX_BODY_BYTES} bytes", name)
+                return error_response(error, 413)
+        try:
+            parsed = op.request.model_validate_json(bytes(body) or b"{}")
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            place = ".".join(str(part) for part in first["loc"]) or None
+            return error_response(HzError("HZD010", first["msg"], place), 422)
+        try:
+            answer = await state.client.call(op, parsed)
+        except HzError as exc:
+            return error_response(exc)
+        except Exception:
+            log.exception("operation %s failed", name)
+            return error_response(HzError("HZD013", "the daemon failed on this request", name))
+        return json_response(answer)
+
+    async def health(request: Request) -> Response:
+        return json_response(describe(state))
+
+    async def events(request: Request) -> Response:
+        try:
+            after, run = _feed_position(request)
+        except HzError as exc:
+            return error_response(exc)
+        return FeedStream(state.hub.subscribe(after, run), state.heartbeat_s)
+
+    async def shutdown(request: Request) -> Response:
+        log.info("shutdown requested over the wire")
+        return Response(
+            b'{"ok":true}',
+            status_code=202,
+            media_type="application/json",
+            background=BackgroundTask(state.request_shutdown),
+        )
+
+    async def bench_feed(request: Request) -> Response:
+        try:
+            order = BenchFeedRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            return error_response(HzError("HZD010", exc.errors()[0]["msg"]), 422)
+        started = time.perf_counter()
+        await emit_synthetic(state.kernel, order)
+        elapsed = time.perf_counter() - started
+        return Response(
+            f'{{"emitted":{order.count},"seconds":{elapsed:.4f}}}', media_type="application/json"
+        )
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return error_response(HzError("HZD011", "no such route", request.url.path[:80]), status)
+
+    routes = [
+        Route(OP_PREFIX + "{name:str}", operation, methods=["POST"]),
+        Route(HEALTH_PATH, health, methods=["GET"]),
+        Route(EVENTS_PATH, events, methods=["GET"]),
+        Route(SHUTDOWN_PATH, shutdown, methods=["POST"]),
+    ]
+    if state.bench_feed:
+        routes.append(Route(BENCH_FEED_PATH, bench_feed, methods=["POST"]))
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    return Guard(app, state)
+
+
+def describe(state: DaemonState) -> Health:
+    """A fresh health sample (memory is read now, not at start)."""
+    admission = state.admission
+    return Health(
+        protocol=PROTOCOL_VERSION,
+        pid=os.getpid(),
+        home=str(state.home.root),
+        address=state.discovery.address,
+        started_at=state.discovery.started_at,
+        uptime_s=round(time.monotonic() - state.started, 3),
+        heinzels=len(state.home.heinzel_ids()),
+        memory_available_mb=admission.sample_memory(),
+        memory_floor_mb=admission.floor_mb,
+        turns_running=admission.running,
+        turns_queued=admission.queued,
+        max_concurrent_turns=admission.max_concurrent,
+        run=state.hub.run,
+        edge=state.hub.edge,
+        feed_connections=state.hub.subscribers,
+    )
+
+
+async def emit_synthetic(kernel: Kernel, order: BenchFeedRequest) -> None:
+    """The bench knob: observations through the kernel's observers at a steady rate.
+
+    Each carries its emission time (``time.time_ns``) so a reader can
+    measure append-to-receipt latency.
+    """
+    started = time.perf_counter()
+    emitted = 0
+    while emitted < order.count:
+        due = min(order.count, int((time.perf_counter() - started) * order.rate) + 1)
+        while emitted < due:
+            emitted += 1
+            kernel.observe(
+                Observation(heinzel="bench", body={"n": emitted, "t_ns": time.time_ns()})
+            )
+        await asyncio.sleep(0.001)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: ``lifecycle.serve`` installs ours on the loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve(state: DaemonState, sock: socket.socket) -> None:
+    """Serve the app on a listening socket until ``state.request_shutdown()``."""
+    server = _Server(
+        uvicorn.Config(
+            build_app(state),
+            lifespan="off",
+            ws="none",
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=5,
+        )
+    )
+
+    async def stop_when_asked() -> None:
+        await state.stopping.wait()
+        server.should_exit = True
+
+    watcher = asyncio.ensure_future(stop_when_asked())
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        watcher.cancel()

@@ -1,0 +1,561 @@
+"""Starting, adopting, stopping and serving the daemon of one home.
+
+Three files coordinate it, all under the home:
+
+* ``kernel.lock`` (flock): held by whichever process runs the kernel of the
+  home, the daemon or an embedded kernel that ticks. Only its holder may
+  tick, so two kernels never work the same home at once. The daemon holds
+  it for its whole life; the kernel releases it when the process dies.
+* ``daemon.start.lock`` (flock): held by a launcher while it checks for a
+  daemon and spawns one, so racing launchers end with one daemon: the
+  loser finds the winner's discovery file and adopts it.
+* ``daemon.json``: the running daemon's pid, address, token and protocol
+  (0600, written atomically once the socket listens, removed on a clean
+  exit). A file whose kernel lock nobody holds, or whose pid is gone, is
+  stale: it is reported and taken over.
+
+A live daemon that fails its health check is reported unreachable
+(``HZD040``); nothing is removed and no second daemon is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import ipaddress
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+from hz_kernel.client import LocalClient
+from hz_kernel.commands.tick import run_tick_loop, tick_interval
+from hz_kernel.config import DaemonSettings
+from hz_kernel.daemon.admission import AdmissionController
+from hz_kernel.daemon.feed import FeedHub
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery, Health
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.fsutil import FILE_MODE, atomic_write, read_nofollow
+from hz_kernel.store.locks import FileLock, SpineBusy, read_holder
+from hz_kernel.tick.report import TickReport
+
+log = logging.getLogger("hz.daemon")
+
+KERNEL_LOCK_NAME = "kernel.lock"
+START_LOCK_NAME = "daemon.start.lock"
+LOG_NAME = "daemon.log"
+SOCKET_NAME = "daemon.sock"
+#: The bench-only knob: set to 1 in the daemon's environment to serve ``/v1/bench/feed``.
+BENCH_FEED_ENV = "HZ_BENCH_FEED"
+
+START_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+HEALTH_TIMEOUT_S = 3.0
+LOG_KEEP_BYTES = 8 << 20
+SEND_BUFFER_BYTES = 128 << 10
+_POLL_S = 0.05
+_CODED_LINE = re.compile(r"^(HZ[A-Z]\d{3}): (.*)$")
+
+
+# -- the home-level kernel lock --------------------------------------------------------------
+
+
+class KernelBusy(HzError):
+    def __init__(self, path: Path, holder: int | None) -> None:
+        who = f"process {holder}" if holder else "another process"
+        super().__init__("HZD002", f"{who} already runs the kernel of this home", str(path))
+        self.holder = holder
+
+
+class KernelLock:
+    """``<home>/kernel.lock``: held by the one process that runs (and ticks) a home's kernel.
+
+    Use it as a context manager, or ``acquire()``/``release()``. ``wait``
+    rides out the instant another process spends probing the lock.
+    """
+
+    def __init__(self, home: Home) -> None:
+        self.path = home.root / KERNEL_LOCK_NAME
+        self._lock = FileLock(self.path)
+
+    def acquire(self, wait: float = 1.0) -> KernelLock:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                self._lock.acquire()
+                return self
+            except SpineBusy as busy:
+                if time.monotonic() >= deadline:
+                    raise KernelBusy(self.path, busy.holder) from None
+            time.sleep(_POLL_S)
+
+    @property
+    def held(self) -> bool:
+        return self._lock.held
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> KernelLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @staticmethod
+    def is_held(home: Home) -> bool:
+        """True while some process holds the kernel lock of ``home`` (probed, not taken)."""
+        path = home.root / KERNEL_LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+def read_discovery(home: Home) -> Discovery | None:
+    """The discovery file, or None when there is none or it cannot be understood."""
+    try:
+        return Discovery.model_validate_json(read_nofollow(home.discovery_path))
+    except (OSError, ValidationError):
+        return None
+
+
+def write_discovery(home: Home, discovery: Discovery) -> None:
+    atomic_write(home.discovery_path, discovery.model_dump_json(indent=2).encode() + b"\n")
+
+
+def remove_discovery(home: Home, pid: int) -> None:
+    """Remove the discovery file if it still names ``pid`` (never a successor's)."""
+    found = read_discovery(home)
+    if found is not None and found.pid == pid:
+        with contextlib.suppress(FileNotFoundError):
+            home.discovery_path.unlink()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the files say about a home's daemon, without asking it anything."""
+
+    state: Literal["running", "stale", "absent"]
+    discovery: Discovery | None = None
+
+    @property
+    def stale_pid(self) -> int | None:
+        return self.discovery.pid if self.state == "stale" and self.discovery else None
+
+
+def inspect(home: Home) -> Found:
+    if not home.discovery_path.exists():
+        return Found("absent")
+    discovery = read_discovery(home)
+    if discovery is not None and pid_alive(discovery.pid) and KernelLock.is_held(home):
+        return Found("running", discovery)
+    return Found("stale", discovery)
+
+
+async def check_health(client: HttpClient, timeout: float = HEALTH_TIMEOUT_S) -> Health:
+    """Ask a live daemon for its health: ``HZD020`` for another protocol, ``HZD040`` if silent."""
+    discovery = client.discovery
+    if discovery.protocol != PROTOCOL_VERSION:
+        raise HzError(
+            "HZD020",
+            f"the daemon (pid {discovery.pid}) speaks protocol {discovery.protocol}, this hz "
+            f"{PROTOCOL_VERSION}; left alone — stop it with `hz daemon stop` once its work "
+            "has settled",
+        )
+    return await client.health(timeout)
+
+
+async def ask_health(discovery: Discovery, timeout: float = HEALTH_TIMEOUT_S) -> Health:
+    """``check_health`` through a client of its own, for a single question."""
+    async with HttpClient(discovery) as client:
+        return await check_health(client, timeout)
+
+
+# -- reports ---------------------------------------------------------------------------------
+
+
+class DaemonReport(BaseModel):
+    """What ``hz daemon start|stop|status|restart`` print (``--json``: this model)."""
+
+    running: bool
+    pid: int | None = None
+    address: str | None = None
+    protocol: int | None = None
+    started_at: str | None = None
+    uptime_s: float | None = None
+    heinzels: int | None = None
+    adopted: bool = False
+    stopped: int | None = None
+    stale_pid: int | None = None
+    log: str
+
+    @classmethod
+    def of(cls, home: Home, health: Health | None = None, **extra: object) -> DaemonReport:
+        fields: dict[str, object] = {"running": health is not None, "log": str(log_path(home))}
+        if health is not None:
+            fields |= {
+                "pid": health.pid,
+                "address": health.address,
+                "protocol": health.protocol,
+                "started_at": health.started_at,
+                "uptime_s": health.uptime_s,
+                "heinzels": health.heinzels,
+            }
+        return cls.model_validate(fields | extra)
+
+
+def log_path(home: Home) -> Path:
+    return home.root / LOG_NAME
+
+
+async def status(home: Home) -> DaemonReport:
+    found = inspect(home)
+    if found.state != "running" or found.discovery is None:
+        return DaemonReport.of(home, stale_pid=found.stale_pid)
+    return DaemonReport.of(home, await ask_health(found.discovery))
+
+
+# -- start -----------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def startup_lock(home: Home, timeout: float = START_TIMEOUT_S) -> AsyncIterator[None]:
+    """Hold ``daemon.start.lock`` while checking for a daemon and spawning one."""
+    path = home.root / START_LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise HzError(
+                        "HZD005", "another hz is starting the daemon and did not finish", str(path)
+                    ) from None
+                await asyncio.sleep(_POLL_S)
+        yield
+    finally:
+        os.close(fd)
+
+
+async def start(home: Home, *, timeout: float = START_TIMEOUT_S) -> DaemonReport:
+    """Adopt the running daemon, or spawn one detached and wait until it answers."""
+    async with startup_lock(home, timeout):
+        found = inspect(home)
+        if found.state == "running" and found.discovery is not None:
+            return DaemonReport.of(home, await ask_health(found.discovery), adopted=True)
+        if KernelLock.is_held(home):
+            lock_path = home.root / KERNEL_LOCK_NAME
+            raise KernelBusy(lock_path, read_holder(lock_path))
+        logged = _log_size(home)
+        process = _spawn(home)
+        health = await _wait_until_serving(home, process, timeout, logged)
+        return DaemonReport.of(home, health, stale_pid=found.stale_pid)
+
+
+def _log_size(home: Home) -> int:
+    try:
+        return log_path(home).stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _open_log(home: Home) -> int:
+    path = log_path(home)
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_size > LOG_KEEP_BYTES:
+            path.unlink()
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+
+
+def _spawn(home: Home) -> subprocess.Popen[bytes]:
+    """The daemon in its own session: no terminal, no pipes back, output to the log."""
+    argv = [sys.executable, "-m", "hz_kernel.cli", "--home", str(home.root)]
+    argv += ["daemon", "start", "--foreground"]
+    log_fd = _open_log(home)
+    try:
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            cwd=home.root,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log_fd)
+
+
+async def _wait_until_serving(
+    home: Home, process: subprocess.Popen[bytes], timeout: float, logged: int
+) -> Health:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise _start_failure(home, process.returncode, logged)
+        discovery = read_discovery(home)
+        if discovery is not None and discovery.pid == process.pid:
+            with contextlib.suppress(HzError):
+                return await ask_health(discovery, max(0.5, deadline - time.monotonic()))
+        await asyncio.sleep(_POLL_S)
+    with contextlib.suppress(ProcessLookupError):
+        process.terminate()
+    raise HzError("HZD003", f"the daemon did not answer within {timeout:.0f}s", str(log_path(home)))
+
+
+def _start_failure(home: Home, returncode: int, logged: int) -> HzError:
+    """The daemon's own coded error from what it logged, or a pointer to the log."""
+    try:
+        with open(log_path(home), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(logged if logged <= size else 0)
+            tail = handle.read()[-8192:].decode("utf-8", "replace").splitlines()
+    except OSError:
+        tail = []
+    for line in reversed(tail):
+        match = _CODED_LINE.match(line.strip())
+        if match:
+            return HzError(match.group(1), match.group(2))
+    return HzError(
+        "HZD003", f"the daemon exited at start (status {returncode})", str(log_path(home))
+    )
+
+
+# -- stop, restart ---------------------------------------------------------------------------
+
+
+async def stop(home: Home, *, timeout: float = STOP_TIMEOUT_S) -> DaemonReport:
+    """Ask the daemon to exit and wait until it has; SIGTERM if it will not answer."""
+    found = inspect(home)
+    discovery = found.discovery
+    if found.state != "running" or discovery is None:
+        return DaemonReport.of(home, stale_pid=found.stale_pid)
+    asked = False
+    if discovery.protocol == PROTOCOL_VERSION:
+        with contextlib.suppress(HzError):
+            async with HttpClient(discovery, timeout=HEALTH_TIMEOUT_S) as client:
+                await client.shutdown()
+                asked = True
+    if not asked:
+        _terminate(discovery.pid)
+    if not await _wait_until_gone(home, discovery.pid, timeout):
+        if asked:
+            _terminate(discovery.pid)
+        if not await _wait_until_gone(home, discovery.pid, timeout / 2):
+            raise HzError(
+                "HZD004", f"the daemon (pid {discovery.pid}) did not stop", str(log_path(home))
+            )
+    return DaemonReport.of(home, stopped=discovery.pid)
+
+
+def _terminate(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+
+
+async def _wait_until_gone(home: Home, pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid) or not KernelLock.is_held(home):
+            return True
+        await asyncio.sleep(_POLL_S)
+    return False
+
+
+async def restart(home: Home) -> DaemonReport:
+    stopped = await stop(home)
+    report = await start(home)
+    return report.model_copy(update={"stopped": stopped.stopped})
+
+
+# -- serving (the daemon process itself) -----------------------------------------------------
+
+
+def _loopback_host(host: str) -> str:
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None or not address.is_loopback:
+        raise HzError("HZD001", "the daemon binds loopback addresses only", f"daemon.host={host}")
+    return str(address)
+
+
+def _listen(home: Home, settings: DaemonSettings) -> tuple[socket.socket, str, frozenset[str]]:
+    """A listening socket, its address for clients, and the ``Host`` values it answers to."""
+    if settings.unix_socket:
+        path = home.root / SOCKET_NAME
+        if len(os.fsencode(path)) > 100:
+            raise HzError("HZD001", "the home's path is too long for a Unix socket", str(path))
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        previous = os.umask(0o177)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(previous)
+        sock.listen(128)
+        return sock, f"unix:{path}", frozenset({"localhost"})
+    host = _loopback_host(settings.host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this: a feed reader that stops reading fills a small
+    # kernel buffer, then its own queue, and overflows, instead of parking megabytes here.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
+    try:
+        sock.bind((host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise HzError(
+            "HZD006", f"cannot listen ({exc.strerror})", f"{host}:{settings.port}"
+        ) from None
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    return sock, f"http://{shown}:{port}", frozenset({f"{shown}:{port}", f"localhost:{port}"})
+
+
+async def serve(home: Home) -> None:
+    """Run the daemon in this process until asked to stop (``hz daemon start --foreground``)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
+        )
+    settings = home.settings.daemon
+    interval = tick_interval(home.settings)
+    lock = KernelLock(home).acquire(wait=2.0)
+    try:
+        previous = read_discovery(home)
+        if previous is not None or home.discovery_path.exists():
+            stale = f"pid {previous.pid}" if previous else "an unreadable file"
+            log.info("taking over from a stale daemon.json (%s is gone)", stale)
+        sock, address, hosts = _listen(home, settings)
+        try:
+            kernel = await Kernel.open(home, long_lived=True)
+            try:
+                await _serve_on(home, settings, kernel, sock, address, hosts, interval)
+            finally:
+                await kernel.close()
+        finally:
+            sock.close()
+            if settings.unix_socket:
+                with contextlib.suppress(FileNotFoundError):
+                    (home.root / SOCKET_NAME).unlink()
+    finally:
+        lock.release()
+
+
+async def _serve_on(
+    home: Home,
+    settings: DaemonSettings,
+    kernel: Kernel,
+    sock: socket.socket,
+    address: str,
+    hosts: frozenset[str],
+    tick_seconds: float,
+) -> None:
+    # The HTTP stack loads here, in the daemon, never in a command that only asks about it.
+    from hz_kernel.daemon import app
+
+    hub = FeedHub(log_items=settings.feed_log_items, queue_items=settings.feed_queue_items)
+    kernel.observers.append(hub.observe)
+    admission = AdmissionController.from_settings(settings)
+    discovery = Discovery(
+        pid=os.getpid(),
+        address=address,
+        token=secrets.token_urlsafe(32),
+        protocol=PROTOCOL_VERSION,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        home=str(home.root),
+        run=hub.run,
+    )
+    state = app.DaemonState(
+        home=home,
+        kernel=kernel,
+        client=LocalClient(kernel, hub=hub),
+        hub=hub,
+        admission=admission,
+        discovery=discovery,
+        allowed_hosts=hosts,
+        heartbeat_s=settings.feed_heartbeat_seconds,
+        bench_feed=os.environ.get(BENCH_FEED_ENV) == "1",
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, state.request_shutdown)
+    ticking = asyncio.ensure_future(
+        run_tick_loop(kernel, tick_seconds, state.stopping, on_report=_log_tick)
+    )
+    ticking.add_done_callback(_tick_ended)
+    try:
+        write_discovery(home, discovery)
+        log.info("serving %s at %s (pid %d)", home.root, address, discovery.pid)
+        await app.serve(state, sock)
+    finally:
+        state.stopping.set()
+        with contextlib.suppress(Exception):
+            await ticking
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        remove_discovery(home, discovery.pid)
+        kernel.observers.remove(hub.observe)
+        await admission.close()
+        log.info("stopped (pid %d)", discovery.pid)
+
+
+def _log_tick(report: TickReport) -> None:
+    for problem in report.problems:
+        log.warning("tick: %s: %s (%s)", problem.code, problem.message, problem.place or "-")
+    if report.woken:
+        log.info("tick: woke %d heinzels", len(report.woken))
+
+
+def _tick_ended(task: asyncio.Future[None]) -> None:
+    """The tick loop only ends with the daemon; anything else is logged, never swallowed."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the tick loop stopped", exc_info=task.exception())

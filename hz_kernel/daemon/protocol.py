@@ -1,0 +1,122 @@
+"""The daemon's wire: protocol version, headers, the discovery file and the frame shapes.
+
+Both ends of the wire import this module and nothing else to agree on a
+shape: the daemon's app, the HTTP client, the lifecycle commands and the
+feed. Operations themselves live in ``hz_kernel.operations``; this module
+only carries what surrounds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Bumped whenever a route, a frame or a shape changes incompatibly. A client
+#: that speaks another version is refused (``HZD020``) and leaves the daemon alone.
+PROTOCOL_VERSION = 1
+PROTOCOL_HEADER = "x-hz-protocol"
+API_PREFIX = "/v1"
+OP_PREFIX = f"{API_PREFIX}/op/"
+HEALTH_PATH = f"{API_PREFIX}/health"
+EVENTS_PATH = f"{API_PREFIX}/events"
+SHUTDOWN_PATH = f"{API_PREFIX}/shutdown"
+BENCH_FEED_PATH = f"{API_PREFIX}/bench/feed"
+
+#: Names a loopback ``Host`` or ``Origin`` may carry (DNS-rebinding protection).
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+FeedType = Literal["event", "body", "row"]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ErrorBody(_Shape):
+    """Every refusal on the wire: the ``HzError`` fields plus whether it was the caller's fault."""
+
+    code: str
+    message: str
+    place: str | None = None
+    usage: bool = False
+
+
+class Discovery(_Shape):
+    """``<home>/daemon.json``: how a client finds and authenticates to the running daemon."""
+
+    pid: int
+    address: str
+    token: str = Field(repr=False)
+    protocol: int
+    started_at: str
+    home: str
+    run: str
+
+
+class Health(_Shape):
+    """``GET /v1/health``: enough to show on a status line, sampled when asked."""
+
+    protocol: int
+    pid: int
+    home: str
+    address: str
+    started_at: str
+    uptime_s: float
+    heinzels: int
+    memory_available_mb: int | None
+    memory_floor_mb: int
+    turns_running: int
+    turns_queued: int
+    max_concurrent_turns: int
+    run: str
+    edge: int
+    feed_connections: int
+
+
+class FeedItem(_Shape):
+    """One thing a live reader is told, numbered by the hub (not by any spine).
+
+    ``seq`` increases across the whole hub for one ``run`` of it; a
+    restarted daemon starts a new run, and its numbers mean nothing to a
+    client of the previous one.
+    """
+
+    seq: int
+    heinzel: str
+    type: FeedType
+    turn: str | None = None
+    event: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+
+
+class Hello(_Shape):
+    """The first frame of every feed connection."""
+
+    protocol: int = PROTOCOL_VERSION
+    run: str
+    edge: int
+    first: int
+
+
+class Reset(_Shape):
+    """The feed cannot continue from where the client asked: take a fresh snapshot."""
+
+    reason: Literal["other-run", "ahead-of-edge", "log-moved-on"]
+    run: str
+    edge: int
+
+
+class Overflow(_Shape):
+    """The connection fell too far behind and is being closed; reconnect from ``last``."""
+
+    reason: Literal["queue-full"] = "queue-full"
+    capacity: int
+    last: int
+
+
+class BenchFeedRequest(_Shape):
+    """Synthetic observations for ``bench/feed.py`` (only served with ``HZ_BENCH_FEED=1``)."""
+
+    count: int = Field(ge=1, le=1_000_000)
+    rate: float = Field(gt=0, le=1_000_000)

@@ -1,0 +1,171 @@
+"""``HttpClient``: the ``KernelClient`` of a running daemon, built from the same table.
+
+``call(op, request)`` posts the request model to ``/v1/op/<name>`` and
+parses the response model; a refusal comes back as the ``HzError`` (or
+``UsageError``) the kernel raised, with the same code, so a head prints
+the same line whether its kernel is embedded or detached. Proxies are
+never consulted (``trust_env=False``): loopback traffic and the token stay
+on the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Self
+
+import httpx
+from httpx_sse import aconnect_sse
+from pydantic import TypeAdapter, ValidationError
+
+from hz_kernel.daemon.feed import FeedReset
+from hz_kernel.daemon.protocol import (
+    EVENTS_PATH,
+    HEALTH_PATH,
+    OP_PREFIX,
+    PROTOCOL_HEADER,
+    PROTOCOL_VERSION,
+    SHUTDOWN_PATH,
+    Discovery,
+    ErrorBody,
+    FeedItem,
+    Health,
+    Hello,
+    Reset,
+)
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.operations import Operation, Req, Resp
+
+CALL_TIMEOUT_S = 300.0
+#: Longer than the largest heartbeat interval the daemon accepts, so a live feed never times out.
+FEED_READ_TIMEOUT_S = 90.0
+FEED_ITEMS = TypeAdapter(list[FeedItem])
+
+
+class HttpClient:
+    """A head's connection to a daemon named by its discovery file."""
+
+    def __init__(
+        self,
+        discovery: Discovery,
+        *,
+        timeout: float = CALL_TIMEOUT_S,
+        protocol: int = PROTOCOL_VERSION,
+    ) -> None:
+        self.discovery = discovery
+        self.where = f"daemon (pid {discovery.pid}) at {discovery.address}"
+        self.feed_run: str | None = None
+        transport: httpx.AsyncHTTPTransport | None = None
+        base_url = discovery.address
+        if discovery.address.startswith("unix:"):
+            transport = httpx.AsyncHTTPTransport(
+                uds=discovery.address.removeprefix("unix:"), verify=False
+            )
+            base_url = "http://localhost"
+        # Plain HTTP on loopback never negotiates TLS: skip loading a CA bundle (~70 ms).
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            transport=transport,
+            trust_env=False,
+            verify=False,
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            headers={
+                "authorization": f"Bearer {discovery.token}",
+                PROTOCOL_HEADER: str(protocol),
+            },
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    # -- requests --------------------------------------------------------------------------
+
+    def _unreachable(self, exc: Exception) -> HzError:
+        reason = type(exc).__name__
+        return HzError("HZD040", f"the daemon is unreachable ({reason})", self.discovery.address)
+
+    async def _send(
+        self, method: str, path: str, *, content: bytes | None = None, timeout: float | None = None
+    ) -> httpx.Response:
+        limit = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
+        try:
+            response = await self._http.request(method, path, content=content, timeout=limit)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from None
+        if response.status_code >= 400:
+            raise refusal(response)
+        return response
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        response = await self._send(
+            "POST", OP_PREFIX + operation.name, content=request.model_dump_json().encode()
+        )
+        return operation.response.model_validate_json(response.content)
+
+    async def health(self, timeout: float | None = None) -> Health:
+        response = await self._send("GET", HEALTH_PATH, timeout=timeout)
+        return Health.model_validate_json(response.content)
+
+    async def shutdown(self) -> None:
+        """Ask the daemon to exit (it answers first, then stops)."""
+        await self._send("POST", SHUTDOWN_PATH)
+
+    # -- the feed --------------------------------------------------------------------------
+
+    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+        """Replay from ``after`` (None: from now), then follow; an overflow resumes transparently.
+
+        Raises ``FeedReset`` when the daemon cannot serve the position (it
+        restarted, or its log moved on): take a fresh snapshot and subscribe
+        again with ``after=None``. Ends when the daemon closes the feed.
+        """
+        position = after
+        run = self.feed_run if after is not None else None
+        timeout = httpx.Timeout(5.0, read=FEED_READ_TIMEOUT_S)
+        while True:
+            params = {} if position is None else {"after": str(position)}
+            if run is not None:
+                params["run"] = run
+            overflowed = False
+            try:
+                async with aconnect_sse(
+                    self._http, "GET", EVENTS_PATH, params=params, timeout=timeout
+                ) as source:
+                    if source.response.status_code >= 400:
+                        await source.response.aread()
+                        raise refusal(source.response)
+                    async for sse in source.aiter_sse():
+                        if sse.event == "items":
+                            for item in FEED_ITEMS.validate_json(sse.data):
+                                position = item.seq
+                                yield item
+                        elif sse.event == "hello":
+                            hello = Hello.model_validate_json(sse.data)
+                            run = self.feed_run = hello.run
+                            if position is None:
+                                position = hello.edge
+                        elif sse.event == "reset":
+                            raise FeedReset(Reset.model_validate_json(sse.data))
+                        elif sse.event == "overflow":
+                            overflowed = True
+            except httpx.TransportError as exc:
+                raise self._unreachable(exc) from None
+            if not overflowed:
+                return
+
+
+def refusal(response: httpx.Response) -> HzError:
+    """The ``HzError`` a refused request carries, rebuilt with its code and kind."""
+    body: ErrorBody | None = None
+    with contextlib.suppress(ValidationError):
+        body = ErrorBody.model_validate_json(response.content)
+    if body is None:
+        return HzError("HZD013", f"the daemon answered HTTP {response.status_code}")
+    kind = UsageError if body.usage else HzError
+    return kind(body.code, body.message, body.place)
