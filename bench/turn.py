@@ -67,7 +67,7 @@ async def main() -> None:
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         world = make_world(Path(tmp))
-        kernel = await Kernel.open(Home.resolve(world.home), keep_sessions=True)
+        kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
         made = await kernel.new(text=digest_contract())
         await kernel.approve(ref=made.id)
         await kernel.wake(ref=made.id)

@@ -120,7 +120,7 @@ class QuestionSummary(_Shape):
 
 
 class ChainProblem(_Shape):
-    code: str = "HZS030"
+    code: str = "HZS033"
     seq: int | None
     offset: int
     problem: str
@@ -219,6 +219,42 @@ class TurnReport(_Shape):
     report: str | None = None
     usd: float = 0.0
     tokens: int = 0
+
+
+class Admitted(_Shape):
+    """A message on disk in the inbox, and what became of it so far."""
+
+    request_id: str
+    heinzel: str
+    mode: str
+    status: str
+    turn: str | None = None
+
+
+class InboxItem(_Shape):
+    request_id: str
+    kind: str
+    mode: str
+    message: str
+    admitted_at: datetime
+    status: str
+
+
+class InboxList(_Shape):
+    items: list[InboxItem]
+
+
+class DraftDiff(_Shape):
+    """A draft as placed beside the document's current text, for review."""
+
+    key: str
+    heinzel: str
+    heinzel_name: str
+    asset: str
+    path: str
+    status: str
+    placed_text: str
+    current_text: str
 
 
 class DraftList(_Shape):

@@ -12,7 +12,8 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ from pydantic import BaseModel
 
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient, LocalClient
-from hz_kernel.commands.tick import tick_interval
+from hz_kernel.commands.tick import run_tick_loop, tick_interval
+from hz_kernel.connect import connect
+from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 
@@ -163,11 +166,11 @@ async def cmd_verify(client: KernelClient, args: argparse.Namespace) -> int:
                 )
     if bad:
         first = bad[0].problems[0]
-        if first.code != "HZS030":
+        if first.code != "HZS033":
             sys.stderr.write(f"{first.code}: {bad[0].id}: {first.detail}\n")
         else:
             sys.stderr.write(
-                f"HZS030: {bad[0].name}: chain broken at byte {first.offset} (seq {first.seq}): "
+                f"HZS033: {bad[0].name}: chain broken at byte {first.offset} (seq {first.seq}): "
                 f"{first.detail}; accept with: hz heinzel verify {bad[0].name} --accept\n"
             )
         return 1
@@ -348,6 +351,64 @@ async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_chat(client: KernelClient, args: argparse.Namespace) -> int:
+    request = ops.ChatRequest(
+        ref=args.name, message=args.message, mode=args.mode, request_id=args.request_id
+    )
+    admitted = await client.call(ops.CHAT, request)
+    if args.json:
+        _emit_json(admitted)
+    else:
+        turn = f" (turn {admitted.turn})" if admitted.turn else ""
+        sys.stdout.write(f"{args.name}: message {admitted.request_id} {admitted.status}{turn}\n")
+    return 0
+
+
+async def cmd_turn_command(client: KernelClient, args: argparse.Namespace) -> int:
+    """stop, retry and answer: each ends in a turn report."""
+    if args.command == "stop":
+        report = await client.call(ops.STOP, ops.HeinzelRef(ref=args.name))
+    elif args.command == "retry":
+        report = await client.call(ops.RETRY, ops.RetryRequest(ref=args.name, hint=args.hint))
+    else:
+        report = await client.call(
+            ops.ANSWER, ops.AnswerRequest(ref=args.name, message=args.message)
+        )
+    if args.json:
+        _emit_json(report)
+        return 0
+    outcome = report.disposition or report.status
+    reason = f" ({report.reason})" if report.reason else ""
+    sys.stdout.write(
+        f"{args.name}: {outcome}{reason}" + (f": {report.report}" if report.report else "") + "\n"
+    )
+    return 0
+
+
+async def cmd_lessons(client: KernelClient, args: argparse.Namespace) -> int:
+    detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=args.name))
+    if args.json:
+        _emit_json([lesson.model_dump(mode="json") for lesson in detail.lessons])
+        return 0
+    if not detail.lessons:
+        sys.stdout.write(f"{args.name} has learned nothing from you yet\n")
+    for lesson in detail.lessons:
+        mark = "  (dismissed)" if lesson.dismissed else ""
+        sys.stdout.write(f"{lesson.lesson_id}  {lesson.lesson}{mark}\n")
+    return 0
+
+
+async def cmd_dismiss(client: KernelClient, args: argparse.Namespace) -> int:
+    decided = await client.call(
+        ops.DISMISS, ops.DismissRequest(ref=args.name, lesson_id=args.lesson)
+    )
+    if args.json:
+        _emit_json(decided)
+    else:
+        sys.stdout.write(f"dismissed {args.lesson}; it is never shown to the model again\n")
+    return 0
+
+
 async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
     while True:
         report = await client.call(ops.TICK, ops.Empty())
@@ -450,6 +511,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_wake)
 
+    p = hsub.add_parser("chat", help="send a message: steer a running turn or queue the next")
+    p.add_argument("name")
+    p.add_argument("message")
+    p.add_argument("--mode", choices=["steer", "queue"], default="queue")
+    p.add_argument("--request-id", help="an idempotency key: a retry never makes a second message")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_chat)
+
+    p = hsub.add_parser("stop", help="stop the running turn (queued messages stay)")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_turn_command)
+
+    p = hsub.add_parser(
+        "retry", help='try the last turn again, e.g. hz heinzel retry NAME "shorter"'
+    )
+    p.add_argument("name")
+    p.add_argument("hint", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_turn_command)
+
+    p = hsub.add_parser("answer", help="answer the question a heinzel asked")
+    p.add_argument("name")
+    p.add_argument("message")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_turn_command)
+
+    p = hsub.add_parser("lessons", help="what a heinzel learned from your edits")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_lessons)
+
+    p = hsub.add_parser("dismiss", help="dismiss a lesson (kept, never shown to the model again)")
+    p.add_argument("name")
+    p.add_argument("lesson")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_dismiss)
+
     p = hsub.add_parser("resume", help="continue an interrupted or waiting turn now")
     p.add_argument("name")
     p.add_argument("--json", action="store_true")
@@ -474,6 +573,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="KEY|NAME")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))
+    register_daemon(sub)
+
+    p = sub.add_parser(
+        "demo",
+        help="a throwaway home with a git repository, documents and heinzels, then the cockpit",
+    )
+    p.add_argument(
+        "--home",
+        dest="demo_home",
+        metavar="DIR",
+        help="a new or empty folder (default: a temp dir)",
+    )
     return parser
 
 
@@ -481,7 +592,7 @@ async def _run(args: argparse.Namespace) -> int:
     home = Home.resolve(args.home)
     if not getattr(args, "needs_kernel", True):
         return int(await args.run(home, args))
-    client = await LocalClient.open(home)
+    client = await connect(home)
     if getattr(args, "run", None) is cmd_tick and args.interval is None:
         args.interval = tick_interval(home.settings)
     try:
@@ -491,14 +602,72 @@ async def _run(args: argparse.Namespace) -> int:
         await client.close()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+Beside = Callable[[asyncio.Event], Awaitable[None]]
+#: Runs the cockpit: ``(home, client, beside) -> exit code``. Given by the ``hz`` entry point
+#: (``hz_tui.entry``), so the kernel's command line never imports the cockpit itself.
+Cockpit = Callable[[Home, KernelClient, Sequence[Beside]], Awaitable[int]]
+
+
+async def _cockpit(
+    explicit_home: str | None, cockpit: Cockpit | None, beside: Sequence[Beside] = ()
+) -> int:
+    """``hz`` alone: the cockpit on the home's daemon, else on a kernel embedded here.
+
+    An embedded kernel lives as long as the cockpit, so it is made long-lived
+    (turns run in the background, a command answers at once) and the tick
+    runs beside the cockpit every ``HZ_TICK_SECONDS``. The cockpit package is
+    imported by the ``hz`` entry point only when it runs, so the other
+    commands never pay for Textual.
+    """
+    if cockpit is None:
+        raise HzError("HZU063", "this hz was started without its cockpit; run the hz command")
+    home = Home.resolve(explicit_home)
+    interval = tick_interval(home.settings)
+    client = await connect(home)
+    jobs = list(beside)
+    if isinstance(client, LocalClient):
+        client.kernel.long_lived = True
+        jobs.append(partial(run_tick_loop, client.kernel, interval))
+    try:
+        return await cockpit(home, client, jobs)
+    finally:
+        await client.close()
+
+
+async def _demo(explicit_root: str | None, cockpit: Cockpit | None) -> int:
+    """``hz demo``: build a throwaway home (``hz_kernel.demo``), then open the cockpit on it."""
+    from hz_kernel import demo
+
+    def say(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    demo.demo_environment()
+    world = await demo.build(demo.demo_root(explicit_root), say=say)
+    for line in demo.summary(world):
+        say(line)
+    committing = partial(demo.keep_committing, world)
+    return await _cockpit(str(world.home.root), cockpit, beside=[committing])
+
+
+def main(argv: Sequence[str] | None = None, *, cockpit: Cockpit | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "run", None):
+    job: Coroutine[Any, Any, int]
+    if args.group in (None, "demo") and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        sys.stderr.write("HZU062: the cockpit needs a terminal; hz --help lists the commands\n")
+        return 2
+    if args.group is None:
+        job = _cockpit(args.home, cockpit)
+    elif args.group == "demo":
+        job = _demo(args.demo_home, cockpit)
+    elif getattr(args, "run", None):
+        job = _run(args)
+    else:
         parser.print_help()
         return 0
     try:
-        return asyncio.run(_run(args))
+        return asyncio.run(job)
     except HzError as exc:
         sys.stderr.write(exc.one_line() + "\n")
         return exc.exit_code

@@ -8,6 +8,7 @@ from the index. Command groups (``hz_kernel.commands``) build on this core;
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -32,11 +33,12 @@ from hz_kernel.vocabulary import EventData, HeinzelCreated
 class KernelCore:
     """One home's kernel core. Open it with ``await Kernel.open(home)``; close it when done."""
 
-    def __init__(self, home: Home, index: Index, *, keep_sessions: bool = False) -> None:
+    def __init__(self, home: Home, index: Index, *, long_lived: bool = False) -> None:
         self.home = home
         self.index = index
         self.sessions: dict[str, HeldSession] = {}
-        self.keep_sessions = keep_sessions
+        self.long_lived = long_lived
+        self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
 
@@ -46,24 +48,28 @@ class KernelCore:
             observer(observation)
 
     @classmethod
-    async def open(
-        cls, home: Home, *, reconcile: bool = True, keep_sessions: bool = False
-    ) -> Self:
+    async def open(cls, home: Home, *, reconcile: bool = True, long_lived: bool = False) -> Self:
         """Open the kernel of ``home``.
 
-        ``keep_sessions`` keeps each heinzel's session (its lock, writer and
-        projection) held after a command, as a long-lived daemon should: the
-        next turn then skips reading the spine again. A short-lived CLI or an
-        embedded cockpit releases each session after its command, so another
-        process may write that spine in between.
+        A ``long_lived`` kernel (the daemon) keeps each heinzel's session (its
+        lock, writer and projection) held after a command, so the next turn
+        skips reading the spine again, and runs turns as background tasks, so
+        a command that starts one answers at once. A short-lived CLI or an
+        embedded cockpit releases each session after its command (another
+        process may write that spine in between) and runs turns inline.
         """
         home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        kernel = cls(home, await Index.open(home.index_path), keep_sessions=keep_sessions)
+        kernel = cls(home, await Index.open(home.index_path), long_lived=long_lived)
         if reconcile:
             await kernel.reconcile()
         return kernel
 
     async def close(self) -> None:
+        """Cancel background turns without ending them (the next start resumes them)."""
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
         for session in list(self.sessions.values()):
             session.close()
         self.sessions.clear()
@@ -99,7 +105,7 @@ class KernelCore:
         try:
             yield held
         finally:
-            if not was_held and not self.keep_sessions:
+            if not was_held and not self.long_lived:
                 self.release(heinzel_id)
 
     async def append(

@@ -10,7 +10,7 @@ fields are that method's keyword arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,6 +106,34 @@ class WakeRequest(Request):
     request_id: str | None = Field(default=None, max_length=64)
 
 
+class ChatRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    message: str = Field(min_length=1, max_length=64 * 1024)
+    mode: Literal["steer", "queue"] = "queue"
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class RetryRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    hint: str | None = Field(default=None, max_length=4000)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class AnswerRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    message: str = Field(min_length=1, max_length=64 * 1024)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class DismissRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    lesson_id: str = Field(min_length=1, max_length=100)
+
+
+class DraftKey(Request):
+    key: str = Field(min_length=1, max_length=600)
+
+
 LIST = Operation(
     "heinzel.list", ListRequest, api.HeinzelList, "list_heinzels", False, "List heinzels"
 )
@@ -138,6 +166,13 @@ WAKE = Operation("heinzel.wake", WakeRequest, api.TurnReport, "wake", True, "Run
 RESUME = Operation(
     "heinzel.resume", HeinzelRef, api.TurnReport, "resume", True, "Continue a cut or parked turn"
 )
+CHAT = Operation("heinzel.chat", ChatRequest, api.Admitted, "chat", True, "Send a message")
+INBOX = Operation("heinzel.inbox", HeinzelRef, api.InboxList, "inbox", False, "The inbox")
+STOP = Operation("heinzel.stop", HeinzelRef, api.TurnReport, "stop", True, "Stop the turn")
+RETRY = Operation("heinzel.retry", RetryRequest, api.TurnReport, "retry", True, "Try again")
+ANSWER = Operation("heinzel.answer", AnswerRequest, api.TurnReport, "answer", True, "Answer")
+DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", True, "Dismiss")
+DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
 TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
 
@@ -145,6 +180,7 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
         LIST, SHOW, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT, AMEND,
-        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK,
+        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
+        STOP, RETRY, ANSWER, DISMISS, DIFF,
     )
 }  # fmt: skip

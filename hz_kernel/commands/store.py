@@ -7,6 +7,8 @@ import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pydantic import TypeAdapter
+
 from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.core import KernelCore
@@ -37,9 +39,10 @@ class StoreCommands(KernelCore):
             contract=name,
             contract_version=version,
             where=where,
+            columns=_SUMMARY_COLUMNS,
         )
         return api.HeinzelList(
-            items=[api.HeinzelSummary.model_validate(r) for r in rows],
+            items=_SUMMARIES.validate_python(rows),
             warnings=[w.one_line() for w in self.warnings],
         )
 
@@ -214,6 +217,14 @@ class StoreCommands(KernelCore):
         return api.PruneReport(
             bodies_removed=bodies, requests_removed=removed_requests, bytes_freed=freed
         )
+
+
+_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
+_SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
+
+
+#: One validation call for the whole listing (pydantic's core loop, not one call per row).
+_SUMMARIES = TypeAdapter(list[api.HeinzelSummary])
 
 
 def _unlink_regular(path: Path) -> int | None:

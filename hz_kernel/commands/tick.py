@@ -124,6 +124,13 @@ class WaitingTurns(Protocol):
     async def resume_waiting(self, heinzel_id: str, turn: str, woken_by: WokenBy) -> None: ...
 
 
+@runtime_checkable
+class DraftWatcher(Protocol):
+    """How the tick notices drafts the user approved or rejected by editing the document."""
+
+    async def observe_drafts(self, pending: list[tuple[str, str]]) -> list[str]: ...
+
+
 def cap_notice_key(day: str) -> str:
     return f"cap@{day}"
 
@@ -200,6 +207,9 @@ class TickCommands(KernelCore):
         (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
         rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
+        pending = [(r.id, r.pending_draft) for r in rows if r.pending_draft]
+        if pending and isinstance(self, DraftWatcher):
+            await self.observe_drafts(pending)
         clock = self._slot_clock(zone or self.home.settings.heinzel.timezone)
         busy = self._busy(rows)
         reads = upstreams(rows, settings.documents.resolve)

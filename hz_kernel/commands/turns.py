@@ -1,21 +1,43 @@
-"""Turn commands: run wakes (coalesced, idempotent by key), skip them, wake now, list drafts."""
+"""Turn commands: wakes, the conversation (chat, stop, retry, answer), drafts and approvals.
+
+One turn runs at a time per heinzel. A wake or a message that arrives while
+a turn runs is journalled (``turn.steered`` during gather/think, else
+``turn.requested``) and becomes one follow-up turn when the running one
+ends; messages are on disk in the inbox before anything acts on them, so a
+crash never loses one. A long-lived kernel (the daemon) runs turns in the
+background and answers at once; a short-lived one runs them inline.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from ulid import ULID
 
 from hz_kernel import api
+from hz_kernel.adapters.documents import MarkdownDocuments
 from hz_kernel.core import KernelCore
-from hz_kernel.engine.wakes import Wake, request_key
+from hz_kernel.engine.wakes import Wake, request_key, retry_key
 from hz_kernel.errors import HzError, UsageError
+from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox, InboxRequest, check_request_id
 from hz_kernel.store.session import HeldSession
-from hz_kernel.vocabulary import SkipReason, TurnSkipped, TurnSteered
+from hz_kernel.vocabulary import (
+    DraftRejected,
+    LessonDismissed,
+    QuestionAnswered,
+    SkipReason,
+    TurnRequested,
+    TurnSkipped,
+    TurnSteered,
+    WokenBy,
+)
 
 if TYPE_CHECKING:
     from hz_kernel.engine.turn import TurnRunner
@@ -36,35 +58,132 @@ def _load_state(held: HeldSession, turn: str) -> object:
 
 
 class TurnCommands(KernelCore):
-    """``hz heinzel wake``, ``hz drafts``, and the engine's entry for the tick."""
-
-    _turn_locks: defaultdict[str, asyncio.Lock]
+    """``hz heinzel wake|chat|stop|retry|resume|answer|dismiss``, ``hz drafts``, draft approval."""
 
     def _turn_lock(self, heinzel_id: str) -> asyncio.Lock:
-        if not hasattr(self, "_turn_locks"):
-            self._turn_locks = defaultdict(asyncio.Lock)
-        return self._turn_locks[heinzel_id]
+        locks: defaultdict[str, asyncio.Lock] = self.__dict__.setdefault(
+            "_turn_locks", defaultdict(asyncio.Lock)
+        )
+        return locks[heinzel_id]
 
-    async def run_wakes(self, heinzel_id: str, wakes: list[Wake]) -> str | None:
-        """Run one turn for these wakes; resumes an interrupted turn first.
+    @property
+    def _running(self) -> dict[str, TurnRunner]:
+        running: dict[str, TurnRunner] = self.__dict__.setdefault("_running_turns", {})
+        return running
 
-        Keys whose turn already finished or was skipped are dropped; if none
-        is left, nothing runs and the last turn's id comes back.
+    async def _in_background(
+        self, heinzel_id: str, work: Callable[[], Awaitable[str | None]]
+    ) -> str | None:
+        """Run ``work`` now (short-lived kernel) or as a task that outlives the call."""
+        if not self.long_lived:
+            return await work()
+
+        async def guarded() -> None:
+            try:
+                await work()
+            except HzError as exc:
+                self.warnings.append(exc)
+                _log.warning("%s", exc.one_line())
+            except Exception:
+                _log.exception("a background turn of %s failed", heinzel_id)
+
+        task = asyncio.get_running_loop().create_task(guarded(), name=f"turn:{heinzel_id}")
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return None
+
+    # -- running wakes -------------------------------------------------------------------
+
+    async def run_wakes(
+        self,
+        heinzel_id: str,
+        wakes: list[Wake],
+        *,
+        parent_turn: str | None = None,
+        from_step: str | None = None,
+    ) -> str | None:
+        """Run one turn for these wakes, then one follow-up turn for what arrived meanwhile.
+
+        Keys whose turn already finished or was skipped are dropped. While a
+        turn of this heinzel runs in this kernel, the wakes are journalled as
+        ``turn.requested`` and the running turn's follow-up takes them.
         """
-        async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+        lock = self._turn_lock(heinzel_id)
+        if lock.locked() and heinzel_id in self._running:
+            held = self.sessions[heinzel_id]
+            for wake in wakes:
+                if wake.key not in held.projection.keys:
+                    await held.append(
+                        TurnRequested(cause=wake.cause, key=wake.key, request_id=wake.request_id),
+                        turn=self._running[heinzel_id].turn,
+                    )
+            return None
+        async with lock, self.holding(heinzel_id) as held:
             self._check_may_run(held)
             last = await self._resume_open_turns(held)
             keys = held.projection.keys
             fresh = [w for w in wakes if w.key not in keys]
             if not fresh:
                 done = [keys[w.key]["turn"] for w in wakes if w.key in keys]
-                return done[-1] if done else last
-            runner = _runner(self, held)
-            runner.steer = self._steering(held, lambda: state.turn)  # type: ignore[assignment]
-            request_ids = [w.request_id for w in fresh if w.request_id]
-            state = await runner.start(str(ULID()), fresh, request_ids=request_ids)
+                last = done[-1] if done else last
+            try:
+                if fresh:
+                    last = await self._run_turn(
+                        held, fresh, parent_turn=parent_turn, from_step=from_step
+                    )
+                while follow := self._follow_ups(held):
+                    last = await self._run_turn(held, follow)
+            except _Stopped as stopped:
+                return stopped.turn
+            return last
+
+    async def _run_turn(
+        self,
+        held: HeldSession,
+        wakes: list[Wake],
+        *,
+        parent_turn: str | None = None,
+        from_step: str | None = None,
+    ) -> str:
+        runner = _runner(self, held)
+        turn = str(ULID())
+        runner.turn = turn
+        runner.steer = self._steering(held, turn)
+        runner.task = asyncio.current_task()
+        self._running[held.id] = runner
+        try:
+            request_ids = [w.request_id for w in wakes if w.request_id]
+            state = await runner.start(
+                turn, wakes, request_ids=request_ids, parent_turn=parent_turn, from_step=from_step
+            )
             await runner.run(state)
-            return state.turn
+        finally:
+            self._running.pop(held.id, None)
+        if runner.stopping:
+            raise _Stopped(turn)
+        return turn
+
+    def _follow_ups(self, held: HeldSession) -> list[Wake]:
+        """Wakes for everything that arrived while the last turn ran: one follow-up turn."""
+        requests = held.projection.requests
+        wakes: list[Wake] = []
+        for row in requests.values():
+            if row.get("status") == "requested" and row.get("key") not in held.projection.keys:
+                wakes.append(
+                    Wake(
+                        cause=row.get("cause") or "asked",
+                        key=str(row["key"]),
+                        request_id=row.get("request_id")
+                        if row.get("request_id") != row.get("key")
+                        else None,
+                    )
+                )
+        for request in Inbox(held.dir).all():
+            if request.kind == "chat" and request.request_id not in requests:
+                key = request_key(held.id, request.request_id)
+                if key not in held.projection.keys:
+                    wakes.append(Wake(cause="asked", key=key, request_id=request.request_id))
+        return wakes
 
     def _check_may_run(self, held: HeldSession) -> None:
         row = held.projection.heinzel
@@ -87,11 +206,25 @@ class TurnCommands(KernelCore):
                 last = turn_id
         return last
 
-    def _steering(self, held: HeldSession, current_turn: object) -> object:
-        """The think step's steering queue: pending ``steer`` requests, journalled on delivery."""
+    async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
+        state = _load_state(held, turn)
+        if state is None:
+            return
+        runner = _runner(self, held)
+        runner.turn = turn
+        runner.steer = self._steering(held, turn)
+        self._running[held.id] = runner
+        try:
+            resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]
+            if resumed is not None:
+                await runner.run(resumed)
+        finally:
+            self._running.pop(held.id, None)
+
+    def _steering(self, held: HeldSession, turn: str) -> Callable[[], Awaitable[list[str]]]:
+        """The think step's steering queue: pending ``steer`` messages, journalled on delivery."""
 
         async def deliver() -> list[str]:
-            turn = current_turn()  # type: ignore[operator]
             delivered = held.projection.requests
             texts: list[str] = []
             for request in Inbox(held.dir).all():
@@ -100,10 +233,7 @@ class TurnCommands(KernelCore):
                 if request.request_id in delivered:
                     continue
                 await held.append(
-                    TurnSteered(
-                        request_id=request.request_id,
-                        hash=hashlib.sha256(request.message.encode()).hexdigest(),
-                    ),
+                    TurnSteered(request_id=request.request_id, hash=_hash(request.message)),
                     turn=turn,
                 )
                 texts.append(request.message)
@@ -123,55 +253,245 @@ class TurnCommands(KernelCore):
                 await self._resume_turn(held, turn, "asked")
         return await self.turn_report(heinzel_id, turn)
 
-    async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
-        state = _load_state(held, turn)
-        if state is None:
-            return
-        runner = _runner(self, held)
-        runner.steer = self._steering(held, lambda: turn)  # type: ignore[assignment]
-        resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]
-        if resumed is not None:
-            await runner.run(resumed)
+    async def resume_waiting(self, heinzel_id: str, turn: str, woken_by: WokenBy) -> None:
+        """The tick's entry: a waiting turn whose time came or whose condition holds."""
+        async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+            if held.projection.turns.get(turn, {}).get("status") == "waiting":
+                await self._resume_turn(held, turn, woken_by)
 
     async def skip_wakes(
         self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
-    ) -> str:
+    ) -> str | None:
         """One ``turn.skipped`` line for wakes where nothing needs doing: no body, no model."""
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             fresh = [w for w in wakes if w.key not in held.projection.keys]
+            if not fresh:
+                return None
             turn = str(ULID())
-            if fresh:
-                await held.append(
-                    TurnSkipped(
-                        causes=[w.cause for w in fresh],
-                        keys=[w.key for w in fresh],
-                        reason=reason,
-                        moved=moved,
-                    ),
-                    turn=turn,
-                    key=fresh[0].key,
-                )
+            await held.append(
+                TurnSkipped(
+                    causes=[w.cause for w in fresh],
+                    keys=[w.key for w in fresh],
+                    reason=reason,
+                    moved=moved,
+                ),
+                turn=turn,
+                key=fresh[0].key,
+            )
             return turn
+
+    # -- the conversation ------------------------------------------------------------------
+
+    def _admit(self, heinzel_id: str, request: InboxRequest) -> InboxRequest:
+        check_request_id(request.request_id)
+        stored, _ = Inbox(self.home.heinzel_dir(heinzel_id)).admit(request)
+        return stored
 
     async def wake(self, *, ref: str, request_id: str | None = None) -> api.TurnReport:
         """Run a turn now (cause ``asked``), keyed by a request admitted to the inbox first."""
         row = await self.resolve(ref)
         heinzel_id = row["id"]
-        request_id = check_request_id(request_id or str(ULID()))
-        Inbox(self.home.heinzel_dir(heinzel_id)).admit(
-            InboxRequest(request_id=request_id, heinzel=heinzel_id, kind="wake")
+        request = self._admit(
+            heinzel_id,
+            InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake"),
         )
-        wake = Wake(cause="asked", key=request_key(heinzel_id, request_id), request_id=request_id)
-        turn = await self.run_wakes(heinzel_id, [wake])
+        wake = Wake(
+            cause="asked",
+            key=request_key(heinzel_id, request.request_id),
+            request_id=request.request_id,
+        )
+        turn = await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
         return await self.turn_report(heinzel_id, turn)
 
-    async def turn_report(self, heinzel_id: str, turn: str | None) -> api.TurnReport:
-        rows = await self.index.fetch(
-            "turns", "SELECT * FROM turns WHERE heinzel = ? AND turn = ?", (heinzel_id, turn)
+    async def chat(
+        self,
+        *,
+        ref: str,
+        message: str,
+        mode: Literal["steer", "queue"] = "queue",
+        request_id: str | None = None,
+    ) -> api.Admitted:
+        """A message to a heinzel: steers a running think, else becomes a turn (now or next)."""
+        row = await self.resolve(ref)
+        heinzel_id = row["id"]
+        request = self._admit(
+            heinzel_id,
+            InboxRequest(
+                request_id=request_id or str(ULID()),
+                heinzel=heinzel_id,
+                kind="chat",
+                mode=mode,
+                message=message,
+            ),
         )
-        if not rows:
-            return api.TurnReport(heinzel=heinzel_id, turn=turn, status="none")
-        return api.TurnReport.model_validate({**rows[0], "heinzel": heinzel_id})
+        key = request_key(heinzel_id, request.request_id)
+        running = self._running.get(heinzel_id)
+        if running is not None:
+            held = self.sessions[heinzel_id]
+            delivered = held.projection.requests.get(request.request_id)
+            if delivered is None:
+                step = held.projection.turns.get(running.turn, {}).get("step")
+                if request.mode == "steer" and step in (None, "gather"):
+                    return api.Admitted(
+                        request_id=request.request_id,
+                        heinzel=heinzel_id,
+                        mode=request.mode,
+                        status="pending",
+                        turn=running.turn,
+                    )
+                await held.append(
+                    TurnRequested(cause="asked", key=key, request_id=request.request_id),
+                    turn=running.turn,
+                )
+            status = held.projection.requests[request.request_id]["status"]
+            return api.Admitted(
+                request_id=request.request_id,
+                heinzel=heinzel_id,
+                mode=request.mode,
+                status=str(status),
+                turn=running.turn,
+            )
+        wake = Wake(cause="asked", key=key, request_id=request.request_id)
+        turn = await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
+        return api.Admitted(
+            request_id=request.request_id,
+            heinzel=heinzel_id,
+            mode=request.mode,
+            status="delivered" if turn else "pending",
+            turn=turn,
+        )
+
+    async def inbox(self, *, ref: str) -> api.InboxList:
+        """The heinzel's requests, newest last, with what became of each."""
+        row = await self.resolve(ref)
+        delivered = {
+            r["request_id"]: r["status"] for r in await self.index.rows_of("requests", row["id"])
+        }
+        items = [
+            api.InboxItem(
+                request_id=r.request_id,
+                kind=r.kind,
+                mode=r.mode,
+                message=r.message,
+                admitted_at=r.admitted_at,
+                status=delivered.get(r.request_id, "pending"),
+            )
+            for r in Inbox(self.home.heinzel_dir(row["id"])).all()
+        ]
+        return api.InboxList(items=items)
+
+    async def stop(self, *, ref: str) -> api.TurnReport:
+        """Cancel the running step; the turn ends abandoned (``stopped``), the queue stays."""
+        row = await self.resolve(ref)
+        heinzel_id = row["id"]
+        runner = self._running.get(heinzel_id)
+        if runner is not None and runner.task is not None:
+            runner.stopping = True
+            runner.task.cancel()
+            async with self._turn_lock(heinzel_id):
+                pass
+            return await self.turn_report(heinzel_id, runner.turn)
+        async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+            open_turns = [t for t, r in held.projection.turns.items() if r["status"] == "running"]
+            for turn in open_turns:
+                state = _load_state(held, turn)
+                if state is not None:
+                    await _runner(self, held).abandon(state, "stopped")  # type: ignore[arg-type]
+        return await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+
+    async def retry(
+        self, *, ref: str, hint: str | None = None, request_id: str | None = None
+    ) -> api.TurnReport:
+        """A new turn forked from the last one after gather, with the user's hint."""
+        row = await self.resolve(ref)
+        heinzel_id = row["id"]
+        turns = [
+            t
+            for t in await self.index.rows_of("turns", heinzel_id)
+            if t["status"] == "finished" and t["disposition"] != "skipped"
+        ]
+        if not turns:
+            raise UsageError("HZU050", "there is no finished turn to retry", row["name"])
+        parent = str(turns[-1]["turn"])
+        request = self._admit(
+            heinzel_id,
+            InboxRequest(
+                request_id=request_id or str(ULID()),
+                heinzel=heinzel_id,
+                kind="retry",
+                message=hint or "",
+            ),
+        )
+        wake = Wake(
+            cause="retry",
+            key=retry_key(heinzel_id, parent, request.request_id),
+            request_id=request.request_id,
+        )
+        turn = await self._in_background(
+            heinzel_id,
+            lambda: self.run_wakes(heinzel_id, [wake], parent_turn=parent, from_step="gather"),
+        )
+        return await self.turn_report(heinzel_id, turn)
+
+    async def answer(
+        self, *, ref: str, message: str, request_id: str | None = None
+    ) -> api.TurnReport:
+        """Answer the pending question; a turn waiting on it resumes, else a new turn runs."""
+        row = await self.resolve(ref)
+        heinzel_id = row["id"]
+        key = row["pending_question"]
+        if not key:
+            raise UsageError(
+                "HZU051", "no question of this heinzel waits for an answer", row["name"]
+            )
+        request = self._admit(
+            heinzel_id,
+            InboxRequest(
+                request_id=request_id or str(ULID()),
+                heinzel=heinzel_id,
+                kind="answer",
+                message=message,
+                question_key=key,
+            ),
+        )
+
+        async def work() -> str | None:
+            async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+                if held.projection.questions.get(key, {}).get("status") != "answered":
+                    await held.append(
+                        QuestionAnswered(
+                            key=key, request_id=request.request_id, hash=_hash(request.message)
+                        )
+                    )
+                waiting = held.projection.heinzel["waiting_turn"]
+                on = held.projection.heinzel["waiting_on"] or {}
+                if waiting and on.get("kind") == "answer" and on.get("key") == key:
+                    await self._resume_turn(held, str(waiting), "answer")
+                    return str(waiting)
+            wake = Wake(
+                cause="asked",
+                key=request_key(heinzel_id, request.request_id),
+                request_id=request.request_id,
+            )
+            return await self.run_wakes(heinzel_id, [wake])
+
+        turn = await self._in_background(heinzel_id, work)
+        return await self.turn_report(heinzel_id, turn)
+
+    async def dismiss(self, *, ref: str, lesson_id: str) -> api.Decision:
+        """Dismiss a lesson: kept and marked, never shown to the model again."""
+        row = await self.resolve(ref)
+        async with self.holding(row["id"]) as held:
+            lesson = held.projection.lessons.get(lesson_id)
+            if lesson is None:
+                raise UsageError("HZU052", "no lesson with that id", lesson_id)
+            if not lesson["dismissed"]:
+                await held.append(LessonDismissed(lesson_id=lesson_id))
+            return api.Decision(
+                heinzel=held.id, what="dismiss", state=str(held.projection.heinzel["state"])
+            )
+
+    # -- drafts and approvals ----------------------------------------------------------------
 
     async def drafts(self) -> api.DraftList:
         """Every draft waiting for the user, oldest first (``hz drafts``)."""
@@ -181,3 +501,129 @@ class TurnCommands(KernelCore):
             "WHERE d.status = 'pending' ORDER BY d.placed_at, d.key",
         )
         return api.DraftList(items=[api.DraftSummary.model_validate(r) for r in rows])
+
+    async def _draft(self, key: str) -> dict[str, object] | None:
+        rows = await self.index.fetch(
+            "drafts",
+            "SELECT d.*, h.name AS heinzel_name FROM drafts d JOIN heinzels h ON h.id = d.heinzel "
+            "WHERE d.key = ?",
+            (key,),
+        )
+        return rows[0] if rows else None
+
+    def _draft_path(self, asset: str) -> tuple[Path, str | None]:
+        path, _, anchor = asset.removeprefix("doc:").partition("#")
+        return self.home.settings.documents.resolve(path), anchor or None
+
+    async def draft_diff(self, *, key: str) -> api.DraftDiff:
+        """The draft as placed next to the document's text now, for review."""
+        draft = await self._draft(key)
+        if draft is None:
+            raise UsageError("HZU053", "no draft with that key", key[:120])
+        heinzel_id = str(draft["heinzel"])
+        placed = next(
+            (
+                str(r.get("text", ""))
+                for r in read_body(self.home.heinzel_dir(heinzel_id), str(draft["turn"])) or []
+                if r.get("type") == "draft" and r.get("key") == key
+            ),
+            "",
+        )
+        path, _ = self._draft_path(str(draft["asset"]))
+        state = MarkdownDocuments().draft_state(path, key, placed_text=placed)
+        return api.DraftDiff(
+            key=key,
+            heinzel=heinzel_id,
+            heinzel_name=str(draft["heinzel_name"]),
+            asset=str(draft["asset"]),
+            path=str(path),
+            status=state.status.value,
+            placed_text=placed,
+            current_text=state.text or "",
+        )
+
+    async def approve(self, *, ref: str, approver: str = "owner") -> api.Decision:
+        """Approve a draft by its key (else what ``LifecycleCommands.approve`` approves)."""
+        draft = await self._draft(ref)
+        if draft is None:
+            return await super().approve(ref=ref, approver=approver)  # type: ignore[misc]
+        path, _ = self._draft_path(str(draft["asset"]))
+        MarkdownDocuments().approve_draft(path, ref)
+        await self._learn_from(str(draft["heinzel"]), ref)
+        row = await self.index.heinzel(str(draft["heinzel"]))
+        return api.Decision(
+            heinzel=str(draft["heinzel"]), what="draft", state=str(row and row["state"])
+        )
+
+    async def reject(self, *, ref: str) -> api.Decision:
+        """Reject a draft by its key (the section is removed), else decline an amendment."""
+        draft = await self._draft(ref)
+        if draft is None:
+            return await super().reject(ref=ref)  # type: ignore[misc]
+        path, _ = self._draft_path(str(draft["asset"]))
+        MarkdownDocuments().remove_draft(path, ref)
+        await self._learn_from(str(draft["heinzel"]), ref)
+        row = await self.index.heinzel(str(draft["heinzel"]))
+        return api.Decision(
+            heinzel=str(draft["heinzel"]),
+            what="draft",
+            declined=True,
+            state=str(row and row["state"]),
+        )
+
+    async def _learn_from(self, heinzel_id: str, key: str) -> str | None:
+        """Record what the user did with a draft and run the learning turn (cause approval)."""
+        async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+            draft = held.projection.drafts.get(key) or {}
+            if draft.get("status") != "pending":
+                return None
+            path, _ = self._draft_path(str(draft.get("asset")))
+            found = MarkdownDocuments().find(path, key)
+            if found is None:
+                await held.append(DraftRejected(key=key))
+        wake = Wake(cause="approval", key=f"{heinzel_id}@approval:{key}")
+        return await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
+
+    async def observe_drafts(self, pending: list[tuple[str, str]]) -> list[str]:
+        """Approvals and rejections the user made in the documents themselves.
+
+        The tick passes each heinzel's pending draft key; a draft whose tag line
+        is gone (approved) or whose section is gone (rejected) gets its learning
+        turn. Reading the document is the only cost.
+        """
+        noticed: list[str] = []
+        for heinzel_id, key in pending:
+            asset = key.split("@", 3)[-1]
+            path, _ = self._draft_path(asset)
+            found = MarkdownDocuments().find(path, key)
+            if found is None or not found.pending:
+                await self._learn_from(heinzel_id, key)
+                noticed.append(key)
+        return noticed
+
+    async def turn_report(self, heinzel_id: str, turn: str | None) -> api.TurnReport:
+        rows = await self.index.fetch(
+            "turns", "SELECT * FROM turns WHERE heinzel = ? AND turn = ?", (heinzel_id, turn)
+        )
+        if not rows:
+            return api.TurnReport(
+                heinzel=heinzel_id,
+                turn=turn,
+                status="started" if turn is None and self.long_lived else "none",
+            )
+        return api.TurnReport.model_validate({**rows[0], "heinzel": heinzel_id})
+
+
+class _Stopped(Exception):
+    """A turn ended by ``stop``: no follow-up turn runs; the queue waits for the user."""
+
+    def __init__(self, turn: str) -> None:
+        super().__init__(turn)
+        self.turn = turn
+
+
+_log = logging.getLogger("hz.turns")
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -56,6 +56,28 @@ def _hidden(events: Sequence[Event]) -> dict[str, str | None]:
     }
 
 
+def summary_block(summary: Event) -> str:
+    """A ``summary.written`` in the fixed shape the model (and the user) read."""
+    d = summary.data
+    fields = [
+        f"asset: {d.get('asset')}",
+        f"the user wants: {d.get('wants')}",
+        "decisions: " + "; ".join(d.get("decisions", [])),
+        "open questions: " + "; ".join(d.get("open_questions", [])),
+        f"next deadline: {d.get('next_deadline') or '-'}",
+        "sources: " + ", ".join(d.get("sources", [])),
+    ]
+    return "<summary>\n" + "\n".join(fields) + "\n</summary>"
+
+
+def _kept_turns(events: Sequence[Event], since: int, keep: int) -> set[int]:
+    """Seqs of the last ``keep`` turn endings a summary covers: they stay verbatim beside it."""
+    endings = [
+        e.seq for e in events if e.seq <= since and e.kind in ("turn.finished", "turn.skipped")
+    ]
+    return set(endings[-keep:]) if keep else set()
+
+
 def render_contract(contract: CompiledContract, version: int) -> str:
     parts = [f"## Contract: {contract.name} (version {version})"]
     if contract.body.preamble.strip():
@@ -65,7 +87,8 @@ def render_contract(contract: CompiledContract, version: int) -> str:
     return "\n\n".join(parts)
 
 
-def _event_line(event: Event) -> str | None:
+def event_line(event: Event) -> str | None:
+    """One compact line of history for the model, or None for events it need not see."""
     data = event.data
     when = event.ts[:16].replace("T", " ")
     if event.kind == "turn.finished":
@@ -94,13 +117,18 @@ def build_context(
     events: Sequence[Event],
     before_seq: int,
     lessons_seq: int,
-    inputs: Sequence[FramedInput],
+    inputs: Sequence[FramedInput] | None,
     output: str,
     requests: Sequence[str] = (),
     approved_text: str | None = None,
     extra: Sequence[str] = (),
+    keep_turns: int = 5,
 ) -> Context:
-    """The instructions and user messages of a turn; ``before_seq`` is its ``turn.started``."""
+    """The instructions and user messages of a turn; ``before_seq`` is its ``turn.started``.
+
+    ``inputs`` is None for a turn that reads no inputs (an approval turn, whose
+    material comes in ``extra``).
+    """
     instructions = [FRAMING, render_contract(contract, version)]
     lessons = active_lessons(events, lessons_seq)
     if lessons:
@@ -116,31 +144,18 @@ def build_context(
             summary = event
     messages: list[str] = []
     if summary is not None:
-        d = summary.data
-        messages.append(
-            "<summary>\n"
-            + "\n".join(
-                [
-                    f"asset: {d.get('asset')}",
-                    f"the user wants: {d.get('wants')}",
-                    "decisions: " + "; ".join(d.get("decisions", [])),
-                    "open questions: " + "; ".join(d.get("open_questions", [])),
-                    f"next deadline: {d.get('next_deadline') or '-'}",
-                    "sources: " + ", ".join(d.get("sources", [])),
-                ]
-            )
-            + "\n</summary>"
-        )
-    since = summary.seq if summary is not None else 0
+        messages.append(summary_block(summary))
+    since = int(summary.data.get("covers_through_seq", summary.seq)) if summary else 0
+    kept = _kept_turns(events, since, keep_turns) if summary is not None else set()
     lines = []
     for event in events:
-        if event.seq <= since:
+        if event.seq <= since and event.seq not in kept:
             continue
         if event.seq >= before_seq:
             break
         if event.turn and event.turn in hidden:
             continue
-        line = _event_line(event)
+        line = event_line(event)
         if line:
             lines.append(line)
     if lines:
@@ -149,5 +164,6 @@ def build_context(
         messages.append(f"<last_approved>\n{approved_text}\n</last_approved>")
     messages.extend(extra)
     messages.extend(render_steering(text) for text in requests)
-    messages.append(render_inputs(inputs, output=output))
+    if inputs is not None:
+        messages.append(render_inputs(inputs, output=output))
     return Context(instructions="\n\n".join(instructions), messages=tuple(messages))

@@ -11,6 +11,8 @@ is never rerun (``engine_restart_mid_stream``).
 
 from __future__ import annotations
 
+import asyncio
+import difflib
 import hashlib
 import time
 from collections.abc import Awaitable, Callable
@@ -24,8 +26,8 @@ from pydantic import TypeAdapter
 
 from hz_kernel import crashpoints
 from hz_kernel.adapters.documents import MarkdownDocuments
-from hz_kernel.adapters.local_model import FramedInput
-from hz_kernel.adapters.models import ModelEnv, price_usd, resolve_model
+from hz_kernel.adapters.local_model import FramedInput, render_approval, render_summary_request
+from hz_kernel.adapters.models import ModelEnv, TokenUsage, price_usd, resolve_model
 from hz_kernel.adapters.sources import SourceRequest, default_registry
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import (
@@ -41,11 +43,19 @@ from hz_kernel.engine.attempts import (
     ModelUnavailable,
     RetryInfo,
     StreamTruncated,
+    messages_from_json,
     run_model_step,
+    steering_message,
     user_message,
 )
 from hz_kernel.engine.caps import check_caps
-from hz_kernel.engine.context import build_context
+from hz_kernel.engine.context import (
+    EVENT_LINES_MAX,
+    FRAMING,
+    build_context,
+    event_line,
+    summary_block,
+)
 from hz_kernel.engine.outcome import (
     AmendmentOutcome,
     DraftOutcome,
@@ -57,6 +67,7 @@ from hz_kernel.engine.outcome import (
     WaitOutcome,
 )
 from hz_kernel.engine.wakes import Wake, draft_key
+from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import BodyWriter, read_body
 from hz_kernel.store.envelope import Event
@@ -64,6 +75,7 @@ from hz_kernel.store.inbox import Inbox
 from hz_kernel.store.session import HeldSession
 from hz_kernel.tick.cache import SourceCache
 from hz_kernel.vocabulary import (
+    ApprovalObserved,
     AttemptFailed,
     AttemptRetry,
     AttemptStarted,
@@ -79,6 +91,7 @@ from hz_kernel.vocabulary import (
     TurnResumed,
     TurnStarted,
     TurnWaiting,
+    Usage,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +103,15 @@ PLACE_DRAFT = "documents.place_draft"
 
 def sha256(data: bytes | str) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def share_changed(before: str, after: str) -> float:
+    """The share of words the user changed between the draft and the approved text."""
+    old, new = before.split(), after.split()
+    if not old and not new:
+        return 0.0
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    return round(1.0 - matcher.ratio(), 4)
 
 
 @dataclass
@@ -152,6 +174,8 @@ def load_state(events: list[Event], turn: str) -> TurnState | None:
             state.placed.add(str(data["key"]))
         elif kind == "turn.resumed" and data.get("woken_by") == "restart":
             state.resumes += 1
+        elif kind == "turn.resumed":
+            state.done = [step for step in state.done if step == "gather"]
     return state
 
 
@@ -169,6 +193,9 @@ class TurnRunner:
         self.started_clock = time.monotonic()
         self.steer: Callable[[], Awaitable[list[str]]] | None = None
         self._pinned: CompiledContract | None = None
+        self.stopping = False
+        self.turn = ""
+        self.task: asyncio.Task[object] | None = None
         self._env = ModelEnv.from_environ()
 
     # -- entry points --------------------------------------------------------------------
@@ -221,27 +248,131 @@ class TurnRunner:
         state.resumes += 1
         return state
 
+    async def abandon(self, state: TurnState, reason: str) -> str:
+        """End an open turn this process is not running (``stop`` after a crash)."""
+        return await self._finish(
+            state, "abandoned", reason=reason, step=state.done[-1] if state.done else None
+        )
+
     async def run(self, state: TurnState) -> str:
         """Walk the remaining steps; returns the disposition (or ``waited``)."""
         self.body = BodyWriter(self.held.dir, state.turn)
         try:
-            self._reload(state)
+            return await self._walk(state)
+        except asyncio.CancelledError:
+            if not self.stopping:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return await self._finish(
+                state, "abandoned", reason="stopped", step=state.done[-1] if state.done else None
+            )
+        finally:
+            self.body.close()
+            self.body = None
+
+    async def _walk(self, state: TurnState) -> str:
+        """The remaining steps. Each boundary yields to the event loop, so a message, a
+        wake or a stop that arrived meanwhile is taken in between two steps."""
+        self._reload(state)
+        try:
             if "gather" not in state.done:
                 await self._gather(state)
+                await asyncio.sleep(0)
             if "think" not in state.done:
                 disposition = await self._think(state)
                 if disposition is not None:
                     return disposition
+                await asyncio.sleep(0)
             if "outcome" not in state.done:
                 await self._outcome(state)
+                await asyncio.sleep(0)
             if "act" not in state.done:
                 waited = await self._act(state)
                 if waited:
                     return "waited"
-            return await self._finish(state, _disposition(state.outcome), report=state.report)
-        finally:
-            self.body.close()
-            self.body = None
+                await asyncio.sleep(0)
+            await self._maybe_summarise(state)
+        except HzError as exc:
+            step = state.done[-1] if state.done else None
+            return await self._finish(
+                state, "failed", reason=f"{exc.code}: {exc.message}"[:500], step=step
+            )
+        return await self._finish(state, _disposition(state.outcome), report=state.report)
+
+    async def _maybe_summarise(self, state: TurnState) -> None:
+        """Past the budget, end the turn with a summary in the fixed shape, chained to the last.
+
+        The budget is ``summary_after_turns`` turns or ``summary_after_chars``
+        characters of history since the last summary. The summary's model call
+        is recorded as ``usage`` (spend outside the turn's own think step).
+        """
+        events = self.held.scan.events
+        last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
+        since = last.seq if last is not None else 0
+        if any(e.kind == "summary.written" and e.turn == state.turn for e in events):
+            return
+        ended = [
+            e
+            for e in events
+            if e.seq > since and e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
+        ]
+        lines = [line for e in events if e.seq > since and (line := event_line(e))]
+        settings = self.settings.heinzel
+        over = len(ended) + 1 >= settings.summary_after_turns
+        if not over and sum(len(line) for line in lines) < settings.summary_after_chars:
+            return
+        contract = self._contract(state)
+        asset = next(iter(contract.assets), contract.name)
+        messages = []
+        if last is not None:
+            messages.append(summary_block(last))
+        messages.append("<history>\n" + "\n".join(lines[-EVENT_LINES_MAX:]) + "\n</history>")
+        messages.append(render_summary_request(asset=asset, wants=contract.goal[:500]))
+        spec = contract.hz.agent.model or self.settings.model.default
+        model = resolve_model(spec, settings=self._env)
+
+        async def quiet(*_: object) -> None:
+            return None
+
+        result = await run_model_step(
+            model=model,
+            instructions=FRAMING,
+            messages=[user_message(*messages)],
+            on_attempt=quiet,
+            on_chunk=quiet,
+            outcomes=("summary",),
+        )
+        outcome = result.outcome
+        if not isinstance(outcome, SummaryOutcome):
+            return
+        assert self.body is not None
+        self.body.write("summary", outcome=outcome.model_dump(mode="json"))
+        self.body.sync()
+        await self.held.append(
+            SummaryWritten(
+                asset=outcome.asset,
+                wants=outcome.wants,
+                decisions=list(outcome.decisions),
+                open_questions=list(outcome.open_questions),
+                next_deadline=outcome.next_deadline,
+                sources=list(outcome.sources) or sorted(contract.hz.inputs),
+                previous_seq=last.seq if last is not None else None,
+                covers_through_seq=self.held.writer.last_seq,
+            ),
+            turn=state.turn,
+        )
+        cost = price_usd(spec, result.usage, settings=self._env)
+        await self.held.append(
+            Usage(
+                purpose="summary",
+                tokens=result.usage.input_tokens + result.usage.output_tokens,
+                tokens_cached=result.usage.cached_tokens,
+                usd=cost.usd,
+            ),
+            turn=state.turn,
+        )
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -261,6 +392,9 @@ class TurnRunner:
         assert self.body is not None
         contract = self._contract(state)
         last = self.held.projection.heinzel["inputs"]
+        if "approval" in state.causes:
+            await self._gather_approval(state)
+            return
         parent = state.started.data.get("parent_turn")
         if parent and state.started.data.get("from_step"):
             inherited = [r for r in read_body(self.held.dir, parent) or [] if r["type"] == "input"]
@@ -314,6 +448,71 @@ class TurnRunner:
         )
         state.done.append("gather")
 
+    async def _gather_approval(self, state: TurnState) -> None:
+        """An approval turn's inputs: the draft as placed and the text as the user left it."""
+        assert self.body is not None
+        draft_key_ = str(state.started.data.get("keys", [""])[0]).split("@approval:", 1)[-1]
+        draft = self.held.projection.drafts.get(draft_key_) or {}
+        placed = next(
+            (
+                r
+                for r in read_body(self.held.dir, str(draft.get("turn"))) or []
+                if r.get("type") == "draft" and r.get("key") == draft_key_
+            ),
+            {},
+        )
+        placed_text = str(placed.get("text", ""))
+        path, _ = self._resolve_asset(str(draft.get("asset", "")))
+        seen = self.documents.draft_state(path, draft_key_, placed_text=placed_text)
+        approved = seen.text or "" if seen.status.value == "approved" else ""
+        self.body.write("approval", key=draft_key_, status=seen.status.value)
+        for name, source, text in (
+            ("draft_as_placed", "turn-body", placed_text),
+            ("approved_text", "document", approved),
+        ):
+            self.body.write(
+                "input",
+                name=name,
+                source=source,
+                fingerprint=sha256(text),
+                moved=False,
+                content=text,
+            )
+        self.body.sync()
+        state.inputs = [
+            {"name": "draft_as_placed", "content": placed_text},
+            {"name": "approved_text", "content": approved},
+        ]
+        if seen.status.value == "approved" and draft.get("status") == "pending":
+            await self.held.append(
+                ApprovalObserved(
+                    key=draft_key_,
+                    approver="owner",
+                    share_changed=share_changed(placed_text, approved),
+                    output_fp=sha256(" ".join(approved.split())),
+                ),
+                turn=state.turn,
+            )
+        await self.held.append(
+            StepDone(
+                step="gather",
+                inputs=[
+                    {
+                        "name": "draft_as_placed",
+                        "fingerprint": sha256(placed_text),
+                        "size": len(placed_text.encode()),
+                    },
+                    {
+                        "name": "approved_text",
+                        "fingerprint": sha256(approved),
+                        "size": len(approved.encode()),
+                    },
+                ],
+            ),
+            turn=state.turn,
+        )
+        state.done.append("gather")
+
     def _write_requests(self, state: TurnState) -> None:
         """Copy the texts of the requests this turn answers into its body."""
         assert self.body is not None
@@ -332,14 +531,29 @@ class TurnRunner:
         if interrupted is not None:
             return interrupted
         requests = [str(r["message"]) for r in records if r.get("type") == "request"]
+        requests.extend(self._answers(state))
         output = next(iter(contract.hz.outputs), "section")
+        approval = "approval" in state.causes
+        by_name = {str(i["name"]): str(i["content"]) for i in state.inputs}
+        extra = (
+            [
+                render_approval(
+                    draft_as_placed=by_name.get("draft_as_placed", ""),
+                    approved_text=by_name.get("approved_text", ""),
+                )
+            ]
+            if approval
+            else []
+        )
         context = build_context(
             contract=contract,
             version=state.version,
             events=self.held.scan.events,
             before_seq=state.started.seq,
             lessons_seq=int(state.started.data.get("lessons_seq") or 0),
-            inputs=[
+            inputs=None
+            if approval
+            else [
                 FramedInput(
                     name=i["name"], source=i["source"], content=i["content"], moved=i["moved"]
                 )
@@ -347,6 +561,9 @@ class TurnRunner:
             ],
             output=output,
             requests=requests,
+            approved_text=None if approval else self._last_approved_text(),
+            extra=extra,
+            keep_turns=self.settings.heinzel.summary_keep_turns,
         )
         spec = contract.hz.agent.model or self.settings.model.default
         size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
@@ -390,15 +607,26 @@ class TurnRunner:
             )
 
         try:
-            result = await run_model_step(
-                model=model,
-                instructions=context.instructions,
-                messages=[user_message(*context.messages)],
-                on_attempt=on_attempt,
-                on_chunk=on_chunk,
-                on_retry=on_retry,
-                steering=self.steer,
-            )
+            history: list[Any] = [user_message(*context.messages)]
+            usage = TokenUsage()
+            attempts = 0
+            while True:
+                result = await run_model_step(
+                    model=model,
+                    instructions=context.instructions,
+                    messages=history,
+                    on_attempt=on_attempt,
+                    on_chunk=on_chunk,
+                    on_retry=on_retry,
+                    steering=self.steer,
+                    outcomes=("lessons", "nothing") if approval else None,
+                )
+                usage += result.usage
+                attempts += result.attempts
+                late = await self.steer() if self.steer is not None else []
+                if not late:
+                    break
+                history = [*messages_from_json(result.messages), steering_message(*late)]
         except StreamTruncated as exc:
             self.body.sync()
             await self._attempt_failed(state, "stream_truncated", exc.message, len(exc.text))
@@ -406,7 +634,6 @@ class TurnRunner:
         except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
             await self._attempt_failed(state, exc.code, exc.message, 0)
             return await self._finish(state, "failed", reason=exc.code, step="think")
-        usage = result.usage
         cost = price_usd(spec, usage, settings=self._env)
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
@@ -416,14 +643,14 @@ class TurnRunner:
         state.tokens += usage.input_tokens + usage.output_tokens
         state.tokens_cached += usage.cached_tokens
         state.usd += cost.usd
-        state.attempts = result.attempts
+        state.attempts = attempts
         text = orjson.dumps(outcome_json)
         await self.held.append(
             StepDone(
                 step="think",
                 output_hash=sha256(text),
                 output_size=len(text),
-                attempts=result.attempts,
+                attempts=attempts,
                 tokens=usage.input_tokens + usage.output_tokens,
                 tokens_cached=usage.cached_tokens,
                 usd=cost.usd,
@@ -431,6 +658,38 @@ class TurnRunner:
             turn=state.turn,
         )
         state.done.append("think")
+        return None
+
+    def _answers(self, state: TurnState) -> list[str]:
+        """The user's answers to questions this turn asked (a turn resumed by an answer)."""
+        asked = {
+            e.data.get("key")
+            for e in self.held.scan.events
+            if e.turn == state.turn and e.kind == "question.asked"
+        }
+        inbox = Inbox(self.held.dir)
+        answers = []
+        for event in self.held.scan.events:
+            if event.kind == "question.answered" and event.data.get("key") in asked:
+                request = inbox.get(str(event.data.get("request_id")))
+                if request is not None:
+                    answers.append(f"Your question was answered: {request.message}")
+        return answers
+
+    def _last_approved_text(self) -> str | None:
+        """The text the user last approved, from the approval turn that saw it."""
+        approved = [
+            d for d in self.held.projection.drafts.values() if d.get("status") == "approved"
+        ]
+        if not approved:
+            return None
+        latest = max(approved, key=lambda d: d.get("seq", 0))
+        for event in reversed(self.held.scan.events):
+            if event.kind == "approval.observed" and event.data.get("key") == latest.get("key"):
+                for record in read_body(self.held.dir, str(event.turn)) or []:
+                    if record.get("type") == "input" and record.get("name") == "approved_text":
+                        return str(record.get("content"))
+                break
         return None
 
     async def _interrupted_stream(
@@ -614,9 +873,12 @@ class TurnRunner:
             return
         try:
             await self.kernel.amend(  # type: ignore[attr-defined]
-                ref=self.held.id, text=outcome.text, by="heinzel", reason=outcome.reason,
+                ref=self.held.id,
+                text=outcome.text,
+                by="heinzel",
+                reason=outcome.reason,
                 source=f"turn {state.turn}",
-            )  # fmt: skip
+            )
         except ContractError as exc:
             state.report = f"{outcome.report} (refused: {exc.code})"
 

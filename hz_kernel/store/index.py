@@ -416,7 +416,9 @@ class Index:
         contract_version: int | None = None,
         where: dict[str, str] | None = None,
         name: str | None = None,
+        columns: str = "h.*",
     ) -> list[dict[str, Any]]:
+        """Heinzel rows with today's cost; ``columns`` narrows what is read (a listing)."""
         clauses: list[str] = []
         params: list[Any] = [day]
         if state:
@@ -438,7 +440,7 @@ class Index:
             clauses.append("CAST(json_extract(h.hz, ?) AS TEXT) = ?")
             params.extend([f"$.{key}", value])
         sql = (
-            "SELECT h.*, COALESCE(c.usd, 0.0) AS cost_today FROM heinzels h "
+            f"SELECT {columns}, COALESCE(c.usd, 0.0) AS cost_today FROM heinzels h "
             "LEFT JOIN (SELECT heinzel, SUM(usd) AS usd FROM costs WHERE day = ? "
             "GROUP BY heinzel) c "
             "ON c.heinzel = h.id"

@@ -74,7 +74,7 @@ def test_bad_lines_get_a_coded_error(tmp_path: Path, bad_line: bytes, problem: s
     spine.write_bytes(b"\n".join(lines))
     result = hz(tmp_path, "heinzel", "verify", "weekly", "--json")
     assert result.returncode == 1
-    _one_coded_line(result, "HZS030")
+    _one_coded_line(result, "HZS033")
     (report,) = json.loads(result.stdout)
     assert report["problems"][0]["problem"] == problem
     listed = hz(tmp_path, "heinzel", "list", "--json")

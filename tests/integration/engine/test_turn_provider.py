@@ -41,7 +41,8 @@ async def test_rate_limit_then_success_on_the_same_step(tmp_path: Path) -> None:
 
 
 async def test_a_stream_cut_after_output_fails_the_step_and_is_not_retried(tmp_path: Path) -> None:
-    with OpenAIStub([ToolCall("draft", DRAFT, chunk_chars=48, cut_after=1), ToolCall("draft", DRAFT)]) as stub:  # fmt: skip
+    cut = ToolCall("draft", DRAFT, chunk_chars=48, cut_after=1)
+    with OpenAIStub([cut, ToolCall("draft", DRAFT)]) as stub:
         kernel = await _kernel_with(tmp_path, stub.spec())
         report = await kernel.wake(ref="notes-digest")
         events = await _spine(kernel)
