@@ -1,16 +1,18 @@
 """The cockpit application: one ``KernelClient``, the home's spines tailed for live rows.
 
-``run(home, client)`` is the entry the ``hz`` command calls. The app owns
-the rows every screen shows (``rows``), announces changes on the
-``rows_changed`` signal, and keeps two workers: the spine watcher and the
+``await run(home, client, beside=...)`` is the entry the ``hz`` command
+calls. The app owns the rows every screen shows (``rows``), announces
+changes on the ``rows_changed`` signal and raw spine lines on
+``spines_moved``, and keeps two workers: the spine watcher and the
 refresher that turns moved spines into fresh rows (``hz_tui.live``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
 from textual import work
@@ -24,7 +26,7 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, keymap, settings, themes
+from hz_tui import actions, keymap, notices, settings, themes
 from hz_tui.commands import CockpitCommands
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
@@ -32,7 +34,14 @@ from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.help import HelpScreen
 from hz_tui.screens.home import HomeScreen
-from hz_tui.watcher import SpineWatcher
+from hz_tui.screens.review import ReviewScreen
+from hz_tui.watcher import SpineBatch, SpineWatcher
+
+#: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
+#: event that is set when the cockpit closes.
+Beside = Callable[[asyncio.Event], Awaitable[None]]
+#: How long work beside the cockpit may take to wind down after the cockpit closed.
+BESIDE_GRACE_S = 3.0
 
 
 class CockpitApp(App[int]):
@@ -51,6 +60,9 @@ class CockpitApp(App[int]):
         self.started_at = now_utc()
         self.rows: dict[str, HeinzelSummary] = {}
         self.rows_changed: Signal[RowsUpdate] = Signal(self, "rows-changed")
+        self.spines_moved: Signal[SpineBatch] = Signal(self, "spines-moved")
+        self.names: dict[str, str] = {}
+        """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
         self.watcher = SpineWatcher(home.heinzel_root)
         self.refresher = RowRefresher(client)
@@ -116,6 +128,26 @@ class CockpitApp(App[int]):
 
     def on_spines_moved(self, message: SpinesMoved) -> None:
         self.refresher.note(message.batch)
+        self.spines_moved.publish(message.batch)
+        self.names.update(notices.names_seen(message.batch))
+        names = self.names | {heinzel_id: row.name for heinzel_id, row in self.rows.items()}
+        toasts = notices.toasts_for(message.batch, names)
+        for toast in toasts:
+            self.notify(toast.message, severity=toast.severity, timeout=toast.timeout)
+        if toasts and self.bell_on:
+            self.bell()
+
+    @property
+    def bell_on(self) -> bool:
+        """Ring with toasts: ``bell`` in cockpit.json, else ``[cockpit] bell`` in hz.toml."""
+        if self.prefs.bell is not None:
+            return self.prefs.bell
+        return self.home.settings.cockpit.bell
+
+    def toggle_bell(self) -> None:
+        self.prefs = self.prefs.model_copy(update={"bell": not self.bell_on})
+        self.notify(f"Bell {'on' if self.bell_on else 'off'} for new drafts and failed turns.")
+        self.save_prefs()
 
     def report_error(self, error: HzError) -> None:
         self.notify(error.one_line(), severity="error", timeout=10)
@@ -166,6 +198,12 @@ class CockpitApp(App[int]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_review(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+        if not isinstance(self.screen, ReviewScreen):
+            self.push_screen(ReviewScreen())
+
     # -- actions on one heinzel ----------------------------------------------------------
 
     def selected_heinzel(self) -> str | None:
@@ -207,14 +245,34 @@ class CockpitApp(App[int]):
         if "NO_COLOR" in os.environ:
             return
         self.prefs = self.prefs.model_copy(update={"theme": name})
+        self.save_prefs()
+
+    def save_prefs(self) -> None:
         try:
             settings.save_prefs(self.home, self.prefs)
         except HzError as exc:
             self.notify(exc.one_line(), severity="warning")
 
 
-def run(home: Home, client: KernelClient) -> int:
-    """Run the cockpit until the user quits; the exit status for the ``hz`` command."""
+async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()) -> int:
+    """Run the cockpit until the user quits, with ``beside`` running alongside in this loop.
+
+    When the cockpit closes, the work beside it is told to stop and given
+    ``BESIDE_GRACE_S`` to finish; what is still running then is cancelled
+    (a turn cut off that way is resumed by the next kernel that starts).
+    Returns the exit status for the ``hz`` command.
+    """
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(job(stop)) for job in beside]
     app = CockpitApp(home, client)
-    app.run()
+    try:
+        await app.run_async()
+    finally:
+        stop.set()
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=BESIDE_GRACE_S)
+            for task in late:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*tasks, return_exceptions=True)
     return app.return_code or 0

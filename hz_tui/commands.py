@@ -27,6 +27,9 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
     commands = [
         Command("Home: all heinzels", "The table of every heinzel", app.action_home),
         Command("Filter heinzels", "Type words to narrow the table", app.action_filter),
+        Command(
+            "Review drafts", "Every waiting draft, its diff, approve or reject", app.action_review
+        ),
         Command("Refresh", "Ask the kernel for every row again", app.reload),
         Command("Kernel page", "Which kernel, process, home and database", app.action_daemon),
         Command("Help: every key", "List every binding", app.action_help),
@@ -44,6 +47,10 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         Command(f"Theme: {name}", "Switch and remember the theme", partial(app.choose_theme, name))
         for name in themes.THEME_NAMES
     ]
+    bell = "off" if app.bell_on else "on"
+    commands.append(
+        Command(f"Bell: turn {bell}", "Ring when a draft lands or a turn fails", app.toggle_bell)
+    )
     commands.append(Command("Quit", "Leave the cockpit (the kernel's work goes on)", app.exit))
     return commands
 

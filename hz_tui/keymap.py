@@ -16,6 +16,7 @@ APP = [
     Binding("ctrl+p", "command_palette", "Commands", id="app.commands", show=False),
     Binding("f2", "daemon", "Kernel", id="app.daemon"),
     Binding("f3", "next_theme", "Theme", id="app.theme", show=False),
+    Binding("f4", "review", "Review", id="app.review"),
     Binding("ctrl+q", "quit", "Quit", id="app.quit"),
 ]
 
@@ -23,6 +24,8 @@ HOME = [
     Binding("slash", "filter", "Filter", id="home.filter", key_display="/"),
     Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter"),
     Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+    Binding("v", "app.review", "Review drafts", id="home.review", show=False),
+    Binding("q,ctrl+c", "app.quit", "Quit", id="home.quit", show=False),
 ]
 
 #: Actions on the selected heinzel (the table's row, or the open page); see ``hz_tui.actions``.
@@ -48,7 +51,36 @@ FILTER_BAR = [
 
 HEINZEL = [
     Binding("escape", "back", "Back", id="heinzel.back"),
-    Binding("r", "refresh", "Refresh", id="heinzel.refresh"),
+    Binding("r", "refresh", "Refresh", id="heinzel.refresh", show=False),
+    Binding("i", "compose", "Message", id="heinzel.compose"),
+    Binding("y", "answer", "Answer", id="heinzel.answer"),
+    Binding("t", "retry", "Retry…", id="heinzel.retry"),
+    Binding("d", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
+    Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
+    Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
+]
+
+#: The composer on a heinzel's page (an input: printable keys type).
+COMPOSER = [
+    Binding("enter", "send", "Send", id="composer.send"),
+    Binding("ctrl+t", "toggle_mode", "STEER/QUEUE", id="composer.mode"),
+    Binding("escape", "stop_or_leave", "Stop turn / leave", id="composer.stop"),
+    Binding("ctrl+c", "stop_twice", "Stop turn (twice)", id="composer.stop_twice", show=False),
+]
+
+REVIEW = [
+    Binding("j,down", "move(1)", "Down", id="review.down", show=False),
+    Binding("k,up", "move(-1)", "Up", id="review.up", show=False),
+    Binding("enter", "show", "Diff", id="review.show"),
+    Binding("a", "decide('approve')", "Approve", id="review.approve"),
+    Binding("r", "decide('reject')", "Reject", id="review.reject"),
+    Binding("e", "edit", "Edit in $EDITOR", id="review.edit"),
+    Binding("n", "move(1)", "Next", id="review.next"),
+    Binding("escape", "back", "Back", id="review.back"),
+]
+
+DIALOG = [
+    Binding("escape", "cancel", "Cancel", id="dialog.cancel"),
 ]
 
 DAEMON = [
@@ -77,6 +109,9 @@ SCOPES = (
     Scope("The selected heinzel (table or page)", HEINZEL_ACTIONS),
     Scope("Filter", FILTER_BAR),
     Scope("One heinzel", HEINZEL),
+    Scope("Composer (on a heinzel's page)", COMPOSER),
+    Scope("Draft review", REVIEW),
+    Scope("Dialogs", DIALOG),
     Scope("Kernel page", DAEMON),
     Scope("Help", HELP),
 )

@@ -7,15 +7,13 @@ is read leniently: what does not validate falls back to the defaults.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_tui.files import read_private, write_private
 
 PREFS_NAME = "cockpit.json"
 
@@ -27,6 +25,8 @@ class CockpitPrefs(BaseModel):
 
     theme: str | None = None
     keymap: dict[str, str] = Field(default_factory=dict)
+    bell: bool | None = None
+    """Ring the terminal bell with a toast; None follows ``[cockpit] bell`` in hz.toml."""
 
 
 def prefs_path(home: Home) -> Path:
@@ -37,44 +37,18 @@ def load_prefs(home: Home) -> tuple[CockpitPrefs, str | None]:
     """The saved preferences and, when the file was unusable, a one-line reason."""
     path = prefs_path(home)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return CockpitPrefs(), None
+        raw = read_private(path)
     except OSError as exc:
         return CockpitPrefs(), f"{path}: {exc.strerror}"
+    if raw is None:
+        return CockpitPrefs(), None
     try:
-        with os.fdopen(fd, "rb") as handle:
-            raw = handle.read(1 << 20)
         return CockpitPrefs.model_validate(orjson.loads(raw)), None
-    except (orjson.JSONDecodeError, ValidationError, OSError):
+    except (orjson.JSONDecodeError, ValidationError):
         return CockpitPrefs(), f"{path}: not valid cockpit preferences; using defaults"
 
 
 def save_prefs(home: Home, prefs: CockpitPrefs) -> None:
-    """Write the preferences atomically as a private file (0600).
-
-    The kernel's ``fsutil`` helpers sit in ``hz_kernel.store``, which the
-    layering keeps out of the cockpit; this is the same temp-fsync-rename.
-    """
-    path = prefs_path(home)
+    """Write the preferences atomically as a private file (0600)."""
     data = orjson.dumps(prefs.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
-    except OSError as exc:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise HzError(
-            "HZS080", f"cannot save cockpit preferences ({exc.strerror})", str(path)
-        ) from None
+    write_private(prefs_path(home), data, code="HZS080", what="cockpit preferences")

@@ -1,29 +1,33 @@
-"""Following spines by byte offset: each read returns only lines appended since the last one.
+"""Following spines and turn bodies by byte offset: each read returns only what was appended.
 
 A spine only grows (``docs/format.md``), so a reader that remembers where it
 stopped never rereads a byte. A line counts once its newline is on disk: a
 partly written last line is left for the next read, when the writer has
 finished it. Torn-tail repair only cuts bytes after the last newline, which
 this reader never consumed; a file that shrank below the offset anyway was
-replaced, and the reader starts it over and says so.
+replaced, and the reader starts it over and says so. A turn body
+(``turns/<turn>.jsonl``) is read the same way, record by record.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 #: The spine's file name (``docs/format.md``); the store module is the kernel's, not ours.
 SPINE_NAME = "session.jsonl"
+#: Where a turn's body lives, beside the spine (``docs/format.md``).
+BODIES_DIR = "turns"
 #: One read's ceiling; a larger backlog is read over several calls.
 READ_LIMIT = 4 << 20
 
 
 class SpineLine(BaseModel):
-    """The envelope fields the cockpit uses; payloads stay with the kernel."""
+    """One spine event as the cockpit reads it: the envelope and the kind's small payload."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -32,6 +36,7 @@ class SpineLine(BaseModel):
     turn: str | None = None
     kind: str
     key: str | None = None
+    data: dict[str, Any] = {}
 
 
 class TailRead(BaseModel):
@@ -64,36 +69,91 @@ class SpineTail:
             size = 0
         return cls(path, size)
 
-    def read_new(self) -> TailRead:
-        """Read whole lines appended since the last call; a missing file reads as nothing."""
+    @classmethod
+    def near_end(cls, path: Path, window: int) -> SpineTail:
+        """A tail that starts at the first whole line within the last ``window`` bytes.
+
+        A page that shows the latest turn needs its events, not the heinzel's
+        whole life; a turn's events are a few kilobytes, so a window finds them.
+        """
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
-            return TailRead()
+            return cls(path)
         try:
             size = os.fstat(fd).st_size
-            restarted = size < self.offset
-            if restarted:
-                self.offset = 0
-            if size == self.offset:
-                return TailRead(restarted=restarted)
-            data = os.pread(fd, min(size - self.offset, READ_LIMIT), self.offset)
+            if size <= window:
+                return cls(path)
+            before = os.pread(fd, window, size - window)
         finally:
             os.close(fd)
-        end = data.rfind(b"\n")
-        if end < 0:
-            return TailRead(restarted=restarted)
-        whole = data[: end + 1]
-        self.offset += len(whole)
+        newline = before.find(b"\n")
+        return cls(path, size - window + newline + 1 if newline >= 0 else size)
+
+    def read_new(self) -> TailRead:
+        """Read whole lines appended since the last call; a missing file reads as nothing."""
+        raw_lines, restarted = _read_whole_lines(self)
         lines: list[SpineLine] = []
         unreadable = 0
-        for raw in whole.split(b"\n")[:-1]:
+        for raw in raw_lines:
             parsed = _parse(raw)
             if parsed is None:
                 unreadable += 1
             else:
                 lines.append(parsed)
         return TailRead(lines=lines, unreadable=unreadable, restarted=restarted)
+
+
+class BodyTail:
+    """A reader of one turn body (``turns/<turn>.jsonl``) that remembers its byte offset."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    @classmethod
+    def of_turn(cls, heinzel_dir: Path, turn: str) -> BodyTail:
+        return cls(heinzel_dir / BODIES_DIR / f"{turn}.jsonl")
+
+    def exists(self) -> bool:
+        return os.path.lexists(self.path)
+
+    def read_new(self) -> list[dict[str, Any]]:
+        """Records appended since the last call (JSON objects with ``type``); others skipped."""
+        raw_lines, _ = _read_whole_lines(self)
+        records = []
+        for raw in raw_lines:
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("type"), str):
+                records.append(record)
+        return records
+
+
+def _read_whole_lines(tail: SpineTail | BodyTail) -> tuple[list[bytes], bool]:
+    """The whole lines after ``tail.offset`` (advancing it), and whether the file was replaced."""
+    try:
+        fd = os.open(tail.path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return [], False
+    try:
+        size = os.fstat(fd).st_size
+        restarted = size < tail.offset
+        if restarted:
+            tail.offset = 0
+        if size == tail.offset:
+            return [], restarted
+        data = os.pread(fd, min(size - tail.offset, READ_LIMIT), tail.offset)
+    finally:
+        os.close(fd)
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], restarted
+    whole = data[: end + 1]
+    tail.offset += len(whole)
+    return whole.split(b"\n")[:-1], restarted
 
 
 def _parse(raw: bytes) -> SpineLine | None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from watchfiles import Change, awatch
 
 from hz_kernel.home import HEINZEL_ID
-from hz_tui.tail import SPINE_NAME, SpineTail
+from hz_tui.tail import SPINE_NAME, SpineLine, SpineTail
 
 STEP_MS = 4
 DEBOUNCE_MS = 40
@@ -31,12 +31,17 @@ RUST_TIMEOUT_MS = 60_000
 
 
 class SpineBatch(BaseModel):
-    """Spines that moved since the last batch: id → newest seq read (None: moved, no whole line)."""
+    """Spines that moved since the last batch: id → newest seq read (None: moved, no whole line).
+
+    ``lines`` holds the new lines themselves, for what reacts to a kind (a draft
+    landed, a turn failed) rather than to a row.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     moved: dict[str, int | None] = {}
     gone: list[str] = []
+    lines: dict[str, list[SpineLine]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.moved or self.gone)
@@ -75,6 +80,7 @@ class SpineWatcher:
         touched = {h for _, path in changes if (h := self.heinzel_of(path))}
         moved: dict[str, int | None] = {}
         gone: list[str] = []
+        lines: dict[str, list[SpineLine]] = {}
         for heinzel_id in sorted(touched):
             spine = self.root / heinzel_id / SPINE_NAME
             if not os.path.lexists(spine):
@@ -85,7 +91,9 @@ class SpineWatcher:
             found = tail.read_new()
             if found.lines or found.restarted or found.unreadable:
                 moved[heinzel_id] = found.last_seq
-        return SpineBatch(moved=moved, gone=gone)
+            if found.lines:
+                lines[heinzel_id] = found.lines
+        return SpineBatch(moved=moved, gone=gone, lines=lines)
 
     async def run(
         self, deliver: Callable[[SpineBatch], None], stop: anyio.Event | None = None

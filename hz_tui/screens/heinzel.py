@@ -1,32 +1,46 @@
-"""One heinzel's page: its contract versions, timeline of turns, lessons, what waits, and cost.
+"""One heinzel's page: the live turn, its timeline, what waits, the inbox and the composer.
 
-Everything comes from one ``heinzel.show``; the page asks again whenever
-the live feed says this heinzel's spine moved.
+The facts, timeline, lessons and costs come from one ``heinzel.show`` and
+the inbox from ``heinzel.inbox``; both are asked again whenever the live
+feed says this heinzel's spine moved. The live turn panel reads the spine
+and the turn's body itself (``hz_tui.widgets.live_turn``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
+from textual.theme import Theme
 from textual.widgets import Footer, Header, Static
+from ulid import ULID
 
 from hz_kernel import operations as ops
-from hz_kernel.api import HeinzelDetail
+from hz_kernel.api import HeinzelDetail, InboxItem
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
+from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.prompt import PromptScreen
+from hz_tui.watcher import SpineBatch
+from hz_tui.widgets.composer import Composer
 from hz_tui.widgets.costs import CostPanel
 from hz_tui.widgets.facts import Facts
+from hz_tui.widgets.inbox import InboxList, waiting
 from hz_tui.widgets.lessons import LessonList
+from hz_tui.widgets.live_turn import LiveTurnPanel
 from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
+
+#: A second Ctrl+C within this many seconds stops the running turn.
+DOUBLE_PRESS_S = 2.0
 
 
 class HeinzelScreen(Screen[None]):
@@ -40,10 +54,20 @@ class HeinzelScreen(Screen[None]):
         super().__init__()
         self.heinzel_id = heinzel_id
         self.detail: HeinzelDetail | None = None
+        self.inbox: list[InboxItem] = []
+        self.stop_armed_at = 0.0
 
     @property
     def cockpit(self) -> CockpitApp:
         return cast("CockpitApp", self.app)
+
+    @property
+    def turn_panel(self) -> LiveTurnPanel:
+        return self.query_one(LiveTurnPanel)
+
+    @property
+    def name_shown(self) -> str:
+        return self.detail.heinzel.name if self.detail else self.heinzel_id
 
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
@@ -51,21 +75,33 @@ class HeinzelScreen(Screen[None]):
             yield Facts(id="facts")
             with Horizontal(id="columns"):
                 with Vertical(id="main"):
+                    yield Static("Live turn", classes="section")
+                    yield LiveTurnPanel(self.cockpit.home.heinzel_dir(self.heinzel_id), id="live")
                     yield Static("Turns", classes="section")
                     yield Timeline(id="timeline")
                 with Vertical(id="side"):
                     yield Static("Waiting on you", classes="section")
                     yield PendingPanel(id="pending")
+                    yield Static("Inbox", classes="section")
+                    yield InboxList(id="inbox")
                     yield Static("What I learned from you", classes="section")
                     yield LessonList(id="lessons")
                     yield Static("Cost this month by cause", classes="section")
                     yield CostPanel(id="costs")
+        yield Composer(self.cockpit.home, self.heinzel_id, id="composer")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
-        self.query_one(Timeline).palette = rows.Palette.from_theme(self.app.theme_variables)
+        self.cockpit.spines_moved.subscribe(self, self.on_spines)
+        self.app.theme_changed_signal.subscribe(self, self.on_theme)
+        self.on_theme(self.app.current_theme)
         self.load()
+
+    def on_theme(self, theme: Theme) -> None:
+        palette = rows.Palette.from_theme(self.app.theme_variables)
+        self.query_one(Timeline).palette = palette
+        self.turn_panel.restyle(palette)
 
     def on_rows(self, update: RowsUpdate) -> None:
         if self.heinzel_id in update.gone:
@@ -73,13 +109,20 @@ class HeinzelScreen(Screen[None]):
         elif self.heinzel_id in update.ids:
             self.load()
 
+    def on_spines(self, batch: SpineBatch) -> None:
+        if self.heinzel_id in batch.moved:
+            self.turn_panel.read_spine()
+
     @work(exclusive=True, group="heinzel-page")
     async def load(self) -> None:
+        client = self.cockpit.client
         try:
-            detail = await self.cockpit.client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
+            detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
+            inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError as exc:
             self.query_one(Facts).show([("Error", exc.one_line())])
             return
+        self.inbox = inbox.items
         self.show(detail)
 
     def show(self, detail: HeinzelDetail) -> None:
@@ -106,8 +149,11 @@ class HeinzelScreen(Screen[None]):
         self.query_one(Facts).show(facts)
         self.query_one(Timeline).show(detail.turns)
         self.query_one(PendingPanel).show(detail)
+        self.query_one(InboxList).show(self.inbox)
         self.query_one(LessonList).show(detail.lessons)
         self.query_one(CostPanel).show(detail.cost_month)
+
+    # -- navigation and the heinzel actions ----------------------------------------------
 
     def action_back(self) -> None:
         self.dismiss()
@@ -117,3 +163,118 @@ class HeinzelScreen(Screen[None]):
 
     def action_act(self, action: str) -> None:
         self.cockpit.act(self.heinzel_id, action)
+
+    def action_compose(self) -> None:
+        self.query_one(Composer).input.focus()
+
+    def action_follow(self) -> None:
+        self.turn_panel.jump_to_latest()
+
+    # -- stopping the running turn -------------------------------------------------------
+
+    def on_composer_stop_asked(self, message: Composer.StopAsked) -> None:
+        message.stop()
+        if message.twice_needed:
+            self.action_stop_turn()
+        elif self.turn_panel.running:
+            self.stop_turn()
+        else:
+            self.query_one("#page").focus()
+
+    def action_stop_turn(self) -> None:
+        """Ctrl+C: the first press arms, a second within ``DOUBLE_PRESS_S`` stops the turn."""
+        now = time.monotonic()
+        if now - self.stop_armed_at <= DOUBLE_PRESS_S:
+            self.stop_armed_at = 0.0
+            self.stop_turn()
+            return
+        self.stop_armed_at = now
+        self.notify("Press Ctrl+C again to stop the running turn.", timeout=DOUBLE_PRESS_S)
+
+    @work(exclusive=True, group="heinzel-stop")
+    async def stop_turn(self) -> None:
+        """Stop the turn; what was queued stays in the inbox and its text returns here."""
+        client = self.cockpit.client
+        ref = ops.HeinzelRef(ref=self.heinzel_id)
+        try:
+            report = await client.call(ops.STOP, ref)
+            inbox = await client.call(ops.INBOX, ref)
+        except HzError as exc:
+            self.notify(f"{self.name_shown}: {exc.one_line()}", severity="error", timeout=10)
+            return
+        if report.turn is None:
+            self.notify(f"{self.name_shown}: no turn was running.")
+        else:
+            self.notify(f"{self.name_shown}: the turn was stopped.")
+        queued = [item for item in waiting(inbox.items) if item.kind == "chat"]
+        only = queued[0].request_id if len(queued) == 1 else None
+        self.query_one(Composer).put_back([item.message for item in queued], only)
+        self.inbox = inbox.items
+        self.query_one(InboxList).show(self.inbox)
+
+    # -- answer, retry, dismiss ----------------------------------------------------------
+
+    def action_answer(self) -> None:
+        questions = [
+            q for q in (self.detail.questions if self.detail else []) if q.status == "pending"
+        ]
+        if not questions:
+            self.notify("No question waits for an answer.", severity="warning")
+            return
+        prompt = PromptScreen("Answer", questions[-1].question or "", placeholder="your answer")
+        self.app.push_screen(prompt, self.send_answer)
+
+    def send_answer(self, text: str | None) -> None:
+        if text:
+            request = ops.AnswerRequest(ref=self.heinzel_id, message=text, request_id=_request_id())
+            self.send(ops.ANSWER, request, "answer sent")
+
+    def action_retry(self) -> None:
+        prompt = PromptScreen(
+            "Try again",
+            "Runs the last turn again from its inputs, with your hint for the model.",
+            placeholder="a hint, e.g. shorter (optional)",
+            allow_empty=True,
+        )
+        self.app.push_screen(prompt, self.send_retry)
+
+    def send_retry(self, hint: str | None) -> None:
+        if hint is not None:
+            request = ops.RetryRequest(
+                ref=self.heinzel_id, hint=hint or None, request_id=_request_id()
+            )
+            self.send(ops.RETRY, request, "trying again")
+
+    def action_dismiss_lesson(self) -> None:
+        lessons = [
+            lesson
+            for lesson in (self.detail.lessons if self.detail else [])
+            if not lesson.dismissed
+        ]
+        if not lessons:
+            self.notify("No lesson to dismiss.", severity="warning")
+            return
+        items = [(lesson.lesson_id, lesson.lesson) for lesson in lessons]
+        self.app.push_screen(ChooseScreen("Dismiss which lesson?", items), self.send_dismiss)
+
+    def send_dismiss(self, lesson_id: str | None) -> None:
+        if lesson_id:
+            request = ops.DismissRequest(ref=self.heinzel_id, lesson_id=lesson_id)
+            self.send(ops.DISMISS, request, "lesson dismissed")
+
+    @work(group="heinzel-send")
+    async def send(
+        self, operation: ops.Operation[ops.Req, ops.Resp], request: ops.Req, done: str
+    ) -> None:
+        try:
+            await self.cockpit.client.call(operation, request)
+        except HzError as exc:
+            self.notify(f"{self.name_shown}: {exc.one_line()}", severity="error", timeout=10)
+            return
+        self.notify(f"{self.name_shown}: {done}.")
+        self.load()
+
+
+def _request_id() -> str:
+    """A fresh request id: one per message the user sends, never reused for another."""
+    return f"cockpit-{ULID()}"

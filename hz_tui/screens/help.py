@@ -33,7 +33,7 @@ class HelpScreen(ModalScreen[None]):
         for scope in keymap.SCOPES:
             table = Table(title=scope.title, title_justify="left", show_header=False, box=None)
             table.add_column("keys", style="bold", width=12, no_wrap=True)
-            table.add_column("does", width=16, no_wrap=True)
+            table.add_column("does", width=20, no_wrap=True)
             table.add_column("id", style="dim", no_wrap=True)
             for binding in scope.bindings:
                 table.add_row(

@@ -3,7 +3,12 @@
 Fixed ids, fixed event times and a pinned ``HZ_NOW`` make every screen the
 same on every run, so snapshots compare. Contracts are compiled and stored
 by the kernel's own contract code; events are appended by a real ``Kernel``
-(its held session, which takes the spine lock and updates the index).
+(its held session, which takes the spine lock and updates the index). The
+changelog's pending draft is also in a real document under the home's
+``docs`` folder (placed by the documents adapter, then edited as a user
+would) with its turn body, so the review screen has a real diff to show;
+the running release-notes turn has streamed part of its output, and a
+message waits in its inbox.
 """
 
 from __future__ import annotations
@@ -11,9 +16,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hz_kernel.adapters.documents import MarkdownDocuments
 from hz_kernel.contracts import ContractVersions, compile_contract
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import BodyWriter
+from hz_kernel.store.fsutil import atomic_write
+from hz_kernel.store.inbox import Inbox, InboxRequest
 from hz_kernel.vocabulary import (
     AmendmentProposed,
     ApprovalObserved,
@@ -35,6 +44,28 @@ from hz_kernel.vocabulary import (
 
 NOW = "2026-11-20T12:00:00Z"
 _NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+CHANGELOG = "# Changelog\n\n## Unreleased\n\n## 2.3.0\n\n- Wish lists\n"
+CHANGELOG_DRAFT = """\
+### Added
+- One-click refunds on the order page (#41)
+- Search suggestions while typing (#43)
+
+### Fixed
+- Currency rounding in invoices (#38)
+- Login redirect after a password reset (#40)
+"""
+#: The user's edit of the changelog draft: ticket numbers out, one line reworded.
+CHANGELOG_EDITS = (
+    (" (#41)", ""),
+    (" (#43)", ""),
+    ("Search suggestions while typing", "Product suggestions as you type in search"),
+)
+RELEASE_STREAM = (
+    "## Draft\n",
+    "3 items (notes: 3); new since",
+    " last time: notes.\n\n### Notes\n",
+)
 
 CONTRACT = """\
 ---
@@ -160,6 +191,10 @@ def days_ago(days: float, hour: int = 15) -> datetime:
 
 async def build(home: Home) -> dict[str, str]:
     """Write the standard cockpit home: ten heinzels, one in every interesting state."""
+    docs = home.root / "docs"
+    docs.mkdir(mode=0o700)
+    atomic_write(home.settings_path, f'[documents]\nroot = "{docs}"\n'.encode())
+    atomic_write(docs / "CHANGELOG.md", CHANGELOG.encode())
     kernel = await Kernel.open(home)
     try:
         return await _write_all(kernel)
@@ -225,11 +260,9 @@ async def _write_all(kernel: Kernel) -> dict[str, str]:
         days_ago(20), schedule="0 9 * * *", asset="doc:CHANGELOG.md#unreleased"
     )
     await changelog.event(ContractApproved(version=1, fingerprint=fp), days_ago(20, 16))
-    await changelog.turn(
-        days_ago(1, 9),
-        usd=0.08,
-        effects=[changelog.draft(days_ago(1, 9), "doc:CHANGELOG.md#unreleased")],
-    )
+    changelog_draft = changelog.draft(days_ago(1, 9), "doc:CHANGELOG.md#unreleased")
+    changelog_turn = await changelog.turn(days_ago(1, 9), usd=0.08, effects=[changelog_draft])
+    _place_edited(kernel.home, changelog, changelog_turn, changelog_draft)
     ids[changelog.name] = changelog.id
 
     digest = Writer(kernel, 3, "oncall-digest")
@@ -272,7 +305,19 @@ async def _write_all(kernel: Kernel) -> dict[str, str]:
         days_ago(8), schedule="0 16 * * THU", asset="doc:release/notes.md#draft"
     )
     await release.event(ContractApproved(version=1, fingerprint=fp), days_ago(8, 16))
-    await release.turn(days_ago(0, 11), cause="source-changed", disposition=None)
+    release_turn = await release.turn(days_ago(0, 11), cause="source-changed", disposition=None)
+    body = BodyWriter(kernel.home.heinzel_dir(release.id), release_turn)
+    for chunk in RELEASE_STREAM:
+        body.write("chunk", text=chunk)
+    body.close()
+    Inbox(kernel.home.heinzel_dir(release.id)).admit(
+        InboxRequest(
+            request_id="cockpit-snapshot-1",
+            heinzel=release.id,
+            message="also mention the new pricing page",
+            admitted_at=days_ago(0, 10),
+        )
+    )
     ids[release.name] = release.id
 
     docs = Writer(kernel, 6, "docs-index")
@@ -308,3 +353,24 @@ async def _write_all(kernel: Kernel) -> dict[str, str]:
     for heinzel in list(kernel.sessions):
         kernel.release(heinzel)
     return ids
+
+
+def _place_edited(home: Home, writer: Writer, turn: str, draft: DraftPlaced) -> None:
+    """Put the draft in its document as the engine does, then edit it as a user would."""
+    body = BodyWriter(home.heinzel_dir(writer.id), turn)
+    body.write("draft", key=draft.key, asset=draft.asset, text=CHANGELOG_DRAFT)
+    body.close()
+    path = home.root / "docs" / "CHANGELOG.md"
+    MarkdownDocuments().place_draft(
+        path,
+        "unreleased",
+        key=draft.key,
+        heinzel_name=writer.name,
+        heinzel_id=writer.id,
+        contract_version=draft.contract_version,
+        text=CHANGELOG_DRAFT,
+    )
+    text = path.read_text()
+    for before, after in CHANGELOG_EDITS:
+        text = text.replace(before, after)
+    atomic_write(path, text.encode())

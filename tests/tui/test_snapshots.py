@@ -1,4 +1,8 @@
-"""Every cockpit screen, pictured: dark and light at 120×40, the home also at 80×24."""
+"""Every cockpit screen, pictured: dark and light at 120×40, the home also at 80×24.
+
+The pictures pin the pid on the kernel page and ``HZ_NOW`` everywhere; the
+live turn's body is read on a timer, so its page is pictured after a pause.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,11 @@ from textual.pilot import Pilot
 
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
+from hz_tui import composer_store
 from hz_tui.app import CockpitApp
+from hz_tui.composer_store import ComposerState
 from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.screens.review import ReviewScreen
 from tests.tui import homes
 
 THEMES = ["hz-dark", "hz-light"]
@@ -86,3 +93,40 @@ def test_help(snap_compare, snapshot_client, theme: str) -> None:
     home, client = snapshot_client
     app = cockpit(home, client, theme)
     assert snap_compare(app, press=["f1"], terminal_size=(120, 40), run_before=loaded)
+
+
+async def open_review(pilot: Pilot[int]) -> None:
+    await pilot.press("f4")
+    screen = pilot.app.screen
+    assert isinstance(screen, ReviewScreen)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_review(snap_compare, snapshot_client, theme: str) -> None:
+    home, client = snapshot_client
+    app = cockpit(home, client, theme)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_review))
+
+
+async def open_release_notes(pilot: Pilot[int]) -> None:
+    pilot.app.push_screen(HeinzelScreen(homes.heinzel_id(5)))
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.3)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_live_turn_inbox_and_composer(snap_compare, snapshot_client, theme: str) -> None:
+    home, client = snapshot_client
+    heinzel = homes.heinzel_id(5)
+    saved = ComposerState(text="make the intro two lines", mode="steer")
+    composer_store.save_composer(home, heinzel, saved)
+    try:
+        app = cockpit(home, client, theme)
+        assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_release_notes))
+    finally:
+        composer_store.composer_path(home, heinzel).unlink(missing_ok=True)

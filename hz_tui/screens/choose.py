@@ -1,0 +1,38 @@
+"""A small dialog that picks one of a few items: which lesson to dismiss."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from hz_tui import keymap
+
+
+class ChooseScreen(ModalScreen[str | None]):
+    """Returns the id of the item chosen (Enter or a click), or None (Escape)."""
+
+    CSS_PATH = "choose.tcss"
+    BINDINGS = keymap.DIALOG
+
+    def __init__(self, title: str, items: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.heading = title
+        self.items = items
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self.heading, id="dialog-title")
+            yield OptionList(*(Option(label, id=ident) for ident, label in self.items))
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

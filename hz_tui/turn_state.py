@@ -1,0 +1,171 @@
+"""The live turn as the spine tells it: which of the five steps, which attempt, which effects.
+
+A reducer over spine lines, kept apart from the widgets so the rules read in
+one place and are tested without a screen. It follows the newest turn that
+ran (a ``turn.skipped`` line is a tick's one-line "nothing to do", not a turn
+worth replacing the last real one on screen).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hz_kernel.vocabulary import STEP_NAMES
+from hz_tui.tail import SpineLine
+
+TurnStatus = Literal["none", "running", "waiting", "finished"]
+EffectStatus = Literal["started", "done", "failed", "interrupted"]
+
+#: Spine kinds whose ``key`` names an effect and what it left behind, as a short phrase.
+LEFT_BEHIND = {
+    "draft.placed": "draft placed",
+    "question.asked": "question asked",
+    "notice.raised": "notice raised",
+}
+
+
+@dataclass
+class EffectRow:
+    """One row of the effect ledger: an effect by its key, and how far it got."""
+
+    key: str
+    effect: str
+    status: EffectStatus
+    detail: str = ""
+
+
+@dataclass
+class LiveTurn:
+    """What the live panel shows of the newest turn."""
+
+    turn: str | None = None
+    status: TurnStatus = "none"
+    started_at: str | None = None
+    causes: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    attempt: int = 0
+    attempt_note: str = ""
+    disposition: str | None = None
+    reason: str | None = None
+    report: str | None = None
+    waiting_until: str | None = None
+    steered: int = 0
+    requested: int = 0
+    effects: dict[str, EffectRow] = field(default_factory=dict)
+
+    @property
+    def step(self) -> str | None:
+        """The step under way: the first of the five not done yet (None once it ended)."""
+        if self.status in ("none", "finished"):
+            return None
+        return next((s for s in STEP_NAMES if s not in self.done), "finish")
+
+    def fold(self, line: SpineLine) -> bool:
+        """Fold one line of this turn in; True when it changed what the panel shows."""
+        kind, data = line.kind, line.data
+        if kind == "step.done":
+            step = str(data.get("step"))
+            if step not in self.done:
+                self.done.append(step)
+            if data.get("report"):
+                self.report = str(data["report"])
+            self.attempt_note = ""
+        elif kind == "attempt.started":
+            self.attempt = int(data.get("attempt") or 1)
+            self.attempt_note = f"model {data['model']}" if data.get("model") else ""
+        elif kind == "attempt.retry":
+            self.attempt = int(data.get("attempt") or self.attempt)
+            self.attempt_note = f"retry in {data.get('delay_ms', 0)} ms: {data.get('error', '')}"
+        elif kind == "attempt.failed":
+            self.attempt = int(data.get("attempt") or self.attempt)
+            self.attempt_note = f"failed {data.get('code', '')}: {data.get('error', '')}"
+        elif kind == "turn.waiting":
+            self.status = "waiting"
+            self.waiting_until = data.get("until")
+        elif kind == "turn.resumed":
+            self.status = "running"
+            self.waiting_until = None
+        elif kind == "turn.finished":
+            self.status = "finished"
+            self.done = list(STEP_NAMES)
+            self.disposition = data.get("disposition")
+            self.reason = data.get("reason")
+            self.report = data.get("report") or self.report
+        elif kind == "turn.steered":
+            self.steered += 1
+        elif kind == "turn.requested":
+            self.requested += 1
+        elif kind.startswith("effect."):
+            return self._effect(kind, data)
+        elif kind in LEFT_BEHIND and line.key in self.effects:
+            self.effects[line.key].detail = LEFT_BEHIND[kind]
+        else:
+            return False
+        return True
+
+    def _effect(self, kind: str, data: dict[str, Any]) -> bool:
+        key = str(data.get("key") or "")
+        if not key:
+            return False
+        row = self.effects.get(key)
+        if kind == "effect.started":
+            self.effects[key] = EffectRow(key, str(data.get("effect") or "effect"), "started")
+            return True
+        if row is None:
+            row = self.effects[key] = EffectRow(key, str(data.get("effect") or "effect"), "started")
+        if kind == "effect.done":
+            row.status = "done"
+            row.detail = "found on resume" if data.get("found_on_resume") else row.detail
+        elif kind == "effect.failed":
+            row.status, row.detail = "failed", str(data.get("error") or "")
+        elif kind == "effect.interrupted":
+            row.status = "interrupted"
+        else:
+            return False
+        return True
+
+
+class TurnFollower:
+    """Follows one spine's lines and keeps the newest turn that ran as ``current``."""
+
+    def __init__(self) -> None:
+        self.current = LiveTurn()
+        self.last_seq = 0
+
+    def apply(self, lines: list[SpineLine]) -> bool:
+        """Fold new lines in (repeats by seq are ignored); True when the view changed."""
+        changed = False
+        for line in lines:
+            if line.seq <= self.last_seq:
+                continue
+            self.last_seq = line.seq
+            if line.turn is None or line.kind == "turn.skipped":
+                continue
+            if line.kind == "turn.started":
+                causes = line.data.get("causes") or [line.data.get("cause")]
+                self.current = LiveTurn(
+                    turn=line.turn,
+                    status="running",
+                    started_at=line.ts,
+                    causes=[str(c) for c in causes if c],
+                )
+                changed = True
+            elif line.turn == self.current.turn:
+                changed |= self.current.fold(line)
+            elif self.current.turn is None:
+                # The window began inside this turn: follow it from what is visible.
+                self.current = LiveTurn(turn=line.turn, status="running")
+                self.current.fold(line)
+                changed = True
+        return changed
+
+
+def short_key(key: str) -> str:
+    """An effect key without its heinzel id: the page already says whose it is."""
+    return key.split("@", 1)[1] if key.startswith("hz-") and "@" in key else key
+
+
+def chunk_text(records: list[dict[str, Any]]) -> str:
+    """The streamed model output in a run of body records."""
+    return "".join(str(r.get("text", "")) for r in records if r.get("type") == "chunk")

@@ -1,0 +1,118 @@
+"""The real ``hz`` binary in a real terminal: tmux runs the cockpit against a running daemon.
+
+A throwaway home holds one pending draft in a Markdown file. ``hz daemon
+start`` starts the daemon for it; ``hz`` (the cockpit) attaches to it in a
+120×40 tmux window. Keys open the review queue and approve the draft; the
+result is read back from the document (its tag line is gone) and from the
+screen (``tmux capture-pane``). tmux runs on a private socket, so no user
+session is touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tui import worlds
+
+HZ = Path(sys.executable).parent / "hz"
+WAIT_S = 15.0
+
+
+class Tmux:
+    """One detached tmux session on a private server socket."""
+
+    def __init__(self, socket: str, session: str) -> None:
+        self.socket = socket
+        self.session = session
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+        )
+        return done.stdout
+
+    def keys(self, *keys: str) -> None:
+        """Send keys one at a time, apart: Escape then a letter quickly would read as Alt."""
+        for key in keys:
+            self.run("send-keys", "-t", self.session, key)
+            time.sleep(0.3)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            shown = self.screen()
+            if check(shown):
+                return shown
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{shown}")
+            time.sleep(0.1)
+
+
+def hz(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(HZ), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    name = f"hz-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    session = Tmux(name, name)
+    try:
+        yield session
+    finally:
+        session.run("kill-server")
+
+
+def test_approve_a_draft_from_the_review_queue_through_the_daemon(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
+    document = world.document("notes-digest")
+    assert worlds.TAG in document.read_text()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env.update(
+        HZ_HOME=str(world.home.root),
+        HZ_TICK_SECONDS="3600",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+    )
+    started = hz(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        command = " ".join(
+            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
+        )
+        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        shown = tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+        assert "daemon (pid" in shown
+        tmux.keys("F4")
+        tmux.wait_for(lambda s: "draft 1 of 1" in s, "the review queue")
+        tmux.keys("a")
+        shown = tmux.wait_for(lambda s: "notes-digest: draft approved" in s, "the approval")
+        assert "nothing waits for review" in shown
+        approved = document.read_text()
+        assert worlds.TAG not in approved and "shipped search" in approved
+        tmux.keys("Escape", "q")
+        deadline = time.monotonic() + WAIT_S
+        while tmux.run("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not tmux.run("list-sessions"), "the cockpit did not exit on q"
+    finally:
+        stopped = hz(env, "daemon", "stop")
+        assert stopped.returncode == 0, stopped.stderr

@@ -1,0 +1,127 @@
+"""Draft review driven with Pilot: real drafts in real documents, a real editor process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hz_kernel.client import LocalClient
+from hz_kernel.kernel import Kernel
+from hz_kernel.vocabulary import TurnFinished
+from hz_tui.app import CockpitApp
+from hz_tui.screens.review import ReviewScreen
+from hz_tui.widgets.diff_view import DiffView
+from tests.tui import worlds
+from tests.tui.test_cockpit import SIZE, text_of, until
+
+EDITOR = """#!/bin/sh
+sed -i 's/shipped search/shipped fuzzy search/' "$1"
+"""
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> worlds.World:
+    return await worlds.build(tmp_path)
+
+
+@pytest.fixture
+async def cockpit_client(world: worlds.World) -> AsyncIterator[LocalClient]:
+    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
+    client = LocalClient(await Kernel.open(world.home, long_lived=True))
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+def diff_text(screen: ReviewScreen) -> str:
+    return text_of(screen.query_one(DiffView).query_one("#diff-text"))  # type: ignore[arg-type]
+
+
+async def test_review_edit_approve_reject_in_seconds(
+    world: worlds.World,
+    cockpit_client: LocalClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text(EDITOR)
+    editor.chmod(0o700)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", str(editor))
+    app = CockpitApp(world.home, cockpit_client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await until(lambda: screen.queue.row_count == 2 and screen.diff is not None)
+        first = screen.queue.cursor_key()
+        assert screen.diff is not None and screen.diff.heinzel_name == "notes-digest"
+        assert "unchanged since it was placed" in diff_text(screen)
+        await pilot.press("j")
+        await until(lambda: screen.diff is not None and screen.diff.key != first)
+        assert screen.diff.heinzel_name == "team-digest"
+        await pilot.press("n")
+        await until(lambda: screen.diff is not None and screen.diff.key == first)
+        await pilot.press("e")
+        await until(lambda: screen.diff is not None and screen.diff.status == "edited")
+        shown = diff_text(screen)
+        assert "-- shipped search" in shown and "+- shipped fuzzy search" in shown
+        await pilot.press("enter")
+        await pilot.press("a")
+        await until(lambda: screen.queue.row_count == 1)
+        approved = world.document("notes-digest").read_text()
+        assert worlds.TAG not in approved and "shipped fuzzy search" in approved
+        await until(lambda: screen.diff is not None and screen.diff.heinzel_name == "team-digest")
+        await pilot.press("r")
+        await until(lambda: screen.queue.row_count == 0)
+        assert "hz:begin" not in world.document("team-digest").read_text()
+        await until(lambda: "No drafts wait for you" in diff_text(screen))
+        await pilot.press("a")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1] == "No draft is selected."
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ReviewScreen)
+
+
+async def test_toasts_for_a_landing_draft_and_a_failed_turn_and_the_bell(
+    world: worlds.World, cockpit_client: LocalClient
+) -> None:
+    settings = world.home.settings_path
+    settings.write_text(settings.read_text() + "\n[cockpit]\nbell = true\n")
+    home = worlds.World(world.root).home
+    app = CockpitApp(home, cockpit_client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        assert app.bell_on
+        await pilot.pause(0.2)
+        await pilot.press("v")
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await until(lambda: screen.queue.row_count == 2)
+        kernel = cockpit_client.kernel
+        made = await kernel.new(text=worlds.digest("late-digest"))
+        await kernel.approve(ref=made.name)
+        await kernel.wake(ref=made.name)
+        await until(lambda: screen.queue.row_count == 3, timeout=10)
+        await kernel.append(
+            made.id,
+            TurnFinished(disposition="failed", reason="model_unavailable"),
+            turn="01JC0CKP1T0000000100000009",
+        )
+
+        def messages() -> list[str]:
+            return [n.message for n in app._notifications]
+
+        await until(lambda: "late-digest: a turn failed: model_unavailable" in messages())
+        landed = "late-digest: a draft landed in reports/late-digest.md#digest (F4 to review)"
+        assert landed in messages(), messages()
+        await pilot.press("ctrl+p", *"bell")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not app.bell_on
+    assert CockpitApp(home, cockpit_client).bell_on is False
