@@ -577,6 +577,8 @@ class TurnCommands(KernelCore):
             draft = held.projection.drafts.get(key) or {}
             if draft.get("status") != "pending":
                 return None
+            if any(t["status"] == "running" for t in held.projection.turns.values()):
+                return None  # an interrupted turn may be replacing this draft: settle it first
             path, _ = self._draft_path(str(draft.get("asset")))
             found = MarkdownDocuments().find(path, key)
             if found is None:
