@@ -238,9 +238,13 @@ class TurnRunner:
                 state, "abandoned", reason=f"resumed {state.resumes} times", step=step
             )
             return None
-        if deadline and now_utc() > datetime.fromisoformat(str(deadline)):
+        waited = woken_by != "restart"
+        if deadline and not waited and now_utc() > datetime.fromisoformat(str(deadline)):
             await self._finish(state, "abandoned", reason="timeout", step=step)
             return None
+        if waited:
+            state.done = [s for s in state.done if s == "gather"]
+            state.outcome = None
         await self.held.append(
             TurnResumed(woken_by=woken_by, resumes=state.resumes + 1),  # type: ignore[arg-type]
             turn=state.turn,
@@ -696,10 +700,18 @@ class TurnRunner:
         self, state: TurnState, records: list[dict[str, Any]]
     ) -> str | None:
         """After a crash in think: output that had streamed is never asked for again."""
-        attempted = any(
-            e.turn == state.turn and e.kind == "attempt.started" for e in self.held.scan.events
+        mine = [e for e in self.held.scan.events if e.turn == state.turn]
+        attempts = [e.seq for e in mine if e.kind == "attempt.started"]
+        thought = [e.seq for e in mine if e.kind == "step.done" and e.data.get("step") == "think"]
+        attempted = bool(attempts) and (not thought or thought[-1] < attempts[-1])
+        last_context = max(
+            (n for n, r in enumerate(records) if r.get("type") == "context"), default=-1
         )
-        streamed = sum(len(str(r.get("text", ""))) for r in records if r.get("type") == "chunk")
+        streamed = sum(
+            len(str(r.get("text", "")))
+            for r in records[last_context + 1 :]
+            if r.get("type") == "chunk"
+        )
         if not (attempted and streamed):
             return None
         await self._attempt_failed(
