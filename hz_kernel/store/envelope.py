@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.vocabulary import ENVELOPE_VERSION, EventData, migrate, parse_payload
 
@@ -80,8 +81,8 @@ def line_hash(line: bytes) -> str:
 
 
 def utc_stamp(moment: datetime | None = None) -> str:
-    """An ISO-8601 UTC timestamp with microseconds and a ``Z``."""
-    moment = (moment or datetime.now(UTC)).astimezone(UTC)
+    """An ISO-8601 UTC timestamp with microseconds and a ``Z`` (``HZ_NOW`` pins it)."""
+    moment = (moment or now_utc()).astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
