@@ -812,13 +812,8 @@ class TurnRunner:
             if key in state.placed:
                 continue
             path, anchor = self._resolve_asset(asset)
-            if key not in state.effects_started:
-                self.body.write("draft", key=key, asset=asset, text=outcome.text)
-                self.body.sync()
-                await self.held.append(
-                    EffectStarted(key=key, effect=PLACE_DRAFT), turn=state.turn, key=key
-                )
-                found_on_resume = False
+
+            def place(path: Path = path, anchor: str | None = anchor, key: str = key) -> str:
                 placed = self.documents.place_draft(
                     path,
                     anchor,
@@ -828,24 +823,21 @@ class TurnRunner:
                     contract_version=state.version,
                     text=outcome.text,
                 )
+                return placed.section.text
+
+            if key not in state.effects_started:
+                self.body.write("draft", key=key, asset=asset, text=outcome.text)
+                self.body.sync()
+                await self.held.append(
+                    EffectStarted(key=key, effect=PLACE_DRAFT), turn=state.turn, key=key
+                )
+                found_on_resume = False
+                section_text = place()
                 crashpoints.reached("effect:before-done")
-                section_text = placed.section.text
             elif key not in state.effects_done:
                 found = self.documents.find(path, key)
                 found_on_resume = found is not None
-                if found is None:
-                    placed = self.documents.place_draft(
-                        path,
-                        anchor,
-                        key=key,
-                        heinzel_name=str(row["name"]),
-                        heinzel_id=self.held.id,
-                        contract_version=state.version,
-                        text=outcome.text,
-                    )
-                    section_text = placed.section.text
-                else:
-                    section_text = found.text
+                section_text = found.text if found is not None else place()
             else:
                 found = self.documents.find(path, key)
                 section_text, found_on_resume = (found.text if found else outcome.text), False
