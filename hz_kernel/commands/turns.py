@@ -11,10 +11,11 @@ background and answers at once; a short-lived one runs them inline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -145,23 +146,29 @@ class TurnCommands(KernelCore):
         parent_turn: str | None = None,
         from_step: str | None = None,
     ) -> str:
-        runner = _runner(self, held)
         turn = str(ULID())
-        runner.turn = turn
-        runner.steer = self._steering(held, turn)
-        runner.task = asyncio.current_task()
-        self._running[held.id] = runner
-        try:
+        with self._registered(held, turn) as runner:
             request_ids = [w.request_id for w in wakes if w.request_id]
             state = await runner.start(
                 turn, wakes, request_ids=request_ids, parent_turn=parent_turn, from_step=from_step
             )
             await runner.run(state)
-        finally:
-            self._running.pop(held.id, None)
         if runner.stopping:
             raise _Stopped(turn)
         return turn
+
+    @contextlib.contextmanager
+    def _registered(self, held: HeldSession, turn: str) -> Iterator[TurnRunner]:
+        """A runner for ``turn``, known as this heinzel's running turn (for chat and stop)."""
+        runner = _runner(self, held)
+        runner.turn = turn
+        runner.steer = self._steering(held, turn)
+        runner.task = asyncio.current_task()
+        self._running[held.id] = runner
+        try:
+            yield runner
+        finally:
+            self._running.pop(held.id, None)
 
     def _follow_ups(self, held: HeldSession) -> list[Wake]:
         """Wakes for everything that arrived while the last turn ran: one follow-up turn."""
@@ -210,16 +217,10 @@ class TurnCommands(KernelCore):
         state = _load_state(held, turn)
         if state is None:
             return
-        runner = _runner(self, held)
-        runner.turn = turn
-        runner.steer = self._steering(held, turn)
-        self._running[held.id] = runner
-        try:
+        with self._registered(held, turn) as runner:
             resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]
             if resumed is not None:
                 await runner.run(resumed)
-        finally:
-            self._running.pop(held.id, None)
 
     def _steering(self, held: HeldSession, turn: str) -> Callable[[], Awaitable[list[str]]]:
         """The think step's steering queue: pending ``steer`` messages, journalled on delivery."""
