@@ -26,32 +26,13 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
-from tests.support.homes import World, git, make_world
+from tests.support.homes import checkout_repo, make_world
 
 SENTENCE = (
     "every Friday at three, draft this week's section of our weekly report from merged PRs "
     "and my notes; I approve"
 )
 TICK = "from hz_kernel.cli import main; raise SystemExit(main(['tick', '--once']))"
-
-
-def _repo(world: World) -> Path:
-    repo = world.root / "checkout"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "app.py").write_text("print('hi')\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "initial", when="2026-10-20T09:00:00+00:00")
-    for n, title in ((41, "Faster checkout"), (42, "Retry failed payments")):
-        git(repo, "checkout", "-q", "-b", f"feature-{n}")
-        (repo / f"f{n}.py").write_text(f"# {title}\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-q", "-m", title, when="2026-10-27T10:00:00+00:00")
-        git(repo, "checkout", "-q", "main")
-        merge = f"Merge pull request #{n} from acme/feature-{n}"
-        git(repo, "merge", "-q", "--no-ff", f"feature-{n}", "-m", merge, "-m", title,
-            when="2026-10-28T11:00:00+00:00")  # fmt: skip
-    return repo
 
 
 def _events(kernel: Kernel, heinzel_id: str) -> list[tuple[str, str | None, dict[str, object]]]:
@@ -64,7 +45,7 @@ async def test_the_worked_weekly_report(tmp_path: Path, monkeypatch: pytest.Monk
     (world.notes / "monday.md").write_text(
         "# Monday\n- fixed the login bug CHK-101\n- shipped search CHK-102\n"
     )
-    repo = _repo(world)
+    repo = checkout_repo(world)
     report = world.reports / "weekly.md"
 
     # Mon: created from a sentence, shown, approved as v1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from tests.support.homes import World, git, make_world
+from tests.support.homes import World, checkout_repo, make_world
 
 SENTENCE = (
     "every Friday at three, draft this week's section of our weekly report from merged PRs "
@@ -38,25 +38,6 @@ asyncio.run(main())
 """
 
 
-def _repo(world: World) -> Path:
-    repo = world.root / "checkout"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "app.py").write_text("print('hi')\n")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "initial", when="2026-10-20T09:00:00+00:00")
-    for n, title in ((41, "Faster checkout"), (42, "Retry failed payments")):
-        git(repo, "checkout", "-q", "-b", f"feature-{n}")
-        (repo / f"f{n}.py").write_text(f"# {title}\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-q", "-m", title, when="2026-10-27T10:00:00+00:00")
-        git(repo, "checkout", "-q", "main")
-        merge = f"Merge pull request #{n} from acme/feature-{n}"
-        git(repo, "merge", "-q", "--no-ff", f"feature-{n}", "-m", merge, "-m", title,
-            when="2026-10-28T11:00:00+00:00")  # fmt: skip
-    return repo
-
-
 def _run_slot(world: World, *, crash_at: str | None = None) -> int:
     env = world.env(
         HZ_NOW="2026-10-30T15:00:30Z", **({"HZ_CRASH_AT": crash_at} if crash_at else {})
@@ -70,7 +51,7 @@ async def test_created_then_friday_draft_then_crash_between_placed_and_finished(
     tmp_path: Path,
 ) -> None:
     world = make_world(tmp_path)
-    repo = _repo(world)
+    repo = checkout_repo(world)
     kernel = await Kernel.open(Home.resolve(world.home))
     made = await kernel.new(
         sentence=SENTENCE,

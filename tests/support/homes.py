@@ -85,3 +85,23 @@ def git(repo: Path, *args: str, when: str = "2026-10-27T10:00:00+00:00") -> str:
         ["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True
     )
     return result.stdout
+
+
+def checkout_repo(world: World) -> Path:
+    """A git repository with two merged pull requests in the week of 2026-10-26."""
+    repo = world.root / "checkout"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text("print('hi')\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "initial", when="2026-10-20T09:00:00+00:00")
+    for n, title in ((41, "Faster checkout"), (42, "Retry failed payments")):
+        git(repo, "checkout", "-q", "-b", f"feature-{n}")
+        (repo / f"f{n}.py").write_text(f"# {title}\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", title, when="2026-10-27T10:00:00+00:00")
+        git(repo, "checkout", "-q", "main")
+        merge = f"Merge pull request #{n} from acme/feature-{n}"
+        git(repo, "merge", "-q", "--no-ff", f"feature-{n}", "-m", merge, "-m", title,
+            when="2026-10-28T11:00:00+00:00")  # fmt: skip
+    return repo
