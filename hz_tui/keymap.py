@@ -42,6 +42,12 @@ HEINZEL_TABLE = [
     Binding("enter", "open", "Open", id="table.open"),
     Binding("s", "sort_next", "Sort", id="table.sort"),
     Binding("S", "sort_reverse", "Reverse", id="table.reverse", key_display="S", show=False),
+    Binding("up,k", "cursor_up", "Up", id="table.up", show=False),
+    Binding("down,j", "cursor_down", "Down", id="table.down", show=False),
+    Binding("pageup", "page_up", "Page up", id="table.page_up", show=False),
+    Binding("pagedown", "page_down", "Page down", id="table.page_down", show=False),
+    Binding("home,g", "first", "First", id="table.first", show=False),
+    Binding("end,G", "last", "Last", id="table.last", show=False),
 ]
 
 FILTER_BAR = [

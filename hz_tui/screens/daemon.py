@@ -14,7 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
@@ -22,6 +22,7 @@ from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap
 from hz_tui.widgets.facts import Facts
+from hz_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -44,7 +45,7 @@ class DaemonScreen(Screen[None]):
         with VerticalScroll(id="page"):
             yield Static("Kernel", classes="section")
             yield Facts(id="facts")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.title = "hz · kernel"

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 from ulid import ULID
 
 from hz_kernel import operations as ops
@@ -31,6 +31,7 @@ from hz_tui.widgets.composer import Composer
 from hz_tui.widgets.costs import CostPanel
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.inbox import InboxList, waiting
+from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.lessons import LessonList
 from hz_tui.widgets.live_turn import LiveTurnPanel
 from hz_tui.widgets.pending import PendingPanel
@@ -89,7 +90,7 @@ class HeinzelScreen(Screen[None]):
                     yield Static("Cost this month by cause", classes="section")
                     yield CostPanel(id="costs")
         yield Composer(self.cockpit.home, self.heinzel_id, id="composer")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.cockpit.rows_changed.subscribe(self, self.on_rows)

@@ -8,12 +8,13 @@ from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Header, Input
 
 from hz_tui import keymap, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.filter_bar import FilterBar
 from hz_tui.widgets.heinzel_table import HeinzelTable
+from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class HomeScreen(Screen[None]):
         yield FilterBar(id="filter")
         yield HeinzelTable(id="heinzels")
         yield StatusLine(id="status")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.table.palette = rows.Palette.from_theme(self.app.theme_variables)

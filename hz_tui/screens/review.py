@@ -16,7 +16,7 @@ from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from hz_kernel import operations as ops
 from hz_kernel.api import DraftDiff
@@ -25,6 +25,7 @@ from hz_tui import keymap, review, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.draft_queue import DraftQueue
+from hz_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -62,7 +63,7 @@ class ReviewScreen(Screen[None]):
             yield DraftQueue(id="queue")
             yield DiffView(id="diff")
         yield Static(id="review-status")
-        yield Footer(compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.title = "hz · review drafts"

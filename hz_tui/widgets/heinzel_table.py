@@ -1,21 +1,30 @@
-"""The home table: every heinzel as one keyed row, changed cell by cell, never rebuilt per event.
+"""The home table: every heinzel as one keyed row, drawn line by line from cached strips.
 
-Rows are keyed by heinzel id. The widget keeps the summaries it was given
-(``items``) and the cells it shows (``shown``); an update compares new cells
-with shown ones and touches only what differs. A filter removes and re-adds
-rows (``DataTable`` cannot hide one). A full rebuild happens only when the
-width changes the column layout.
+A line-API widget rather than ``DataTable``: with hundreds of rows and a
+live feed, what matters is that one changed heinzel costs one re-rendered
+line. Each row's strip is built once from its cells and kept until those
+cells change (or the column widths or palette do); the cursor, hover and
+zebra backgrounds are laid under the cached strip when a line is drawn.
+
+The widget keeps the summaries it was given (``items``), the cells of the
+rows that pass the filter (``shown``) and their order (``order``). An
+update compares new cells with shown ones and refreshes only the lines that
+differ; a change to the sorted column re-sorts (a list of ids, not widgets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
+from typing import ClassVar
 
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
 from textual import events
+from textual.geometry import Size
 from textual.message import Message
-from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from hz_kernel.api import HeinzelSummary
 from hz_kernel.clock import now_utc
@@ -24,51 +33,116 @@ from hz_tui.messages import OpenHeinzel
 from hz_tui.rows import Cell, Palette
 
 CELL_PADDING = 1
+HEADER_LINES = 1
+SORT_MARKS = {False: "▲", True: "▼"}
 
 
-class HeinzelTable(DataTable[Cell]):
+class HeinzelTable(ScrollView, can_focus=True):
     """Heinzels, filtered and sorted, keyed by id."""
 
     BINDINGS = keymap.HEINZEL_TABLE
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "heinzel-table--header",
+        "heinzel-table--header-sorted",
+        "heinzel-table--cursor",
+        "heinzel-table--even-row",
+        "heinzel-table--hover",
+    }
+
+    DEFAULT_CSS = """
+    HeinzelTable {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        overflow-y: auto;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .heinzel-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+        }
+        & > .heinzel-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .heinzel-table--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .heinzel-table--header-sorted {
+            color: $accent;
+        }
+        & > .heinzel-table--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        &:dark > .heinzel-table--even-row {
+            background: $surface-darken-1 40%;
+        }
+        & > .heinzel-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .heinzel-table--hover {
+            background: $block-hover-background;
+        }
+    }
+    """
 
     class Sorted(Message):
         """The sort column or direction changed."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True, cell_padding=CELL_PADDING)
+        super().__init__(id=id)
         self.items: dict[str, HeinzelSummary] = {}
         self.shown: dict[str, dict[str, Cell]] = {}
+        self.order: list[str] = []
+        self.position: dict[str, int] = {}
         self.terms: list[str] = []
         self.sort_column = "name"
         self.sort_reverse = False
         self.palette = Palette()
-        self.widths: dict[str, int] = {}
+        self.widths: dict[str, int] = rows.column_widths(0, CELL_PADDING)
+        self.cursor_row = 0
+        self.hover_row: int | None = None
+        self._strips: dict[str, Strip] = {}
+        self._header: Strip | None = None
+
+    @property
+    def row_count(self) -> int:
+        return len(self.order)
 
     # -- layout ------------------------------------------------------------------------
 
-    def on_mount(self) -> None:
-        self._lay_out(self.size.width or 80)
-
     def on_resize(self, event: events.Resize) -> None:
-        widths = rows.column_widths(self._usable(event.size.width), CELL_PADDING)
+        self._lay_out()
+
+    def _lay_out(self) -> None:
+        """Fit the columns to the width; a new layout drops every cached line."""
+        widths = rows.column_widths(self.scrollable_content_region.width, CELL_PADDING)
         if widths != self.widths:
-            self._lay_out(event.size.width)
+            self.widths = widths
+            self._forget_lines()
+        self._size_virtually()
 
-    def _usable(self, width: int) -> int:
-        return max(0, width - 2)
+    def _size_virtually(self) -> None:
+        self.virtual_size = Size(
+            self.scrollable_content_region.width, HEADER_LINES + len(self.order)
+        )
 
-    def _lay_out(self, width: int) -> None:
-        """(Re)create the columns for this width and put the visible rows back."""
-        focused = self.cursor_key()
-        self.widths = rows.column_widths(self._usable(width), CELL_PADDING)
-        self.clear(columns=True)
-        for spec in rows.COLUMNS:
-            self.add_column(spec.label, key=spec.key, width=self.widths[spec.key])
-        shown, self.shown = self.shown, {}
-        now = now_utc()
-        for heinzel_id in shown:
-            self._add(heinzel_id, now)
-        self._resort(focused)
+    def _forget_lines(self) -> None:
+        self._strips.clear()
+        self._header = None
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        """The header's look comes from CSS; row strips hold only their cells' own styles."""
+        super().notify_style_update()
+        self._header = None
 
     # -- data --------------------------------------------------------------------------
 
@@ -79,23 +153,24 @@ class HeinzelTable(DataTable[Cell]):
         self.apply(fresh.values(), gone)
 
     def apply(self, changed: Iterable[HeinzelSummary], gone: Iterable[str] = ()) -> None:
-        """Fold changed and removed heinzels in, touching only the cells that differ."""
+        """Fold changed and removed heinzels in, redrawing only the rows that differ."""
         focused = self.cursor_key()
         reorder = False
         now = now_utc()
         for heinzel_id in gone:
             self.items.pop(heinzel_id, None)
-            if heinzel_id in self.shown:
-                self._remove(heinzel_id)
+            if self.shown.pop(heinzel_id, None) is not None:
+                reorder = True
         for item in changed:
             self.items[item.id] = item
             visible = rows.matches(item, self.terms)
             if item.id in self.shown and not visible:
-                self._remove(item.id)
+                del self.shown[item.id]
+                reorder = True
             elif item.id in self.shown:
                 reorder |= self._update(item.id, rows.cells(item, self.palette, now))
             elif visible:
-                self._add(item.id, now)
+                self.shown[item.id] = rows.cells(item, self.palette, now)
                 reorder = True
         if reorder:
             self._resort(focused)
@@ -116,23 +191,66 @@ class HeinzelTable(DataTable[Cell]):
             return
         focused = self.cursor_key()
         self.terms = terms
-        for heinzel_id in list(self.shown):
-            if not rows.matches(self.items[heinzel_id], terms):
-                self._remove(heinzel_id)
-        added = False
         now = now_utc()
-        for heinzel_id, item in self.items.items():
-            if heinzel_id not in self.shown and rows.matches(item, terms):
-                self._add(heinzel_id, now)
-                added = True
-        if added:
-            self._resort(focused)
+        self.shown = {
+            heinzel_id: self.shown.get(heinzel_id) or rows.cells(item, self.palette, now)
+            for heinzel_id, item in self.items.items()
+            if rows.matches(item, terms)
+        }
+        self._resort(focused)
 
     def sort_by(self, column: str, reverse: bool | None = None) -> None:
         self.sort_column = column
         self.sort_reverse = self.sort_reverse if reverse is None else reverse
+        self._header = None
         self._resort(self.cursor_key())
         self.post_message(self.Sorted())
+
+    # -- cursor ------------------------------------------------------------------------
+
+    def cursor_key(self) -> str | None:
+        """The id of the highlighted heinzel, if any row is shown."""
+        if not self.order:
+            return None
+        return self.order[min(self.cursor_row, len(self.order) - 1)]
+
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        """Put the cursor on ``row`` (clamped) and scroll it into view."""
+        previous = self.cursor_row
+        self.cursor_row = max(0, min(row, len(self.order) - 1))
+        if previous != self.cursor_row:
+            self._refresh_row(previous)
+            self._refresh_row(self.cursor_row)
+        self._scroll_to_cursor(animate)
+
+    def _scroll_to_cursor(self, animate: bool) -> None:
+        rows_in_view = max(1, self.scrollable_content_region.height - HEADER_LINES)
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=animate, immediate=True)
+        elif self.cursor_row >= top + rows_in_view:
+            self.scroll_to(y=self.cursor_row - rows_in_view + 1, animate=animate, immediate=True)
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - HEADER_LINES - 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - self._page())
+
+    def action_page_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=len(self.order) - 1)
 
     # -- actions -----------------------------------------------------------------------
 
@@ -148,58 +266,147 @@ class HeinzelTable(DataTable[Cell]):
     def action_sort_reverse(self) -> None:
         self.sort_by(self.sort_column, reverse=not self.sort_reverse)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        column = str(event.column_key.value)
-        if column == self.sort_column:
-            self.action_sort_reverse()
-        else:
-            self.sort_by(column, reverse=False)
+    # -- mouse -------------------------------------------------------------------------
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_click(self, event: events.Click) -> None:
+        """Header: sort by that column (again: reverse). Row: select it; a second click opens."""
         event.stop()
-        if event.row_key.value is not None:
-            self.post_message(OpenHeinzel(event.row_key.value))
+        if event.y < HEADER_LINES:
+            column = self._column_at(event.x)
+            if column == self.sort_column:
+                self.action_sort_reverse()
+            elif column is not None:
+                self.sort_by(column, reverse=False)
+            return
+        row = self._row_at(event.y)
+        if row is None:
+            return
+        if row == self.cursor_row or event.chain > 1:
+            self.move_cursor(row=row)
+            self.action_open()
+        else:
+            self.move_cursor(row=row)
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._hover(self._row_at(event.y))
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._hover(None)
+
+    def _hover(self, row: int | None) -> None:
+        if row != self.hover_row:
+            previous, self.hover_row = self.hover_row, row
+            for changed in (previous, row):
+                if changed is not None:
+                    self._refresh_row(changed)
+
+    def _row_at(self, y: int) -> int | None:
+        if y < HEADER_LINES:
+            return None
+        row = round(self.scroll_y) + y - HEADER_LINES
+        return row if 0 <= row < len(self.order) else None
+
+    def _column_at(self, x: int) -> str | None:
+        left = 0
+        for key in rows.COLUMN_KEYS:
+            left += self.widths[key] + 2 * CELL_PADDING
+            if x < left:
+                return key
+        return None
+
+    # -- drawing -----------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if y < HEADER_LINES:
+            return self._header_strip().crop_extend(0, width, self._header_style())
+        row = round(self.scroll_y) + y - HEADER_LINES
+        if row >= len(self.order):
+            return Strip.blank(width, self.rich_style)
+        style = self._row_style(row)
+        return self._row_strip(self.order[row]).apply_style(style).crop_extend(0, width, style)
+
+    def _row_style(self, row: int) -> Style:
+        style = self.rich_style
+        if row % 2:
+            style += self.get_component_rich_style("heinzel-table--even-row", partial=True)
+        if row == self.hover_row:
+            style += self.get_component_rich_style("heinzel-table--hover", partial=True)
+        if row == self.cursor_row:
+            style += self.get_component_rich_style("heinzel-table--cursor", partial=True)
+        return style
+
+    def _row_strip(self, heinzel_id: str) -> Strip:
+        strip = self._strips.get(heinzel_id)
+        if strip is None:
+            cells = self.shown[heinzel_id]
+            strip = self._line(
+                (cells[key].plain, _style_of(cells[key])) for key in rows.COLUMN_KEYS
+            )
+            self._strips[heinzel_id] = strip
+        return strip
+
+    def _header_strip(self) -> Strip:
+        if self._header is None:
+            base = self._header_style()
+            sorted_style = base + self.get_component_rich_style(
+                "heinzel-table--header-sorted", partial=True
+            )
+            labels = []
+            for spec in rows.COLUMNS:
+                if spec.key == self.sort_column:
+                    labels.append((f"{spec.label} {SORT_MARKS[self.sort_reverse]}", sorted_style))
+                else:
+                    labels.append((spec.label, base))
+            self._header = self._line(labels).apply_style(base)
+        return self._header
+
+    def _header_style(self) -> Style:
+        return self.get_component_rich_style("heinzel-table--header")
+
+    def _line(self, cells: Iterable[tuple[str, Style]]) -> Strip:
+        """One row's segments: each cell padded, cut to its column with an ellipsis."""
+        pad = Segment(" " * CELL_PADDING, Style())
+        segments: list[Segment] = []
+        for key, (text, style) in zip(rows.COLUMN_KEYS, cells, strict=True):
+            width = self.widths[key]
+            if cell_len(text) > width:
+                text = set_cell_size(text, max(0, width - 1)) + "…" if width else ""
+            segments += [pad, Segment(set_cell_size(text, width), style), pad]
+        return Strip(segments)
+
+    def _refresh_row(self, row: int) -> None:
+        self.refresh_line(HEADER_LINES + row)
 
     # -- internals ---------------------------------------------------------------------
 
-    def cursor_key(self) -> str | None:
-        """The id of the highlighted heinzel, if any row is shown."""
-        if not self.row_count:
-            return None
-        try:
-            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except CellDoesNotExist:
-            return None
-
-    def _add(self, heinzel_id: str, now: datetime) -> None:
-        cells = rows.cells(self.items[heinzel_id], self.palette, now)
-        self.shown[heinzel_id] = cells
-        self.add_row(*(cells[key] for key in rows.COLUMN_KEYS), key=heinzel_id)
-
-    def _remove(self, heinzel_id: str) -> None:
-        self.shown.pop(heinzel_id, None)
-        self.remove_row(heinzel_id)
-
     def _update(self, heinzel_id: str, cells: dict[str, Cell]) -> bool:
-        """Update the cells that changed; True when the sort column's value moved."""
+        """Take the new cells; redraw the row if any differ. True when the sort value moved."""
         old = self.shown[heinzel_id]
-        moved = False
-        for key, cell in cells.items():
-            if cell.signature != old[key].signature:
-                self.update_cell(heinzel_id, key, cell)
-                moved |= key in (self.sort_column, "name")
         self.shown[heinzel_id] = cells
-        return moved
+        changed = [key for key, cell in cells.items() if cell.signature != old[key].signature]
+        if not changed:
+            return False
+        self._strips.pop(heinzel_id, None)
+        self._refresh_row(self.position[heinzel_id])
+        return any(key in (self.sort_column, "name") for key in changed)
 
     def _resort(self, focused: str | None) -> None:
-        if not self.row_count:
-            return
-        self.sort(
-            self.sort_column,
-            "name",
-            key=lambda pair: (pair[0].order, pair[1].order),
+        """Order the shown rows by the sort column (then name) and keep the cursor's heinzel."""
+        column = self.sort_column
+        self.order = sorted(
+            self.shown,
+            key=lambda h: (self.shown[h][column].order, self.shown[h]["name"].order),
             reverse=self.sort_reverse,
         )
-        if focused is not None and focused in self.shown:
-            self.move_cursor(row=self.get_row_index(focused), animate=False)
+        self.position = {heinzel_id: row for row, heinzel_id in enumerate(self.order)}
+        self._strips = {h: strip for h, strip in self._strips.items() if h in self.shown}
+        self._size_virtually()
+        self.refresh()
+        row = self.position.get(focused, self.cursor_row) if focused else self.cursor_row
+        self.cursor_row = max(0, min(row, len(self.order) - 1))
+        self._scroll_to_cursor(animate=False)
+
+
+def _style_of(cell: Cell) -> Style:
+    return cell.style if isinstance(cell.style, Style) else Style.parse(cell.style)

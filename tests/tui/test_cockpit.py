@@ -51,7 +51,7 @@ def table_of(app: CockpitApp) -> HeinzelTable:
 
 
 def names_in_order(table: HeinzelTable) -> list[str]:
-    return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+    return [table.items[heinzel_id].name for heinzel_id in table.order]
 
 
 async def open_page(pilot, heinzel_id: str) -> HeinzelScreen:
@@ -218,7 +218,7 @@ async def test_actions_go_through_the_kernel_and_come_back_live(cockpit_home: Ho
         await pilot.pause(0.2)
         table = table_of(app)
         health = homes.heinzel_id(9)
-        table.move_cursor(row=table.get_row_index(health))
+        table.move_cursor(row=table.position[health])
         await pilot.press("p")
         await until(lambda: table.shown[health]["state"].plain == "paused")
         await pilot.press("p")
