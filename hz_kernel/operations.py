@@ -20,6 +20,10 @@ Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
 
 
+#: The most heinzel ids one ``heinzel.list`` may name; more are listed whole.
+MAX_LISTED_IDS = 1000
+
+
 class Request(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -61,6 +65,8 @@ class ListRequest(Request):
     artifact: str | None = None
     contract: str | None = None
     where: dict[str, str] | None = None
+    ids: list[str] | None = Field(default=None, max_length=MAX_LISTED_IDS)
+    """Only these heinzels (a client refreshing rows whose spines moved)."""
 
 
 class VerifyRequest(Request):

@@ -1,14 +1,12 @@
-"""From "these spines moved" to fresh rows: coalesced per frame, re-asked of the kernel.
+"""From "these spines moved" to fresh rows: one kernel query per batch, never a fixed wait.
 
 The watcher says which spines gained lines and the newest seq it read. The
-refresher waits one frame so a burst becomes one batch, then asks the kernel
-for just those heinzels. The kernel indexes a line right after it is
-durable, so a row can briefly lag its spine; a row whose seq is behind what
-the tail read is shown as the kernel has it and asked again a moment later.
-
-Cost (``bench/cockpit.py``, 500 heinzels): ``heinzel.show`` answers one
-heinzel in about 6 ms, ``heinzel.list`` all of them in about 40 ms, so up to
-``SHOW_UP_TO`` moved heinzels are shown one by one and more take the list.
+refresher asks the kernel for just those heinzels in one ``heinzel.list``
+(``ids``); what arrives while that query runs is asked next, as one batch,
+so a burst coalesces by itself and a lone append pays no waiting. The
+kernel indexes a line right after it is durable, so a row can briefly lag
+its spine; a row whose seq is behind what the tail read is shown as the
+kernel has it and asked again a moment later.
 """
 
 from __future__ import annotations
@@ -24,14 +22,12 @@ from hz_kernel.errors import HzError
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
 
-SHOW_UP_TO = 6
-FRAME_S = 1 / 60
 LAG_RETRY_S = 0.02
 LAG_GIVE_UP_S = 2.0
 
 
 class RowRefresher:
-    """Turns spine batches into ``RowsUpdate``s, at most one kernel round per frame."""
+    """Turns spine batches into ``RowsUpdate``s, one kernel query at a time."""
 
     def __init__(self, client: KernelClient) -> None:
         self.client = client
@@ -53,26 +49,11 @@ class RowRefresher:
         self, wanted: dict[str, int | None]
     ) -> tuple[RowsUpdate, dict[str, int | None]]:
         """Rows for ``wanted``; the second value holds those whose index lags the spine."""
-        rows: dict[str, HeinzelSummary] = {}
-        gone: list[str] = []
-        if len(wanted) <= SHOW_UP_TO:
-            for heinzel_id in wanted:
-                try:
-                    detail = await self.client.call(ops.SHOW, ops.HeinzelRef(ref=heinzel_id))
-                except HzError as exc:
-                    if exc.code != "HZU010":
-                        raise
-                    gone.append(heinzel_id)
-                else:
-                    rows[heinzel_id] = detail.heinzel
-        else:
-            listed = await self.client.call(ops.LIST, ops.ListRequest())
-            by_id = {item.id: item for item in listed.items}
-            for heinzel_id in wanted:
-                if heinzel_id in by_id:
-                    rows[heinzel_id] = by_id[heinzel_id]
-                else:
-                    gone.append(heinzel_id)
+        ids = sorted(wanted) if len(wanted) <= ops.MAX_LISTED_IDS else None
+        listed = await self.client.call(ops.LIST, ops.ListRequest(ids=ids))
+        by_id = {item.id: item for item in listed.items}
+        rows: dict[str, HeinzelSummary] = {h: by_id[h] for h in wanted if h in by_id}
+        gone = sorted(h for h in wanted if h not in by_id)
         lagging = {
             heinzel_id: seq
             for heinzel_id, seq in wanted.items()
@@ -87,7 +68,6 @@ class RowRefresher:
         while True:
             await self.wake.wait()
             self.wake.clear()
-            await asyncio.sleep(FRAME_S)
             wanted, self.pending = self.pending, {}
             gone, self.gone = sorted(self.gone), set()
             if gone:

@@ -30,6 +30,7 @@ class StoreCommands(KernelCore):
         artifact: str | None = None,
         contract: str | None = None,
         where: dict[str, str] | None = None,
+        ids: list[str] | None = None,
     ) -> api.HeinzelList:
         name, version = _split_contract(contract)
         rows = await self.index.list_heinzels(
@@ -39,6 +40,7 @@ class StoreCommands(KernelCore):
             contract=name,
             contract_version=version,
             where=where,
+            ids=ids,
             columns=_SUMMARY_COLUMNS,
         )
         return api.HeinzelList(

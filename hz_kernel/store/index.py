@@ -416,11 +416,15 @@ class Index:
         contract_version: int | None = None,
         where: dict[str, str] | None = None,
         name: str | None = None,
+        ids: Sequence[str] | None = None,
         columns: str = "h.*",
     ) -> list[dict[str, Any]]:
         """Heinzel rows with today's cost; ``columns`` narrows what is read (a listing)."""
         clauses: list[str] = []
         params: list[Any] = [day]
+        if ids is not None:
+            clauses.append(f"h.id IN ({', '.join('?' * len(ids))})" if ids else "0")
+            params.extend(ids)
         if state:
             clauses.append("h.state = ?")
             params.append(state)

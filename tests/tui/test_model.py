@@ -16,7 +16,7 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import HeinzelCreated, StepDone
 from hz_tui import rows, settings, themes
-from hz_tui.live import SHOW_UP_TO, RowRefresher
+from hz_tui.live import RowRefresher
 from hz_tui.tail import SpineTail
 from hz_tui.watcher import SpineWatcher
 from tests.tui import homes
@@ -142,9 +142,11 @@ def test_column_widths_fit_both_terminal_sizes() -> None:
         assert widths["name"] >= rows.NAME_MIN
 
 
-async def test_refresher_asks_show_for_few_and_list_for_many(client) -> None:
+async def test_refresher_asks_for_the_moved_heinzels_and_notices_gone_and_lagging(
+    client,
+) -> None:
     refresher = RowRefresher(client)
-    few = {homes.heinzel_id(n): None for n in range(1, SHOW_UP_TO)}
+    few = {homes.heinzel_id(n): None for n in range(1, 4)}
     update, lagging = await refresher.fetch(few)
     assert {row.id for row in update.rows} == set(few) and not lagging
     many = {homes.heinzel_id(n): None for n in range(1, 10)} | {homes.heinzel_id(99): None}

@@ -120,6 +120,9 @@ async def test_list_filters_and_show(kernel: Kernel) -> None:
     everything = await kernel.list_heinzels()
     assert [h.name for h in everything.items] == ["alpha", "beta"]
     assert [h.name for h in (await kernel.list_heinzels(state="proposed")).items] == ["beta"]
+    beta = next(h.id for h in everything.items if h.name == "beta")
+    assert [h.name for h in (await kernel.list_heinzels(ids=[beta, "hz-gone"])).items] == ["beta"]
+    assert (await kernel.list_heinzels(ids=[])).items == []
     detail = await kernel.show("alpha")
     assert len(detail.turns) == 2 and detail.cost_month.by_cause.keys() <= {"schedule"}
     assert [lesson.dismissed for lesson in detail.lessons] == [False, True]
