@@ -27,6 +27,7 @@ from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, scan_file
 from hz_kernel.store.session import HeldSession, project
 from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
+from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.vocabulary import EventData, HeinzelCreated
 
 
@@ -41,6 +42,14 @@ class KernelCore:
         self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
+        self._slot_clocks: dict[str, SlotClock] = {}
+
+    def slot_clock(self, zone: str | None) -> SlotClock:
+        """The schedule cache for ``zone`` (the tick's and the listing's next-due answers)."""
+        name = zone or "UTC"
+        if name not in self._slot_clocks:
+            self._slot_clocks[name] = SlotClock(user_zone(name))
+        return self._slot_clocks[name]
 
     def observe(self, observation: Observation) -> None:
         """Tell every observer (the daemon's feed, an embedded cockpit) what just happened."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter
 
@@ -33,8 +35,9 @@ class StoreCommands(KernelCore):
         ids: list[str] | None = None,
     ) -> api.HeinzelList:
         name, version = _split_contract(contract)
+        now = now_utc()
         rows = await self.index.list_heinzels(
-            day=now_utc().date().isoformat(),
+            day=now.date().isoformat(),
             state=state,
             artifact=artifact,
             contract=name,
@@ -43,17 +46,40 @@ class StoreCommands(KernelCore):
             ids=ids,
             columns=_SUMMARY_COLUMNS,
         )
+        self._fill_next_due(rows, now)
         return api.HeinzelList(
             items=_SUMMARIES.validate_python(rows),
             warnings=[w.one_line() for w in self.warnings],
         )
 
+    def _fill_next_due(self, rows: list[dict[str, Any]], now: datetime) -> None:
+        """When each heinzel wakes next: its next schedule slot, or its wait's end if sooner.
+
+        Computed at read time (the index cannot know the clock); each distinct
+        schedule is evaluated once and remembered until it fires.
+        """
+        clock = self.slot_clock(self.home.settings.heinzel.timezone)
+        for row in rows:
+            if row["state"] not in _RUNNING_STATES or row["damaged"]:
+                continue
+            due = []
+            if row["schedule"]:
+                with contextlib.suppress(HzError):
+                    upcoming = clock.upcoming(row["schedule"], now)
+                    if upcoming is not None:
+                        due.append(upcoming.strftime(STAMP_FORMAT))
+            if row["state"] == "waiting" and row.get("waiting_until"):
+                due.append(row["waiting_until"])
+            row["next_due"] = min(due) if due else None
+
     async def show(self, ref: str) -> api.HeinzelDetail:
         row = await self.resolve(ref)
         heinzel_id = row["id"]
-        day = now_utc().date().isoformat()
+        now = now_utc()
+        day = now.date().isoformat()
         summary = await self.index.list_heinzels(day=day, name=row["name"])
         summary = [s for s in summary if s["id"] == heinzel_id] or [row]
+        self._fill_next_due(summary, now)
         turns = await self.index.rows_of("turns", heinzel_id)
         heinzel_dir = self.home.heinzel_dir(heinzel_id)
         month = day[:7]
@@ -220,6 +246,11 @@ class StoreCommands(KernelCore):
             bodies_removed=bodies, requests_removed=removed_requests, bytes_freed=freed
         )
 
+
+#: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
+_RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
+#: How listings write instants: UTC, to the second, like the spine's timestamps.
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 _SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
 _SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)

@@ -53,7 +53,6 @@ from hz_kernel.tick.report import (
     TickSkipped,
     TickWoken,
 )
-from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.tick.wakes import (
     HeinzelRow,
     PlannedTurn,
@@ -155,7 +154,6 @@ class TickCommands(KernelCore):
     spine_opens: int = 0
     """Sessions this kernel opened so far; a tick reports how many it caused."""
 
-    _slot_clocks: dict[str, SlotClock]
     _fetcher: SourceFetcher
 
     async def session(self, heinzel_id: str) -> HeldSession:
@@ -210,7 +208,7 @@ class TickCommands(KernelCore):
         pending = [(r.id, r.pending_draft) for r in rows if r.pending_draft]
         if pending and isinstance(self, DraftWatcher):
             await self.observe_drafts(pending)
-        clock = self._slot_clock(zone or self.home.settings.heinzel.timezone)
+        clock = self.slot_clock(zone or self.home.settings.heinzel.timezone)
         busy = self._busy(rows)
         reads = upstreams(rows, settings.documents.resolve)
         watches = watched(rows, reads, leave_out=busy)
@@ -371,14 +369,6 @@ class TickCommands(KernelCore):
             else:
                 busy.add(row.id)
         return busy
-
-    def _slot_clock(self, zone: str | None) -> SlotClock:
-        if not hasattr(self, "_slot_clocks"):
-            self._slot_clocks = {}
-        name = zone or "UTC"
-        if name not in self._slot_clocks:
-            self._slot_clocks[name] = SlotClock(user_zone(name))
-        return self._slot_clocks[name]
 
     def _source_fetcher(self) -> SourceFetcher:
         if not hasattr(self, "_fetcher"):

@@ -106,6 +106,10 @@ class SlotClock:
         """``latest_slot(expr, now)``, cached while ``now`` stays before the next firing."""
         return self._lookup(expr, now)[0]
 
+    def upcoming(self, expr: str, now: datetime) -> datetime | None:
+        """The first firing after ``now``, cached like ``latest``."""
+        return self._lookup(expr, now)[1]
+
     def latest_key(self, expr: str, now: datetime) -> str | None:
         """The key of ``latest(expr, now)``."""
         return self._lookup(expr, now)[2]

@@ -102,3 +102,23 @@ async def test_a_waiting_turn_is_due_when_its_draft_is_decided_or_its_time_is_up
         assert (plan.action, plan.woken_by, plan.waiting_turn) == ("resume", "approval", waiting)
     finally:
         await kernel.close()
+
+
+async def test_the_listing_says_when_each_heinzel_is_next_due(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HZ_NOW", "2026-12-01T10:00:00Z")  # a Tuesday
+    kernel = await open_kernel(world.home)
+    try:
+        friday = await approved(kernel, contract("friday", schedule="0 16 * * FRI"))
+        hourly = await approved(kernel, contract("hourly", schedule="30 * * * *"))
+        unscheduled = await approved(kernel, contract("unscheduled"))
+        paused = await approved(kernel, contract("paused", schedule="30 * * * *"))
+        await kernel.pause(ref=paused)
+        due = {row.id: row.next_due for row in (await kernel.list_heinzels()).items}
+        shown = (await kernel.show(friday)).heinzel.next_due
+    finally:
+        await kernel.close()
+    assert due[friday] == shown == "2026-12-04T16:00:00Z"
+    assert due[hourly] == "2026-12-01T10:30:00Z"
+    assert due[unscheduled] is None and due[paused] is None
