@@ -22,7 +22,7 @@ State = Literal["proposed", "asleep", "awake", "waiting", "paused", "retired"]
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
 
 
 class HeinzelSummary(_Shape):

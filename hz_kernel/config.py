@@ -15,7 +15,7 @@ from hz_kernel.errors import HzError
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class HeinzelSettings(_Section):

@@ -25,7 +25,7 @@ MAX_LISTED_IDS = 1000
 
 
 class Request(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Empty(Request):
 
 
 class Done(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     ok: bool = True
 
 
@@ -75,6 +77,8 @@ class VerifyRequest(Request):
 
 
 class VerifyList(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     items: list[api.VerifyReport]
 
 

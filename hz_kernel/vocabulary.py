@@ -50,7 +50,7 @@ WokenBy = Literal["timer", "source", "approval", "answer", "asked", "restart"]
 class EventData(BaseModel):
     """Base of every payload: frozen, and tolerant of fields added by newer versions."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
     kind: ClassVar[str]
 
 

@@ -70,7 +70,7 @@ _DATA_NOTE = (
 class FramedInput(BaseModel):
     """One input as the model sees it: its name, where it came from, and its content."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     name: str
     source: str

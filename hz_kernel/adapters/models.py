@@ -70,7 +70,7 @@ class ModelEnv(BaseModel):
     strings so they never show up in a repr or a log line.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
@@ -192,7 +192,7 @@ def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None
 class TokenUsage(BaseModel):
     """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
@@ -224,7 +224,7 @@ class TokenUsage(BaseModel):
 class UsdCost(BaseModel):
     """What a usage cost; ``priced`` is False when no price is known (then ``usd`` is 0)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     model: str
     usd: float

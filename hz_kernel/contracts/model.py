@@ -34,7 +34,7 @@ class ContractError(HzError):
 class FrozenModel(BaseModel):
     """Immutable and strict about keys: a typo in a contract is an error, never ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 def fail(code: str, message: str) -> PydanticCustomError:

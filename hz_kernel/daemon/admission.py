@@ -64,7 +64,7 @@ def default_floor_mb() -> int:
 class Decision(BaseModel):
     """Why a piece of work started when it did, or why it never did."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     kind: Kind
     owner: str

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import run_tick_loop, tick_interval
@@ -213,6 +213,8 @@ async def ask_health(discovery: Discovery, timeout: float = HEALTH_TIMEOUT_S) ->
 
 class DaemonReport(BaseModel):
     """What ``hz daemon start|stop|status|restart`` print (``--json``: this model)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     running: bool
     pid: int | None = None

@@ -30,7 +30,7 @@ FeedType = Literal["event", "body", "row"]
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
 
 
 class ErrorBody(_Shape):

@@ -120,7 +120,7 @@ class ModelOutputInvalid(HzError):
 class AttemptInfo(BaseModel):
     """One ask of the provider: ``attempt`` counts asks in the step, ``retry`` within a request."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     attempt: int = Field(ge=1)
     request: int = Field(ge=1)
@@ -131,7 +131,7 @@ class AttemptInfo(BaseModel):
 class RetryInfo(BaseModel):
     """A failed attempt that will be tried again after ``delay_ms``."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     attempt: int = Field(ge=1)
     request: int = Field(ge=1)
@@ -143,6 +143,8 @@ class RetryInfo(BaseModel):
 
 class StepResult(BaseModel):
     """What think produced: the outcome, the text as streamed, usage and the model's messages."""
+
+    model_config = ConfigDict(defer_build=True)
 
     outcome: Outcome
     text: str
@@ -158,7 +160,7 @@ class Backoff(BaseModel):
     A provider's Retry-After is honoured when it asks for longer, up to the cap.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     base_s: float = Field(default=0.5, gt=0)
     factor: float = Field(default=2.0, ge=1)

@@ -53,7 +53,7 @@ OUTCOME_KINDS: tuple[OutcomeKind, ...] = get_args(OutcomeKind)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
 
 class Lesson(_Strict):

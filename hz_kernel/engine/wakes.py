@@ -16,7 +16,7 @@ from hz_kernel.vocabulary import Cause
 
 
 class Wake(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     cause: Cause
     key: str

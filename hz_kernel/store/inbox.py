@@ -30,7 +30,7 @@ RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "r
 class InboxRequest(BaseModel):
     """One admitted request. Holds the user's text, so it lives here and never in the spine."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     request_id: str
     heinzel: str

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event, line_hash
@@ -31,6 +31,8 @@ Problem = Literal["edited", "missing", "reordered", "unreadable", "not-an-object
 
 class ChainBreak(BaseModel):
     """One place where the chain does not hold."""
+
+    model_config = ConfigDict(defer_build=True)
 
     seq: int | None
     offset: int
@@ -42,6 +44,8 @@ class ChainBreak(BaseModel):
 
 
 class TornTail(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     offset: int
     size: int
     nul_padding: bool

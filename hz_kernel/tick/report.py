@@ -18,7 +18,7 @@ DeferReason = Literal["max-wakes", "cap", "busy", "source-failed"]
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
 
 
 class TickWoken(_Shape):

@@ -134,7 +134,7 @@ def _approvals(approvals: dict[str, Any]) -> dict[str, tuple[str | None, bool]]:
 class PlannedTurn(BaseModel):
     """The tick's decision for one heinzel."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     heinzel: str
     name: str

@@ -21,7 +21,7 @@ class DraftStatus(StrEnum):
 class FoundSection(BaseModel):
     """One hz section as it is in the file right now."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     key: str
     heinzel_id: str
@@ -39,7 +39,7 @@ class FoundSection(BaseModel):
 class PlacedDraft(BaseModel):
     """The result of ``place_draft``: where the draft is and what it displaced."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     path: Path
     key: str
@@ -55,7 +55,7 @@ class PlacedDraft(BaseModel):
 class DraftState(BaseModel):
     """The answer to ``draft_state``: the status and, when there is one, the current text."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     key: str
     status: DraftStatus
@@ -66,7 +66,7 @@ class DraftState(BaseModel):
 class DraftChange(BaseModel):
     """The result of ``approve_draft`` and ``remove_draft`` (both idempotent)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     key: str
     changed: bool

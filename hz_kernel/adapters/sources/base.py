@@ -69,7 +69,7 @@ def cap_text(
 class SourceRequest(BaseModel):
     """What one contract input asks a source for; equal requests share one fetch per tick."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
     source: str
     method: str
@@ -99,6 +99,8 @@ class SourceRequest(BaseModel):
 
 class FetchResult(BaseModel):
     """A fetched input: per-facet fingerprints, the text a turn sees, a cursor and a time."""
+
+    model_config = ConfigDict(defer_build=True)
 
     request: SourceRequest
     facets: dict[str, str]

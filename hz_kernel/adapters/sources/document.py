@@ -25,7 +25,7 @@ FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})")
 class SectionArgs(BaseModel):
     """``anchor`` is a heading's text or its slug (``Release notes`` or ``release-notes``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     path: str = Field(min_length=1)
     anchor: str | None = Field(default=None, min_length=1)

@@ -35,7 +35,7 @@ MAX_SHOWN_CHARS = 8 << 20
 class GlobArgs(BaseModel):
     """``pattern`` is relative to ``root``; ``**`` spans directories, ``*`` stays inside one."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     pattern: str
     root: str = "."

@@ -37,7 +37,7 @@ MERGED_BRANCH = re.compile(r"^Merge (?:remote-tracking )?branch '(?P<branch>[^']
 class LogArgs(BaseModel):
     """``window`` like ``"7d"`` (m, h, d, w); without one the newest ``limit`` commits count."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     repo: str = Field(min_length=1)
     branch: str = "HEAD"
@@ -47,6 +47,8 @@ class LogArgs(BaseModel):
 
 class Commit(BaseModel):
     """One line of ``git log`` in the fixed format this source asks for."""
+
+    model_config = ConfigDict(defer_build=True)
 
     sha: str
     short: str

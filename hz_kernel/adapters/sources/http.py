@@ -31,7 +31,7 @@ USER_AGENT = "hz-source/1"
 class GetArgs(BaseModel):
     """An absolute ``http`` or ``https`` URL."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     url: str = Field(min_length=1)
 

@@ -35,7 +35,7 @@ STDERR_KEEP_BYTES = 64 * 1024
 class RunArgs(BaseModel):
     """``command`` runs under ``/bin/sh -c`` in ``cwd`` (default ``base_dir``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     command: str = Field(min_length=1)
     cwd: str | None = None
@@ -44,6 +44,8 @@ class RunArgs(BaseModel):
 
 class Finished(BaseModel):
     """What a command left behind: exit status and (capped) output."""
+
+    model_config = ConfigDict(defer_build=True)
 
     returncode: int
     stdout: bytes
