@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
@@ -92,6 +93,10 @@ class CockpitApp(App[int]):
         self.watcher.prime(self.home.heinzel_ids())
         await self.load_all()
         self.loaded.set()
+        # What exists now (modules, widgets, the first rows) lives as long as the cockpit;
+        # keeping it out of the collector's full passes keeps those passes from pausing the
+        # screen for ~100 ms while the live feed runs.
+        gc.freeze()
         if self.live:
             self.watch_spines()
             self.refresh_rows()
