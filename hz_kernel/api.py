@@ -53,6 +53,22 @@ class HeinzelSummary(_Shape):
     seq: int = 0
 
 
+class KernelStatus(_Shape):
+    """Where the kernel behind a client runs and how it is doing, sampled when asked."""
+
+    embedded: bool
+    """True for a kernel inside the asking process; False for a daemon."""
+    pid: int
+    protocol: int
+    address: str | None = None
+    started_at: str
+    uptime_s: float
+    heinzels: int
+    turns_running: int = 0
+    turns_queued: int = 0
+    memory_available_mb: int | None = None
+
+
 class HeinzelList(_Shape):
     items: list[HeinzelSummary]
     warnings: list[str] = []

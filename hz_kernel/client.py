@@ -8,13 +8,16 @@ know which they hold (``hz_kernel.connect.connect`` picks).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from hz_kernel.api import KernelStatus
+from hz_kernel.clock import now_utc
 from hz_kernel.daemon.feed import FeedHub, FeedReset
-from hz_kernel.daemon.protocol import FeedItem
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
@@ -31,6 +34,10 @@ class KernelClient(Protocol):
 
     def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
         """Feed items after ``after`` (None: from now), then live; ``FeedReset`` if impossible."""
+        ...
+
+    async def status(self) -> KernelStatus:
+        """Which process the kernel runs in, since when, and how busy it is."""
         ...
 
     async def close(self) -> None: ...
@@ -63,6 +70,18 @@ class LocalClient:
     async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
         async for item in self.hub.items(after):
             yield item
+
+    async def status(self) -> KernelStatus:
+        kernel = self.kernel
+        return KernelStatus(
+            embedded=True,
+            pid=os.getpid(),
+            protocol=PROTOCOL_VERSION,
+            started_at=kernel.opened_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            uptime_s=round((now_utc() - kernel.opened_at).total_seconds(), 3),
+            heinzels=len(kernel.home.heinzel_ids()),
+            turns_running=len(kernel.tasks),
+        )
 
     async def close(self) -> None:
         await self.kernel.close()

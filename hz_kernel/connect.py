@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from hz_kernel.client import KernelClient, LocalClient
+from hz_kernel.daemon import lifecycle
 from hz_kernel.daemon.lifecycle import HEALTH_TIMEOUT_S, check_health, inspect
 from hz_kernel.daemon.protocol import FeedItem
+from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 
@@ -33,6 +35,19 @@ async def connect(home: Home, *, health_timeout: float = HEALTH_TIMEOUT_S) -> Ke
             raise
         return client
     return await LocalClient.open(home)
+
+
+async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
+    """Restart the daemon behind ``client`` (like ``hz daemon restart``); a client of the new one.
+
+    The old client is closed whatever happens. An embedded kernel has no
+    daemon to restart (``HZU064``): it lives and ends with its cockpit.
+    """
+    if not isinstance(client, HttpClient):
+        raise HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
+    await client.close()
+    await lifecycle.restart(home)
+    return await connect(home)
 
 
 async def feed_edge(client: KernelClient) -> int:

@@ -17,6 +17,7 @@ from typing import Any, Self
 from ulid import ULID
 
 from hz_kernel import api
+from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.observe import Observation, Observer
@@ -43,6 +44,7 @@ class KernelCore:
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
         self._slot_clocks: dict[str, SlotClock] = {}
+        self.opened_at = now_utc()
 
     def slot_clock(self, zone: str | None) -> SlotClock:
         """The schedule cache for ``zone`` (the tick's and the listing's next-due answers)."""

@@ -18,6 +18,7 @@ import httpx
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter, ValidationError
 
+from hz_kernel.api import KernelStatus
 from hz_kernel.daemon.feed import FeedReset
 from hz_kernel.daemon.protocol import (
     EVENTS_PATH,
@@ -111,6 +112,21 @@ class HttpClient:
     async def health(self, timeout: float | None = None) -> Health:
         response = await self._send("GET", HEALTH_PATH, timeout=timeout)
         return Health.model_validate_json(response.content)
+
+    async def status(self) -> KernelStatus:
+        health = await self.health()
+        return KernelStatus(
+            embedded=False,
+            pid=health.pid,
+            protocol=health.protocol,
+            address=health.address,
+            started_at=health.started_at,
+            uptime_s=health.uptime_s,
+            heinzels=health.heinzels,
+            turns_running=health.turns_running,
+            turns_queued=health.turns_queued,
+            memory_available_mb=health.memory_available_mb,
+        )
 
     async def shutdown(self) -> None:
         """Ask the daemon to exit (it answers first, then stops)."""

@@ -161,6 +161,34 @@ class CockpitApp(App[int]):
     async def reload(self) -> None:
         await self.load_all()
 
+    @work(exclusive=True, group="restart")
+    async def restart_daemon(self) -> None:
+        """Restart the daemon behind the cockpit and carry on with a client of the new one.
+
+        If the daemon does not come back, the cockpit carries on with what
+        ``connect`` finds (an embedded kernel when no daemon serves the home).
+        """
+        from hz_kernel import connect  # the HTTP stack: not worth loading before the first frame
+
+        self.notify("Restarting the daemon…")
+        try:
+            fresh = await connect.restart_daemon(self.client, self.home)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+            if exc.code == "HZU064":
+                return
+            try:
+                fresh = await connect.connect(self.home)
+            except HzError as again:
+                self.notify(again.one_line(), severity="error", timeout=10)
+                return
+        else:
+            self.notify(f"Restarted: now talking to the {fresh.where}.")
+        self.client = fresh
+        self.refresher.client = fresh
+        self.sub_title = fresh.where
+        await self.load_all()
+
     # -- navigation --------------------------------------------------------------------
 
     def on_open_heinzel(self, message: OpenHeinzel) -> None:
@@ -273,6 +301,8 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     try:
         await app.run_async()
     finally:
+        if app.client is not client:
+            await app.client.close()
         stop.set()
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=BESIDE_GRACE_S)

@@ -92,6 +92,7 @@ DIALOG = [
 DAEMON = [
     Binding("escape", "back", "Back", id="daemon.back"),
     Binding("r", "refresh", "Refresh", id="daemon.refresh"),
+    Binding("R", "restart", "Restart daemon", id="daemon.restart", key_display="R"),
 ]
 
 HELP = [

@@ -1,13 +1,13 @@
 """The kernel page: which kernel the cockpit talks to, in which process, over what, since when.
 
-An embedded kernel runs in this very process, so its facts are known here.
-A daemon's facts (its pid, protocol and uptime) come from its status
-operation; until the kernel offers one this page says so rather than guess.
+The facts come from the client's ``status()``: an embedded kernel reports
+this very process, a daemon its health sample. A daemon can be restarted
+from here (the cockpit carries on with a client of the new one); an
+embedded kernel cannot, and the page says so.
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, cast
 
 from textual import work
@@ -17,8 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from hz_kernel import operations as ops
-from hz_kernel.client import LocalClient
-from hz_kernel.clock import now_utc
+from hz_kernel.api import KernelStatus
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap
 from hz_tui.widgets.facts import Facts
@@ -26,8 +25,6 @@ from hz_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
-
-NOT_REPORTED = "not reported (the daemon has no status operation yet)"
 
 
 class DaemonScreen(Screen[None]):
@@ -47,6 +44,9 @@ class DaemonScreen(Screen[None]):
             yield Facts(id="facts")
         yield KeyBar()
 
+    embedded = True
+    """Until the status arrives, restarting is not offered."""
+
     def on_mount(self) -> None:
         self.title = "hz · kernel"
         self.load()
@@ -55,30 +55,53 @@ class DaemonScreen(Screen[None]):
     async def load(self) -> None:
         cockpit = self.cockpit
         try:
-            count = str(len((await cockpit.client.call(ops.LIST, ops.ListRequest())).items))
+            status = await cockpit.client.status()
         except HzError as exc:
-            count = exc.one_line()
-        embedded = isinstance(cockpit.client, LocalClient)
-        uptime = (now_utc() - cockpit.started_at).total_seconds()
-        facts = [
-            ("Kernel", "embedded in this cockpit" if embedded else "a local daemon"),
-            ("Talks to", cockpit.client.where),
-            ("Process", f"pid {os.getpid()} (this cockpit)" if embedded else NOT_REPORTED),
-            (
-                "Protocol",
-                f"in-process calls · {len(ops.OPERATIONS)} operations"
-                if embedded
-                else NOT_REPORTED,
-            ),
-            ("Home", str(cockpit.home.root)),
-            ("Database", str(cockpit.home.index_path)),
-            ("Heinzels", count),
-            ("Uptime", display.span(uptime) if embedded else NOT_REPORTED),
-        ]
-        self.query_one(Facts).show(facts)
+            self.query_one(Facts).show([("Kernel", exc.one_line())])
+            return
+        self.embedded = status.embedded
+        self.refresh_bindings()
+        self.query_one(Facts).show(facts_of(status, cockpit.client.where, cockpit))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restart":
+            return None if self.embedded else True
+        return True
+
+    def action_restart(self) -> None:
+        self.cockpit.restart_daemon()
+        self.dismiss()
 
     def action_back(self) -> None:
         self.dismiss()
 
     def action_refresh(self) -> None:
         self.load()
+
+
+def facts_of(status: KernelStatus, where: str, cockpit: CockpitApp) -> list[tuple[str, str]]:
+    """The page's lines: the same facts for both kinds of kernel, each worded for its kind."""
+    operations = f"{len(ops.OPERATIONS)} operations"
+    if status.embedded:
+        kind, process = "embedded in this cockpit", f"pid {status.pid} (this cockpit)"
+        protocol = f"in-process calls · {operations}"
+        restart = "not here: an embedded kernel lives and ends with this cockpit"
+    else:
+        kind, process = "a local daemon", f"pid {status.pid}"
+        protocol = f"hz protocol v{status.protocol} over {status.address} · {operations}"
+        restart = "R restarts the daemon; the cockpit reconnects to the new one"
+    facts = [
+        ("Kernel", kind),
+        ("Talks to", where),
+        ("Process", process),
+        ("Protocol", protocol),
+        ("Home", str(cockpit.home.root)),
+        ("Database", str(cockpit.home.index_path)),
+        ("Heinzels", str(status.heinzels)),
+        ("Turns", f"{status.turns_running} running, {status.turns_queued} queued"),
+        ("Uptime", f"{display.span(status.uptime_s)} (since {status.started_at})"),
+    ]
+    if status.memory_available_mb is not None:
+        facts.append(("Memory", f"{status.memory_available_mb} MB available"))
+    facts.append(("Restart", restart))
+    return facts

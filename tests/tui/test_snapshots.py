@@ -82,7 +82,7 @@ async def press_f2(pilot: Pilot[int]) -> None:
 @pytest.mark.parametrize("theme", THEMES)
 def test_kernel_page(snap_compare, snapshot_client, theme: str, monkeypatch) -> None:
     # The page shows this process's pid; pin it so the picture does not change per run.
-    monkeypatch.setattr("hz_tui.screens.daemon.os.getpid", lambda: 4242)
+    monkeypatch.setattr("hz_kernel.client.os.getpid", lambda: 4242)
     home, client = snapshot_client
     app = cockpit(home, client, theme)
     assert snap_compare(app, terminal_size=(120, 40), run_before=then(press_f2))
