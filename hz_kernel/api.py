@@ -128,6 +128,35 @@ class AmendmentSummary(_Shape):
     version: int | None = None
 
 
+class ContractProposal(_Shape):
+    """A contract text waiting for the user: a new heinzel's first, or an amendment."""
+
+    proposal: str
+    by: str
+    first: bool
+    """True for a proposed heinzel's first contract; False for an amendment."""
+    text: str
+    diff: str | None = None
+    """From the current version to this text (None for a first contract)."""
+    widens: list[str] = []
+    narrows: list[str] = []
+    reason: str | None = None
+
+
+class ContractView(_Shape):
+    """One heinzel's contract: its versions, one version's text, a diff, what waits."""
+
+    heinzel: str
+    name: str
+    versions: list[int] = []
+    version: int | None = None
+    text: str | None = None
+    against: int | None = None
+    diff: str | None = None
+    """From version ``against`` to ``version``, when there is an earlier one."""
+    pending: ContractProposal | None = None
+
+
 class QuestionSummary(_Shape):
     key: str
     question: str | None = None

@@ -71,6 +71,14 @@ class ListRequest(Request):
     """Only these heinzels (a client refreshing rows whose spines moved)."""
 
 
+class ContractRequest(Request):
+    ref: str
+    version: int | None = Field(default=None, ge=1)
+    """The version to show; None: the newest."""
+    against: int | None = Field(default=None, ge=1)
+    """Diff from this version; None: the one before ``version``."""
+
+
 class VerifyRequest(Request):
     ref: str | None = None
     accept: bool = False
@@ -157,6 +165,14 @@ REINDEX = Operation(
 PRUNE = Operation("heinzel.prune", Empty, api.PruneReport, "prune", True, "Delete expired bodies")
 
 NEW = Operation("heinzel.new", NewRequest, api.NewHeinzel, "new", True, "Create a heinzel")
+CONTRACT = Operation(
+    "heinzel.contract",
+    ContractRequest,
+    api.ContractView,
+    "contract",
+    False,
+    "A contract version, a diff, what waits",
+)
 TEMPLATES = Operation(
     "heinzel.templates", Empty, api.TemplateList, "templates", False, "List contract templates"
 )
@@ -189,8 +205,8 @@ DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts wait
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
-        LIST, SHOW, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT, AMEND,
-        PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
+        LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
+        AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, DIFF,
     )
 }  # fmt: skip

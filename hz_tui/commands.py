@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from hz_tui import actions, rows, themes
+from hz_tui import actions, new_heinzel, rows, themes
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -29,6 +29,11 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         Command("Filter heinzels", "Type words to narrow the table", app.action_filter),
         Command(
             "Review drafts", "Every waiting draft, its diff, approve or reject", app.action_review
+        ),
+        Command(
+            "New heinzel",
+            "From a template or a sentence; you approve its contract",
+            partial(new_heinzel.start, app),
         ),
         Command("Refresh", "Ask the kernel for every row again", app.reload),
         Command("Kernel page", "Which kernel, process, home and database", app.action_daemon),

@@ -24,6 +24,7 @@ HOME = [
     Binding("slash", "filter", "Filter", id="home.filter", key_display="/"),
     Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter"),
     Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
+    Binding("n", "new_heinzel", "New", id="home.new"),
     Binding("v", "app.review", "Review drafts", id="home.review", show=False),
     Binding("q,ctrl+c", "app.quit", "Quit", id="home.quit", show=False),
 ]
@@ -64,6 +65,15 @@ HEINZEL = [
     Binding("d", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
     Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
+    Binding("v", "contract", "Contract", id="heinzel.contract"),
+]
+
+#: The contract page: versions, diffs, and the proposal that waits for approval.
+CONTRACT = [
+    Binding("escape", "back", "Back", id="contract.back"),
+    Binding("d", "toggle_diff", "Diff/text", id="contract.diff"),
+    Binding("a", "decide('approve')", "Approve", id="contract.approve"),
+    Binding("x", "decide('reject')", "Decline", id="contract.reject"),
 ]
 
 #: The composer on a heinzel's page (an input: printable keys type).
@@ -117,6 +127,7 @@ SCOPES = (
     Scope("Filter", FILTER_BAR),
     Scope("One heinzel", HEINZEL),
     Scope("Composer (on a heinzel's page)", COMPOSER),
+    Scope("Contract page", CONTRACT),
     Scope("Draft review", REVIEW),
     Scope("Dialogs", DIALOG),
     Scope("Kernel page", DAEMON),

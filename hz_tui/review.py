@@ -51,7 +51,15 @@ def render_diff(diff: DraftDiff, palette: Palette) -> Text:
         for line in diff.placed_text.splitlines():
             text.append(f"  {line}\n")
         return text
+    text.append_text(colour_diff(lines, palette))
+    return text
+
+
+def colour_diff(lines: list[str], palette: Palette) -> Text:
+    """Unified-diff lines coloured as a reviewer reads them: added, removed, hunk headers."""
+    text = Text()
     for line in lines:
+        line = line.rstrip("\n")
         if line.startswith(("---", "+++")):
             text.append(line + "\n", style="bold")
         elif line.startswith("@@"):

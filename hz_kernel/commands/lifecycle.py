@@ -10,9 +10,10 @@ records only ids and fingerprints.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ulid import ULID
 
@@ -59,6 +60,15 @@ class Proposals:
         atomic_write(self.dir / f"{proposal}.compiled.json", compiled.model_dump_json().encode())
         atomic_write(self.dir / f"{proposal}.prose.md", text.encode())
 
+    def newest(self) -> str | None:
+        """The most recent proposal's id (ids are ULIDs, so they sort by time)."""
+        try:
+            names = [entry.name for entry in self.dir.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        ids = sorted(name.removesuffix(".prose.md") for name in names if name.endswith(".prose.md"))
+        return ids[-1] if ids else None
+
     def read(self, proposal: str) -> tuple[str, CompiledContract]:
         if not _PROPOSAL.match(proposal):
             raise UsageError("HZU031", "not a proposal id", proposal[:40])
@@ -71,6 +81,70 @@ class Proposals:
 
 class LifecycleCommands(KernelCore):
     """New, amend, pause, retire, rename, import (and the undos); approve and reject."""
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def contract(
+        self, ref: str, version: int | None = None, against: int | None = None
+    ) -> api.ContractView:
+        """A contract version's text and its diff from an earlier one, and what waits for approval.
+
+        Reads only the contract files and the index: no spine is opened, no lock taken.
+        """
+        row = await self.resolve(ref)
+        heinzel_dir = self.home.heinzel_dir(row["id"])
+        versions = ContractVersions(heinzel_dir)
+        numbers = versions.all()
+        shown = version if version is not None else (numbers[-1] if numbers else None)
+        text = versions.read(shown)[0] if shown is not None else None
+        if against is None and shown is not None:
+            against = max((n for n in numbers if n < shown), default=None)
+        diff = versions.diff(against, shown) if against is not None and shown is not None else None
+        return api.ContractView(
+            heinzel=row["id"],
+            name=row["name"],
+            versions=numbers,
+            version=shown,
+            text=text,
+            against=against if diff is not None else None,
+            diff=diff,
+            pending=await self._pending_proposal(row, versions),
+        )
+
+    async def _pending_proposal(
+        self, row: dict[str, Any], versions: ContractVersions
+    ) -> api.ContractProposal | None:
+        proposals = Proposals(self.home.heinzel_dir(row["id"]))
+        if row["pending_amendment"]:
+            proposal = str(row["pending_amendment"])
+            text, _ = proposals.read(proposal)
+            amendments = await self.index.rows_of("amendments", row["id"])
+            about = next((a for a in amendments if a["proposal"] == proposal), {})
+            current = versions.latest()
+            diff = None
+            if current is not None:
+                diff = "".join(
+                    difflib.unified_diff(
+                        versions.read(current)[0].splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        fromfile=f"v{current}.prose.md",
+                        tofile="proposed.prose.md",
+                    )
+                )
+            return api.ContractProposal(
+                proposal=proposal,
+                by=about.get("by") or "user",
+                first=False,
+                text=text,
+                diff=diff,
+                widens=about.get("widens") or [],
+                narrows=about.get("narrows") or [],
+                reason=about.get("reason"),
+            )
+        if row["state"] == "proposed" and (proposal := proposals.newest()) is not None:
+            text, _ = proposals.read(proposal)
+            return api.ContractProposal(proposal=proposal, by="user", first=True, text=text)
+        return None
 
     # -- creating ----------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.contract import ContractScreen
 from hz_tui.screens.prompt import PromptScreen
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets.composer import Composer
@@ -164,6 +165,9 @@ class HeinzelScreen(Screen[None]):
 
     def action_act(self, action: str) -> None:
         self.cockpit.act(self.heinzel_id, action)
+
+    def action_contract(self) -> None:
+        self.app.push_screen(ContractScreen(self.heinzel_id))
 
     def action_compose(self) -> None:
         self.query_one(Composer).input.focus()

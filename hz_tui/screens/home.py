@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Header, Input
 
-from hz_tui import keymap, rows
+from hz_tui import keymap, new_heinzel, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.filter_bar import FilterBar
 from hz_tui.widgets.heinzel_table import HeinzelTable
@@ -97,6 +97,9 @@ class HomeScreen(Screen[None]):
 
     def action_refresh(self) -> None:
         self.cockpit.reload()
+
+    def action_new_heinzel(self) -> None:
+        new_heinzel.start(self.cockpit)
 
     def action_act(self, action: str) -> None:
         self.cockpit.act_on_selected(action)

@@ -105,6 +105,8 @@ class KeyBar(Widget):
         gap = GAP if self._width_with_gap(GAP) <= self.size.width else 1
         line.append(" ")
         for entry in self.keys:
+            if line.cell_len + _width(entry) > self.size.width:
+                break  # a key cut in half helps nobody; F1 lists them all
             add(entry)
             line.append(" " * gap)
         if self.palette_key is not None:

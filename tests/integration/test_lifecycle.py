@@ -165,3 +165,32 @@ async def test_filtering_500_answers_from_the_index_without_opening_a_spine(home
     assert [r["name"] for r in rows] == ["digest-004"] and "SPINES-OPENED 0" in stderr
     rows, stderr = listing("--where", "render_on_schedule=if-moved", "--state", "asleep")
     assert len(rows) == 250 and "SPINES-OPENED 0" in stderr
+
+
+async def test_the_contract_view_shows_versions_diffs_and_what_waits(kernel: Kernel) -> None:
+    made = await kernel.new(text=WEEKLY)
+    view = await kernel.contract(ref="weekly")
+    assert view.versions == [] and view.text is None and view.pending is not None
+    assert view.pending.first and view.pending.text == WEEKLY and view.pending.diff is None
+    await kernel.approve(ref=made.id)
+    view = await kernel.contract(ref="weekly")
+    assert view.versions == [1] and view.text == WEEKLY and view.diff is None
+    assert view.pending is None
+    narrower = _widen_cap(WEEKLY, "0.25")
+    await kernel.amend(ref="weekly", text=narrower, by="heinzel", reason="quieter weeks")
+    pending = (await kernel.contract(ref="weekly")).pending
+    assert pending is not None and not pending.first and pending.by == "heinzel"
+    assert pending.reason == "quieter weeks" and not pending.widens
+    assert pending.diff and "+    max_usd: 0.25" in pending.diff
+    await kernel.approve(ref="weekly")
+    await kernel.amend(ref="weekly", text=_widen_cap(WEEKLY, "9.00"), by="user")
+    await kernel.approve(ref="weekly")
+    view = await kernel.contract(ref="weekly")
+    assert view.versions == [1, 2, 3] and view.version == 3 and view.against == 2
+    assert view.diff and "-    max_usd: 0.25" in view.diff and "+    max_usd: 9.00" in view.diff
+    assert view.pending is None
+    old = await kernel.contract(ref="weekly", version=1, against=None)
+    assert old.text == WEEKLY and old.diff is None
+    with pytest.raises(HzError) as missing:
+        await kernel.contract(ref="weekly", version=7)
+    assert missing.value.code == "HZC082"

@@ -73,6 +73,21 @@ def test_heinzel_page(snap_compare, snapshot_client, theme: str) -> None:
     assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_weekly))
 
 
+async def open_contract(pilot: Pilot[int]) -> None:
+    await pilot.press("v")
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_contract_page(snap_compare, snapshot_client, theme: str) -> None:
+    home, client = snapshot_client
+    app = cockpit(home, client, theme)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_weekly, open_contract))
+
+
 async def press_f2(pilot: Pilot[int]) -> None:
     await pilot.press("f2")
     await pilot.pause()
