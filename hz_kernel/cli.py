@@ -21,8 +21,7 @@ import orjson
 from pydantic import BaseModel
 
 from hz_kernel import operations as ops
-from hz_kernel.client import KernelClient, LocalClient
-from hz_kernel.commands.tick import run_tick_loop, tick_interval
+from hz_kernel.client import DeferredClient, KernelClient
 from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError
@@ -594,6 +593,8 @@ async def _run(args: argparse.Namespace) -> int:
         return int(await args.run(home, args))
     client = await connect(home)
     if getattr(args, "run", None) is cmd_tick and args.interval is None:
+        from hz_kernel.commands.tick import tick_interval
+
         args.interval = tick_interval(home.settings)
     try:
         command: Command = args.run
@@ -622,16 +623,32 @@ async def _cockpit(
     if cockpit is None:
         raise HzError("HZU063", "this hz was started without its cockpit; run the hz command")
     home = Home.resolve(explicit_home)
-    interval = tick_interval(home.settings)
-    client = await connect(home)
+    client = await connect(home, defer_kernel=True)
     jobs = list(beside)
-    if isinstance(client, LocalClient):
-        client.kernel.long_lived = True
-        jobs.append(partial(run_tick_loop, client.kernel, interval))
+    if isinstance(client, DeferredClient):
+        jobs.append(partial(_tick_beside, client))
     try:
         return await cockpit(home, client, jobs)
     finally:
         await client.close()
+
+
+async def _tick_beside(client: DeferredClient, stop: asyncio.Event) -> None:
+    """The embedded cockpit's tick loop, from the moment its kernel is open until ``stop``.
+
+    The cockpit opens the kernel once its first frame is drawn, so the
+    kernel's loading never delays that frame.
+    """
+    opened = asyncio.ensure_future(client.opened.wait())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({opened, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    opened.cancel()
+    stopping.cancel()
+    if stop.is_set():
+        return
+    from hz_kernel.commands.tick import run_tick_loop, tick_interval
+
+    await run_tick_loop(client.kernel, tick_interval(client.home.settings), stop)
 
 
 async def _demo(explicit_root: str | None, cockpit: Cockpit | None) -> int:

@@ -1,28 +1,41 @@
 """``KernelClient``: the one way a head talks to a kernel, wherever the kernel runs.
 
 ``call(operation, request)`` and ``subscribe(after)`` (the live feed) are
-the whole interface. ``LocalClient`` serves it from a kernel in this
-process; ``hz_kernel.http_client.HttpClient`` from a daemon. Heads never
-know which they hold (``hz_kernel.connect.connect`` picks).
+the heart of the interface; ``status()`` says where the kernel runs and
+``warm()`` loads what a client put off. ``LocalClient`` serves it from a
+kernel in this process; ``DeferredClient`` from one it opens only when
+first needed; ``hz_kernel.http_client.HttpClient`` from a daemon. Heads
+never know which they hold (``hz_kernel.connect.connect`` picks).
+
+This module does not import the kernel itself: a head that attaches to a
+daemon, or lists before its embedded kernel has loaded, never pays for it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from hz_kernel.api import KernelStatus
+from hz_kernel import operations as ops
+from hz_kernel.api import HeinzelList, KernelStatus
 from hz_kernel.clock import now_utc
 from hz_kernel.daemon.feed import FeedHub, FeedReset
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
 from hz_kernel.home import Home
-from hz_kernel.kernel import Kernel
+from hz_kernel.listing import list_summaries
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
+from hz_kernel.store.index import IndexReader
+from hz_kernel.tick.schedule import SlotClock, user_zone
 
-__all__ = ["FeedItem", "FeedReset", "KernelClient", "LocalClient", "dump"]
+if TYPE_CHECKING:
+    from hz_kernel.kernel import Kernel
+
+__all__ = ["DeferredClient", "FeedItem", "FeedReset", "KernelClient", "LocalClient", "dump"]
 
 
 class KernelClient(Protocol):
@@ -40,6 +53,10 @@ class KernelClient(Protocol):
         """Which process the kernel runs in, since when, and how busy it is."""
         ...
 
+    async def warm(self) -> None:
+        """Load now what the client put off (a deferred kernel); nothing for the others."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -54,8 +71,10 @@ class LocalClient:
             kernel.observers.append(self.hub.observe)
 
     @classmethod
-    async def open(cls, home: Home) -> LocalClient:
-        return cls(await Kernel.open(home))
+    async def open(cls, home: Home, *, long_lived: bool = False) -> LocalClient:
+        from hz_kernel.kernel import Kernel  # the whole kernel, loaded only where one runs
+
+        return cls(await Kernel.open(home, long_lived=long_lived))
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         if OPERATIONS.get(operation.name) is not operation:
@@ -83,8 +102,102 @@ class LocalClient:
             turns_running=len(kernel.tasks),
         )
 
+    async def warm(self) -> None:
+        return None
+
     async def close(self) -> None:
         await self.kernel.close()
+
+
+class DeferredClient:
+    """An embedded kernel opened on first need; until then listings come from the index.
+
+    Importing and opening the kernel is most of a cockpit's start. While it
+    is not open, ``heinzel.list`` is answered from a read-only index, but
+    only when the index has provably seen every spine as it is now (one
+    ``stat`` each); otherwise, and for every other call, the kernel is
+    opened first, and its opening brings a lagging index up to date. The
+    answer is the kernel's own listing code either way (``hz_kernel.listing``).
+    """
+
+    def __init__(self, home: Home, *, long_lived: bool = False) -> None:
+        self.home = home
+        self.long_lived = long_lived
+        self.where = f"embedded kernel on {home.root}"
+        self.opened = asyncio.Event()
+        """Set once the kernel is open (what runs beside the cockpit waits for it)."""
+        self._local: LocalClient | None = None
+        self._opening: asyncio.Task[LocalClient] | None = None
+        self._reader: IndexReader | None = None
+        self._clock: SlotClock | None = None
+
+    @property
+    def local(self) -> LocalClient:
+        """The open kernel's client; only after ``opened``."""
+        if self._local is None:
+            raise RuntimeError("the embedded kernel is not open yet")
+        return self._local
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.local.kernel
+
+    async def open_kernel(self) -> LocalClient:
+        """Open the kernel (once, however many callers ask at the same time)."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+        local = await asyncio.shield(self._opening)
+        if self._local is None:
+            self._local = local
+            if self._reader is not None:
+                await self._reader.close()
+                self._reader = None
+            self.opened.set()
+        return local
+
+    async def _open(self) -> LocalClient:
+        # Importing the kernel is ~0.5 s of pure Python; in a thread, the event loop (a
+        # cockpit's screen and keys) keeps most of its turns meanwhile.
+        await asyncio.to_thread(importlib.import_module, "hz_kernel.kernel")
+        return await LocalClient.open(self.home, long_lived=self.long_lived)
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        if self._local is None and operation is ops.LIST:
+            assert isinstance(request, ops.ListRequest)
+            listed = await self._list_from_index(request)
+            if listed is not None:
+                return operation.wrap(listed)
+        return await (await self.open_kernel()).call(operation, request)
+
+    async def _list_from_index(self, request: ops.ListRequest) -> HeinzelList | None:
+        if self._reader is None:
+            self._reader = await IndexReader.open(self.home.index_path)
+        reader = self._reader
+        if reader is None or not await reader.is_current(self.home.spine_paths()):
+            return None
+        if self._clock is None:
+            self._clock = SlotClock(user_zone(self.home.settings.heinzel.timezone))
+        fields = {name: getattr(request, name) for name in type(request).model_fields}
+        return HeinzelList(items=await list_summaries(reader, self._clock, **fields))
+
+    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+        local = await self.open_kernel()
+        async for item in local.subscribe(after):
+            yield item
+
+    async def status(self) -> KernelStatus:
+        return await (await self.open_kernel()).status()
+
+    async def warm(self) -> None:
+        await self.open_kernel()
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+        if self._opening is not None:
+            local = await asyncio.shield(self._opening)
+            await local.close()
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

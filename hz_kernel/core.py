@@ -22,7 +22,7 @@ from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.observe import Observation, Observer
 from hz_kernel.store.envelope import Event
-from hz_kernel.store.index import Index, SpineStat, stat_spine
+from hz_kernel.store.index import Index, SpineStat, stale_spines, stat_spine
 from hz_kernel.store.locks import FileLock
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, scan_file
@@ -155,19 +155,10 @@ class KernelCore:
         A spine whose lock another process holds is left to that writer.
         """
         marks = await self.index.spine_marks()
-        ids = self.home.heinzel_ids()
-        stale: list[str] = []
-        stats: dict[str, SpineStat | None] = {}
-        for heinzel_id in ids:
-            st = stat_spine(self.home.heinzel_dir(heinzel_id) / SPINE_NAME)
-            stats[heinzel_id] = st
-            mark = marks.get(heinzel_id)
-            if mark is None or st is None or (mark[1], mark[2]) != (st.size, st.mtime_ns):
-                stale.append(heinzel_id)
-        gone = set(marks) - set(ids)
-        await self.index.forget(gone)
-        rebuilt = await self._rebuild(stale, stats, skip_busy=True)
-        return rebuilt
+        spines = self.home.spine_paths()
+        stale, stats = stale_spines(marks, spines)
+        await self.index.forget(set(marks) - set(spines))
+        return await self._rebuild([h for h in stale if h in spines], stats, skip_busy=True)
 
     async def reindex(self) -> api.ReindexReport:
         """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``)."""

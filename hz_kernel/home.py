@@ -24,6 +24,8 @@ from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import ensure_private_dir
 
 HEINZEL_ID = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
+#: The spine's file name inside a heinzel's folder.
+SPINE_NAME = "session.jsonl"
 
 
 class Home:
@@ -85,6 +87,11 @@ class Home:
         if not HEINZEL_ID.match(heinzel_id):
             raise HzError("HZS040", "not a heinzel id", heinzel_id[:80])
         return self.heinzel_root / heinzel_id
+
+    def spine_paths(self) -> dict[str, Path]:
+        """Each heinzel's spine file (whether or not it exists yet), by id."""
+        root = os.fspath(self.heinzel_root)
+        return {h: Path(root, h, SPINE_NAME) for h in self.heinzel_ids()}
 
     def heinzel_ids(self) -> list[str]:
         """Every heinzel directory under the home, sorted (ids are ULIDs, so by creation)."""

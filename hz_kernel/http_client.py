@@ -128,6 +128,9 @@ class HttpClient:
             memory_available_mb=health.memory_available_mb,
         )
 
+    async def warm(self) -> None:
+        return None
+
     async def shutdown(self) -> None:
         """Ask the daemon to exit (it answers first, then stops)."""
         await self._send("POST", SHUTDOWN_PATH)

@@ -31,16 +31,15 @@ from hz_tui import actions, keymap, notices, settings, themes
 from hz_tui.commands import CockpitCommands
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
-from hz_tui.screens.daemon import DaemonScreen
-from hz_tui.screens.heinzel import HeinzelScreen
-from hz_tui.screens.help import HelpScreen
 from hz_tui.screens.home import HomeScreen
-from hz_tui.screens.review import ReviewScreen
 from hz_tui.watcher import SpineBatch, SpineWatcher
 
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
 #: event that is set when the cockpit closes.
 Beside = Callable[[asyncio.Event], Awaitable[None]]
+#: How long after the first rows the client loads what it put off (an embedded kernel): the
+#: first frame is on screen by then, and the loading does not compete with drawing it.
+WARM_AFTER_S = 0.3
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
 
@@ -92,14 +91,27 @@ class CockpitApp(App[int]):
         """Tail from the spines' current ends, then list: nothing appended between is missed."""
         self.watcher.prime(self.home.heinzel_ids())
         await self.load_all()
+        self.call_after_refresh(self.first_frame_drawn)
+        if self.live:
+            self.watch_spines()
+            self.refresh_rows()
+
+    def first_frame_drawn(self) -> None:
+        """The first rows are on screen: say so (``loaded``), then settle in for the long run."""
         self.loaded.set()
         # What exists now (modules, widgets, the first rows) lives as long as the cockpit;
         # keeping it out of the collector's full passes keeps those passes from pausing the
         # screen for ~100 ms while the live feed runs.
         gc.freeze()
-        if self.live:
-            self.watch_spines()
-            self.refresh_rows()
+        self.set_timer(WARM_AFTER_S, self.warm_client)
+
+    @work(exclusive=True, group="warm")
+    async def warm_client(self) -> None:
+        """After the first frame, load what the client put off (an embedded kernel opens)."""
+        try:
+            await self.client.warm()
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
 
     async def load_all(self) -> None:
         try:
@@ -190,11 +202,16 @@ class CockpitApp(App[int]):
         await self.load_all()
 
     # -- navigation --------------------------------------------------------------------
+    # Pages other than the home are imported when first opened: loading them all at start
+    # would cost the first frame about a tenth of its time.
 
     def on_open_heinzel(self, message: OpenHeinzel) -> None:
         self.open_heinzel(message.heinzel_id)
 
     def open_heinzel(self, heinzel_id: str) -> None:
+        from hz_tui.screens.daemon import DaemonScreen
+        from hz_tui.screens.heinzel import HeinzelScreen
+
         if isinstance(self.screen, HeinzelScreen | DaemonScreen):
             self.pop_screen()
         self.push_screen(HeinzelScreen(heinzel_id))
@@ -222,16 +239,24 @@ class CockpitApp(App[int]):
         table.sort_by(table.sort_column, reverse=not table.sort_reverse)
 
     def action_daemon(self) -> None:
+        from hz_tui.screens.daemon import DaemonScreen
+        from hz_tui.screens.heinzel import HeinzelScreen
+
         if not isinstance(self.screen, DaemonScreen):
             if isinstance(self.screen, HeinzelScreen):
                 self.pop_screen()
             self.push_screen(DaemonScreen())
 
     def action_help(self) -> None:
+        from hz_tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
     def action_review(self) -> None:
+        from hz_tui.screens.help import HelpScreen
+        from hz_tui.screens.review import ReviewScreen
+
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         if not isinstance(self.screen, ReviewScreen):
@@ -241,6 +266,8 @@ class CockpitApp(App[int]):
 
     def selected_heinzel(self) -> str | None:
         """The heinzel an action applies to: the open page's, else the table's highlighted row."""
+        from hz_tui.screens.heinzel import HeinzelScreen
+
         if isinstance(self.screen, HeinzelScreen):
             return self.screen.heinzel_id
         return self.get_home().table.cursor_key()

@@ -157,11 +157,12 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
 def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
     if not item.last_turn_at:
         return Cell("—", palette.muted, order=(1, ()))
-    # Ascending order lists the newest turn first: the stamp's characters, negated.
-    newest_first = (0, tuple(-ord(ch) for ch in item.last_turn_at))
+    stamp = display.parse_time(item.last_turn_at)
+    # Ascending order lists the newest turn first.
+    newest_first = (0, -stamp.timestamp() if stamp else 0.0)
     when = display.ago(item.last_turn_at, now, exact=False)
     if item.state == "awake" and not item.last_disposition:
-        started = display.parse_time(item.last_turn_at) or now
+        started = stamp or now
         elapsed = display.span((now - started).total_seconds(), exact=False)
         return Cell(f"running {elapsed}", palette.ok, order=newest_first)
     disposition = item.last_disposition or item.last_cause or "turn"

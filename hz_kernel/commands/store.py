@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
-
-from pydantic import TypeAdapter
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
+from hz_kernel.listing import fill_next_due, list_summaries
 from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import REQUEST_NAME, Inbox
 from hz_kernel.store.scan import scan_file
@@ -34,43 +31,16 @@ class StoreCommands(KernelCore):
         where: dict[str, str] | None = None,
         ids: list[str] | None = None,
     ) -> api.HeinzelList:
-        name, version = _split_contract(contract)
-        now = now_utc()
-        rows = await self.index.list_heinzels(
-            day=now.date().isoformat(),
+        items = await list_summaries(
+            self.index,
+            self.slot_clock(self.home.settings.heinzel.timezone),
             state=state,
             artifact=artifact,
-            contract=name,
-            contract_version=version,
+            contract=contract,
             where=where,
             ids=ids,
-            columns=_SUMMARY_COLUMNS,
         )
-        self._fill_next_due(rows, now)
-        return api.HeinzelList(
-            items=_SUMMARIES.validate_python(rows),
-            warnings=[w.one_line() for w in self.warnings],
-        )
-
-    def _fill_next_due(self, rows: list[dict[str, Any]], now: datetime) -> None:
-        """When each heinzel wakes next: its next schedule slot, or its wait's end if sooner.
-
-        Computed at read time (the index cannot know the clock); each distinct
-        schedule is evaluated once and remembered until it fires.
-        """
-        clock = self.slot_clock(self.home.settings.heinzel.timezone)
-        for row in rows:
-            if row["state"] not in _RUNNING_STATES or row["damaged"]:
-                continue
-            due = []
-            if row["schedule"]:
-                with contextlib.suppress(HzError):
-                    upcoming = clock.upcoming(row["schedule"], now)
-                    if upcoming is not None:
-                        due.append(upcoming.strftime(STAMP_FORMAT))
-            if row["state"] == "waiting" and row.get("waiting_until"):
-                due.append(row["waiting_until"])
-            row["next_due"] = min(due) if due else None
+        return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
 
     async def show(self, ref: str) -> api.HeinzelDetail:
         row = await self.resolve(ref)
@@ -79,7 +49,7 @@ class StoreCommands(KernelCore):
         day = now.date().isoformat()
         summary = await self.index.list_heinzels(day=day, name=row["name"])
         summary = [s for s in summary if s["id"] == heinzel_id] or [row]
-        self._fill_next_due(summary, now)
+        fill_next_due(summary, self.slot_clock(self.home.settings.heinzel.timezone), now)
         turns = await self.index.rows_of("turns", heinzel_id)
         heinzel_dir = self.home.heinzel_dir(heinzel_id)
         month = day[:7]
@@ -247,19 +217,6 @@ class StoreCommands(KernelCore):
         )
 
 
-#: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
-_RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
-#: How listings write instants: UTC, to the second, like the spine's timestamps.
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
-_SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
-
-
-#: One validation call for the whole listing (pydantic's core loop, not one call per row).
-_SUMMARIES = TypeAdapter(list[api.HeinzelSummary])
-
-
 def _unlink_regular(path: Path) -> int | None:
     """Remove ``path`` if it is a regular file (a link is never followed nor removed)."""
     try:
@@ -270,14 +227,3 @@ def _unlink_regular(path: Path) -> int | None:
         return None
     path.unlink()
     return st.st_size
-
-
-def _split_contract(contract: str | None) -> tuple[str | None, int | None]:
-    if not contract:
-        return None, None
-    name, _, version = contract.partition(":")
-    if version:
-        if not version.lstrip("v").isdigit():
-            raise UsageError("HZU021", "a contract filter is NAME or NAME:VERSION", contract)
-        return name, int(version.lstrip("v"))
-    return name, None

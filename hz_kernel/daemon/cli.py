@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import orjson
 
-from hz_kernel.daemon import lifecycle
-from hz_kernel.daemon.lifecycle import DaemonReport
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+
+if TYPE_CHECKING:
+    from hz_kernel.daemon.lifecycle import DaemonReport
 
 
 def _emit(report: DaemonReport) -> None:
@@ -52,6 +54,8 @@ def _note_stale(report: DaemonReport) -> None:
 
 
 async def cmd_start(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
+
     if args.foreground:
         await lifecycle.serve(home)
         return 0
@@ -66,6 +70,8 @@ async def cmd_start(home: Home, args: argparse.Namespace) -> int:
 
 
 async def cmd_stop(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
+
     report = await lifecycle.stop(home)
     if args.json:
         _emit(report)
@@ -78,6 +84,8 @@ async def cmd_stop(home: Home, args: argparse.Namespace) -> int:
 
 
 async def cmd_status(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
+
     report = await lifecycle.status(home)
     if args.json:
         _emit(report)
@@ -92,6 +100,8 @@ async def cmd_status(home: Home, args: argparse.Namespace) -> int:
 
 
 async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
+
     report = await lifecycle.restart(home)
     if args.json:
         _emit(report)

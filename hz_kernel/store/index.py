@@ -243,7 +243,146 @@ def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
     return out
 
 
-class Index:
+class IndexQueries:
+    """The read side of the index: what a listing, a page or a tick asks of it.
+
+    Shared by the kernel's ``Index`` and by ``IndexReader``, a read-only
+    handle for a head that lists before its kernel has loaded.
+    """
+
+    conn: aiosqlite.Connection
+    queries: int
+
+    async def is_current(self, spines: dict[str, Path]) -> bool:
+        """True when the index has seen every spine as it is now (size and mtime) and no other."""
+        return not stale_spines(await self.spine_marks(), spines)[0]
+
+    async def fetch(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        self.queries += 1
+        async with self.conn.execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        shape = _BY_NAME.get(table)
+        if shape is None:
+            return [dict(r) for r in rows]
+        return [_decode_row(shape, r) for r in rows]
+
+    async def spine_marks(self) -> dict[str, tuple[int, int | None, int | None]]:
+        rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns FROM spines")
+        return {r["heinzel"]: (r["seq"], r["size"], r["mtime_ns"]) for r in rows}
+
+    async def list_heinzels(
+        self,
+        *,
+        day: str,
+        state: str | None = None,
+        artifact: str | None = None,
+        contract: str | None = None,
+        contract_version: int | None = None,
+        where: dict[str, str] | None = None,
+        name: str | None = None,
+        ids: Sequence[str] | None = None,
+        columns: str = "h.*",
+    ) -> list[dict[str, Any]]:
+        """Heinzel rows with today's cost; ``columns`` narrows what is read (a listing)."""
+        clauses: list[str] = []
+        params: list[Any] = [day]
+        if ids is not None:
+            clauses.append(f"h.id IN ({', '.join('?' * len(ids))})" if ids else "0")
+            params.extend(ids)
+        if state:
+            clauses.append("h.state = ?")
+            params.append(state)
+        if artifact:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(h.assets) WHERE value = ?)")
+            params.append(artifact)
+        if contract:
+            clauses.append("h.contract_name = ?")
+            params.append(contract)
+        if contract_version is not None:
+            clauses.append("h.contract_version = ?")
+            params.append(contract_version)
+        if name:
+            clauses.append("h.name = ?")
+            params.append(name)
+        for key, value in (where or {}).items():
+            clauses.append("CAST(json_extract(h.hz, ?) AS TEXT) = ?")
+            params.extend([f"$.{key}", value])
+        sql = (
+            f"SELECT {columns}, COALESCE(c.usd, 0.0) AS cost_today FROM heinzels h "
+            "LEFT JOIN (SELECT heinzel, SUM(usd) AS usd FROM costs WHERE day = ? "
+            "GROUP BY heinzel) c "
+            "ON c.heinzel = h.id"
+        )
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY h.name, h.id"
+        return await self.fetch("heinzels", sql, params)
+
+    async def heinzel(self, ref: str) -> dict[str, Any] | None:
+        rows = await self.fetch(
+            "heinzels", "SELECT * FROM heinzels WHERE id = ? OR name = ? ORDER BY id", (ref, ref)
+        )
+        return rows[0] if rows else None
+
+    async def rows_of(
+        self, table: str, heinzel_id: str, order: str = "seq"
+    ) -> list[dict[str, Any]]:
+        return await self.fetch(
+            table, f"SELECT * FROM {table} WHERE heinzel = ? ORDER BY {order}", (heinzel_id,)
+        )
+
+
+def stale_spines(
+    marks: dict[str, tuple[int, int | None, int | None]], spines: dict[str, Path]
+) -> tuple[list[str], dict[str, SpineStat | None]]:
+    """Heinzels whose spine differs from the index's mark (or has none), and every stat taken.
+
+    One ``stat`` per spine; removed spines are the marks not in ``spines``
+    and count as stale too (their rows must go).
+    """
+    stale: list[str] = [heinzel_id for heinzel_id in marks if heinzel_id not in spines]
+    stats: dict[str, SpineStat | None] = {}
+    for heinzel_id, path in spines.items():
+        st = stats[heinzel_id] = stat_spine(path)
+        mark = marks.get(heinzel_id)
+        if mark is None or st is None or (mark[1], mark[2]) != (st.size, st.mtime_ns):
+            stale.append(heinzel_id)
+    return stale, stats
+
+
+class IndexReader(IndexQueries):
+    """A read-only connection to ``index.sqlite``, for listing without opening the kernel."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+        self.queries = 0
+
+    @classmethod
+    async def open(cls, path: Path) -> IndexReader | None:
+        """The reader; None when there is no index of this schema yet (the kernel builds it)."""
+        if not path.is_file():
+            return None
+        try:
+            conn = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        except sqlite3.Error:
+            return None
+        conn.row_factory = aiosqlite.Row
+        try:
+            await conn.execute("PRAGMA busy_timeout=5000")
+            async with conn.execute("PRAGMA user_version") as cur:
+                (version,) = await cur.fetchone() or (None,)
+        except sqlite3.Error:
+            version = None
+        if version != SCHEMA_VERSION:
+            await conn.close()
+            return None
+        return cls(conn)
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+class Index(IndexQueries):
     """The async handle on ``index.sqlite``. Counts its queries so tests can prove a cost."""
 
     def __init__(self, path: Path, conn: aiosqlite.Connection, writer: sqlite3.Connection) -> None:
@@ -392,77 +531,3 @@ class Index:
         )
 
     # -- reading -----------------------------------------------------------------------
-
-    async def fetch(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        self.queries += 1
-        async with self.conn.execute(sql, params) as cur:
-            rows = await cur.fetchall()
-        shape = _BY_NAME.get(table)
-        if shape is None:
-            return [dict(r) for r in rows]
-        return [_decode_row(shape, r) for r in rows]
-
-    async def spine_marks(self) -> dict[str, tuple[int, int | None, int | None]]:
-        rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns FROM spines")
-        return {r["heinzel"]: (r["seq"], r["size"], r["mtime_ns"]) for r in rows}
-
-    async def list_heinzels(
-        self,
-        *,
-        day: str,
-        state: str | None = None,
-        artifact: str | None = None,
-        contract: str | None = None,
-        contract_version: int | None = None,
-        where: dict[str, str] | None = None,
-        name: str | None = None,
-        ids: Sequence[str] | None = None,
-        columns: str = "h.*",
-    ) -> list[dict[str, Any]]:
-        """Heinzel rows with today's cost; ``columns`` narrows what is read (a listing)."""
-        clauses: list[str] = []
-        params: list[Any] = [day]
-        if ids is not None:
-            clauses.append(f"h.id IN ({', '.join('?' * len(ids))})" if ids else "0")
-            params.extend(ids)
-        if state:
-            clauses.append("h.state = ?")
-            params.append(state)
-        if artifact:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(h.assets) WHERE value = ?)")
-            params.append(artifact)
-        if contract:
-            clauses.append("h.contract_name = ?")
-            params.append(contract)
-        if contract_version is not None:
-            clauses.append("h.contract_version = ?")
-            params.append(contract_version)
-        if name:
-            clauses.append("h.name = ?")
-            params.append(name)
-        for key, value in (where or {}).items():
-            clauses.append("CAST(json_extract(h.hz, ?) AS TEXT) = ?")
-            params.extend([f"$.{key}", value])
-        sql = (
-            f"SELECT {columns}, COALESCE(c.usd, 0.0) AS cost_today FROM heinzels h "
-            "LEFT JOIN (SELECT heinzel, SUM(usd) AS usd FROM costs WHERE day = ? "
-            "GROUP BY heinzel) c "
-            "ON c.heinzel = h.id"
-        )
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        sql += " ORDER BY h.name, h.id"
-        return await self.fetch("heinzels", sql, params)
-
-    async def heinzel(self, ref: str) -> dict[str, Any] | None:
-        rows = await self.fetch(
-            "heinzels", "SELECT * FROM heinzels WHERE id = ? OR name = ? ORDER BY id", (ref, ref)
-        )
-        return rows[0] if rows else None
-
-    async def rows_of(
-        self, table: str, heinzel_id: str, order: str = "seq"
-    ) -> list[dict[str, Any]]:
-        return await self.fetch(
-            table, f"SELECT * FROM {table} WHERE heinzel = ? ORDER BY {order}", (heinzel_id,)
-        )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hz_kernel import crashpoints
 from hz_kernel.errors import HzError
+from hz_kernel.home import SPINE_NAME
 from hz_kernel.store.envelope import Event, encode_data, line_hash
 from hz_kernel.store.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
 from hz_kernel.store.locks import FileLock
@@ -21,7 +22,6 @@ from hz_kernel.store.repair import keep_and_cut
 from hz_kernel.store.scan import SpineScan, read_spine_bytes, scan
 from hz_kernel.vocabulary import EventData, SpineRepaired
 
-SPINE_NAME = "session.jsonl"
 LOCK_NAME = "lock"
 
 

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from hz_kernel import operations as ops
+from hz_kernel.api import KernelStatus
 from hz_kernel.client import LocalClient
 from hz_kernel.errors import HzError
 from hz_kernel.kernel import Kernel
@@ -81,6 +82,12 @@ class LosesTheFirstChatAnswer:
 
     def subscribe(self, after: int | None = None) -> Any:
         return self.inner.subscribe(after)
+
+    async def status(self) -> KernelStatus:
+        return await self.inner.status()
+
+    async def warm(self) -> None:
+        await self.inner.warm()
 
     async def close(self) -> None:
         await self.inner.close()

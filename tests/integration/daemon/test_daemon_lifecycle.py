@@ -24,7 +24,7 @@ from daemon_helpers import (
 
 from hz_kernel import operations as ops
 from hz_kernel.connect import connect
-from hz_kernel.daemon.lifecycle import KernelLock
+from hz_kernel.daemon.discovery import KernelLock
 from hz_kernel.errors import HzError
 from hz_kernel.http_client import HttpClient
 from hz_kernel.store.scan import scan_file

@@ -1,0 +1,90 @@
+"""Listing heinzels: the index's rows, today's cost, and when each wakes next.
+
+One function serves the kernel's ``heinzel.list`` and a head that lists
+before its kernel has loaded (``hz_kernel.client.DeferredClient``), so the
+two can never disagree. It needs the index's read side and a schedule
+clock, nothing of the kernel's writing machinery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from hz_kernel import api
+from hz_kernel.clock import now_utc
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.store.index import IndexQueries
+from hz_kernel.tick.schedule import SlotClock
+
+#: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
+RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
+#: How listings write instants: UTC, to the second, like the spine's timestamps.
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
+_SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
+#: One validation call for the whole listing (pydantic's core loop, not one call per row).
+_SUMMARIES = TypeAdapter(list[api.HeinzelSummary])
+
+
+async def list_summaries(
+    index: IndexQueries,
+    clock: SlotClock,
+    *,
+    state: str | None = None,
+    artifact: str | None = None,
+    contract: str | None = None,
+    where: dict[str, str] | None = None,
+    ids: list[str] | None = None,
+) -> list[api.HeinzelSummary]:
+    """The summaries that match every filter given, sorted by name."""
+    name, version = split_contract(contract)
+    now = now_utc()
+    rows = await index.list_heinzels(
+        day=now.date().isoformat(),
+        state=state,
+        artifact=artifact,
+        contract=name,
+        contract_version=version,
+        where=where,
+        ids=ids,
+        columns=_SUMMARY_COLUMNS,
+    )
+    fill_next_due(rows, clock, now)
+    return _SUMMARIES.validate_python(rows)
+
+
+def fill_next_due(rows: list[dict[str, Any]], clock: SlotClock, now: datetime) -> None:
+    """When each heinzel wakes next: its next schedule slot, or its wait's end if sooner.
+
+    Computed at read time (the index cannot know the clock); each distinct
+    schedule is evaluated once and remembered until it fires.
+    """
+    for row in rows:
+        if row["state"] not in RUNNING_STATES or row["damaged"]:
+            continue
+        due = []
+        if row["schedule"]:
+            with contextlib.suppress(HzError):
+                upcoming = clock.upcoming(row["schedule"], now)
+                if upcoming is not None:
+                    due.append(upcoming.strftime(STAMP_FORMAT))
+        if row["state"] == "waiting" and row.get("waiting_until"):
+            due.append(row["waiting_until"])
+        row["next_due"] = min(due) if due else None
+
+
+def split_contract(contract: str | None) -> tuple[str | None, int | None]:
+    """``NAME`` or ``NAME:VERSION`` (``v`` optional) as a filter's parts."""
+    if not contract:
+        return None, None
+    name, _, version = contract.partition(":")
+    if version:
+        if not version.lstrip("v").isdigit():
+            raise UsageError("HZU021", "a contract filter is NAME or NAME:VERSION", contract)
+        return name, int(version.lstrip("v"))
+    return name, None
