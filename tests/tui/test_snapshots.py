@@ -16,6 +16,7 @@ from hz_kernel.home import Home
 from hz_tui import composer_store
 from hz_tui.app import CockpitApp
 from hz_tui.composer_store import ComposerState
+from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
 from tests.tui import homes
@@ -108,6 +109,22 @@ def test_help(snap_compare, snapshot_client, theme: str) -> None:
     home, client = snapshot_client
     app = cockpit(home, client, theme)
     assert snap_compare(app, press=["f1"], terminal_size=(120, 40), run_before=loaded)
+
+
+async def open_new_heinzel(pilot: Pilot[int]) -> None:
+    await pilot.press("n")
+    for _ in range(100):
+        if isinstance(pilot.app.screen, ChooseScreen):
+            break
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_new_heinzel_dialog(snap_compare, snapshot_client, theme: str) -> None:
+    home, client = snapshot_client
+    app = cockpit(home, client, theme)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_new_heinzel))
 
 
 async def open_review(pilot: Pilot[int]) -> None:
