@@ -236,10 +236,20 @@ class Amendment(_Shape):
     narrows: list[str] = []
 
 
+class TemplateParameter(_Shape):
+    name: str
+    default: str
+    help: str
+    optional: bool = False
+    """May be given empty (it then means what its help says)."""
+
+
 class TemplateSummary(_Shape):
     name: str
     description: str
     parameters: list[str] = []
+    details: list[TemplateParameter] = []
+    """The parameters with their defaults and help, in the same order."""
 
 
 class TemplateList(_Shape):

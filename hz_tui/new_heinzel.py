@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from hz_kernel import operations as ops
-from hz_kernel.api import TemplateSummary
+from hz_kernel.api import TemplateParameter, TemplateSummary
 from hz_kernel.errors import HzError
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.prompt import PromptScreen
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: The chooser's id for "describe it in a sentence" (no template name starts with ``*``).
 SENTENCE = "*sentence"
+#: Typed for an optional parameter, it is given empty (Enter alone keeps the default).
+EMPTY = "-"
 SENTENCE_EXAMPLE = "every Friday at three, draft the weekly report from merged pull requests"
 
 
@@ -78,20 +80,33 @@ async def ask(app: CockpitApp, templates: list[TemplateSummary]) -> ops.NewReque
         return new_request(sentence=sentence, params={"name": name} if name else {})
     template = next(t for t in templates if t.name == choice)
     params: dict[str, str] = {}
-    for number, parameter in enumerate(template.parameters, start=1):
+    details = template.details or [
+        TemplateParameter(name=name, default="", help="") for name in template.parameters
+    ]
+    for number, parameter in enumerate(details, start=1):
         value = await app.push_screen_wait(
             PromptScreen(
-                f"New {template.name}: {parameter} ({number} of {len(template.parameters)})",
-                "Enter with nothing typed keeps the template's default.",
-                placeholder=parameter,
+                f"New {template.name}: {parameter.name} ({number} of {len(details)})",
+                _about(parameter),
+                placeholder=parameter.default or parameter.name,
                 allow_empty=True,
             )
         )
         if value is None:
             return None
-        if value:
-            params[parameter] = value
+        if value == EMPTY and parameter.optional:
+            params[parameter.name] = ""
+        elif value:
+            params[parameter.name] = value
     return new_request(template=template.name, params=params)
+
+
+def _about(parameter: TemplateParameter) -> str:
+    """The prompt's line: what the parameter is for, and what Enter alone keeps."""
+    about = f"{parameter.help[:1].upper()}{parameter.help[1:]}." if parameter.help else ""
+    keeps = f"Enter keeps {parameter.default!r}" if parameter.default else "Enter keeps the default"
+    empty = f"; {EMPTY} leaves it empty" if parameter.optional else ""
+    return f"{about} {keeps}{empty}.".strip()
 
 
 def new_request(**fields: object) -> ops.NewRequest:

@@ -217,6 +217,12 @@ class LifecycleCommands(KernelCore):
                     name=t.name,
                     description=t.description,
                     parameters=[p.name for p in t.parameters],
+                    details=[
+                        api.TemplateParameter(
+                            name=p.name, default=p.default, help=p.help, optional=p.optional
+                        )
+                        for p in t.parameters
+                    ],
                 )
                 for t in list_templates()
             ]

@@ -53,9 +53,16 @@ async def test_a_template_asks_each_parameter_then_opens_the_proposed_heinzel(
         await app.loaded.wait()
         await choose(pilot, "digest")
         await answer(pilot, f"New digest: name (1 of {TEMPLATE_PARAMETERS})", "team-digest")
+        await until(lambda: "New digest: notes (2 of" in getattr(app.screen, "heading", ""))
+        about = app.screen.about
+        assert "The folder of Markdown files to digest." in about and "keeps 'notes'" in about
         await answer(pilot, "New digest: notes (2 of", "meeting-notes")
         for number in range(3, TEMPLATE_PARAMETERS + 1):
-            await answer(pilot, f"({number} of {TEMPLATE_PARAMETERS})")
+            heading = f"({number} of {TEMPLATE_PARAMETERS})"
+            await until(lambda h=heading: h in getattr(app.screen, "heading", ""))
+            # The schedule is optional: "-" gives it empty (only when a file changes).
+            optional = "leaves it empty" in app.screen.about
+            await answer(pilot, heading, "-" if optional else "")
         await until(lambda: isinstance(app.screen, HeinzelScreen))
         page = app.screen
         assert isinstance(page, HeinzelScreen)
@@ -68,7 +75,7 @@ async def test_a_template_asks_each_parameter_then_opens_the_proposed_heinzel(
         )
     assert (await names_and_states(client))["team-digest"] == "proposed"
     shown = await client.call(ops.SHOW, ops.HeinzelRef(ref="team-digest"))
-    assert shown.heinzel.contract_version is None
+    assert shown.heinzel.contract_version is None and shown.heinzel.schedule is None
 
 
 async def test_a_sentence_and_a_name_become_a_proposed_heinzel(
