@@ -3,7 +3,9 @@
 Kept apart from the widget so the rules (which words a filter matches, what
 "waits on you" means, how a state sorts) read in one place and are tested
 without a screen. A cell is ``Cell``: rich ``Text`` that also carries the
-value it sorts by, because ``DataTable.sort`` only hands cells to its key.
+value it sorts by, so a table sorts by meaning (state order, newest first,
+cost) rather than by the text shown. The page tables (``DataTable``) show
+cells as they are; the home table draws them into its cached row strips.
 """
 
 from __future__ import annotations
