@@ -74,6 +74,8 @@ Empty().run(headless=True, size=(120, 40), auto_pilot=ready)
 COCKPIT_APP = """
 import time
 started = time.perf_counter()
+import gc
+gc.disable()  # as hz_tui.entry does; the cockpit enables it after its first frame
 import asyncio, sys
 from hz_kernel.connect import connect
 from hz_kernel.home import Home

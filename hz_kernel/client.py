@@ -24,7 +24,6 @@ from pydantic import BaseModel
 from hz_kernel import operations as ops
 from hz_kernel.api import HeinzelList, KernelStatus
 from hz_kernel.clock import now_utc
-from hz_kernel.daemon.feed import FeedHub, FeedReset
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
 from hz_kernel.home import Home
 from hz_kernel.listing import list_summaries
@@ -33,9 +32,10 @@ from hz_kernel.store.index import IndexReader
 from hz_kernel.tick.schedule import SlotClock, user_zone
 
 if TYPE_CHECKING:
+    from hz_kernel.daemon.feed import FeedHub
     from hz_kernel.kernel import Kernel
 
-__all__ = ["DeferredClient", "FeedItem", "FeedReset", "KernelClient", "LocalClient", "dump"]
+__all__ = ["DeferredClient", "FeedItem", "KernelClient", "LocalClient", "dump"]
 
 
 class KernelClient(Protocol):
@@ -66,6 +66,8 @@ class LocalClient:
     def __init__(self, kernel: Kernel, hub: FeedHub | None = None) -> None:
         self.kernel = kernel
         self.where = f"embedded kernel on {kernel.home.root}"
+        from hz_kernel.daemon.feed import FeedHub  # the event log behind ``subscribe``
+
         self.hub = hub or FeedHub()
         if hub is None:
             kernel.observers.append(self.hub.observe)

@@ -20,31 +20,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hz_kernel.terms import Cause, Disposition, SkipReason, Step, WokenBy
+
 VOCABULARY_VERSION = 1
 ENVELOPE_VERSION = 1
-
-STEP_NAMES: tuple[str, ...] = ("gather", "think", "outcome", "act", "finish")
-Step = Literal["gather", "think", "outcome", "act", "finish"]
-
-Cause = Literal[
-    "created", "schedule", "source-changed", "discovered", "asked", "approval", "retry", "stale"
-]
-Disposition = Literal[
-    "drafted",
-    "asked",
-    "learned",
-    "proposed",
-    "summarised",
-    "nothing",
-    "skipped",
-    "failed",
-    "abandoned",
-    "waited",
-]
-SkipReason = Literal[
-    "nothing-moved", "check-unmet", "done-when-unmet", "cap", "throttled", "paused", "damaged"
-]
-WokenBy = Literal["timer", "source", "approval", "answer", "asked", "restart"]
 
 
 class EventData(BaseModel):

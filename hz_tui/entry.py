@@ -9,10 +9,13 @@ so scripts calling ``hz heinzel list`` never pay for it.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from hz_kernel.client import KernelClient
-from hz_kernel.home import Home
+if TYPE_CHECKING:
+    from hz_kernel.client import KernelClient
+    from hz_kernel.home import Home
 
 
 async def run_cockpit(
@@ -20,12 +23,18 @@ async def run_cockpit(
     client: KernelClient,
     beside: Sequence[Callable[[asyncio.Event], Awaitable[None]]],
 ) -> int:
+    gc.disable()  # enabled again (after a freeze) once the first frame is drawn
     from hz_tui.app import run
 
     return int(await run(home, client, beside=beside))
 
 
 def main() -> int:
-    from hz_kernel.cli import main as kernel_main
-
+    # Start-up allocates objects that live as long as the process; a collection among
+    # them finds nothing and costs tens of milliseconds.
+    gc.disable()
+    try:
+        from hz_kernel.cli import main as kernel_main
+    finally:
+        gc.enable()
     return kernel_main(cockpit=run_cockpit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hz_kernel.vocabulary import STEP_NAMES
+from hz_kernel.terms import STEP_NAMES
 from hz_tui.tail import SpineLine
 
 TurnStatus = Literal["none", "running", "waiting", "finished"]

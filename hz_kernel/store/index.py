@@ -21,14 +21,16 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 import orjson
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import FILE_MODE
-from hz_kernel.store.projection import Projection
+
+if TYPE_CHECKING:
+    from hz_kernel.store.projection import Projection
 
 SCHEMA_VERSION = 1
 

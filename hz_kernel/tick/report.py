@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hz_kernel.vocabulary import Cause, SkipReason, WokenBy
+from hz_kernel.terms import Cause, SkipReason, WokenBy
 
 DeferReason = Literal["max-wakes", "cap", "busy", "source-failed"]
 

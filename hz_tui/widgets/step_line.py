@@ -6,7 +6,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from hz_kernel.vocabulary import STEP_NAMES
+from hz_kernel.terms import STEP_NAMES
 from hz_tui import display
 from hz_tui.rows import Palette
 from hz_tui.turn_state import LiveTurn

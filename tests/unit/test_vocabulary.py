@@ -8,7 +8,8 @@ import typing
 from pydantic import BaseModel
 
 from hz_kernel import vocabulary
-from hz_kernel.vocabulary import KINDS, MIGRATIONS, STEP_NAMES, migrate
+from hz_kernel.terms import STEP_NAMES
+from hz_kernel.vocabulary import KINDS, MIGRATIONS, migrate
 
 PINNED_KINDS = [
     "amendment.declined", "amendment.proposed", "approval.observed", "attempt.failed",

@@ -14,9 +14,9 @@ import pytest
 from daemon_helpers import discovery
 
 from hz_kernel import operations as ops
-from hz_kernel.client import FeedReset, LocalClient
+from hz_kernel.client import LocalClient
 from hz_kernel.connect import feed_edge, follow
-from hz_kernel.daemon.feed import FeedHub
+from hz_kernel.daemon.feed import FeedHub, FeedReset
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
     EVENTS_PATH,
