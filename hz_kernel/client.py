@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from hz_kernel import operations as ops
 from hz_kernel.api import HeinzelList, KernelStatus
-from hz_kernel.clock import now_utc
+from hz_kernel.clock import now_utc, stamp
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
 from hz_kernel.home import Home
 from hz_kernel.listing import list_summaries
@@ -82,10 +82,7 @@ class LocalClient:
         if OPERATIONS.get(operation.name) is not operation:
             raise KeyError(operation.name)
         method = getattr(self.kernel, operation.handler)
-        kwargs: dict[str, Any] = {
-            name: getattr(request, name) for name in type(request).model_fields
-        }
-        result = await method(**kwargs)
+        result = await method(**_arguments(request))
         return operation.wrap(result)
 
     async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
@@ -98,7 +95,7 @@ class LocalClient:
             embedded=True,
             pid=os.getpid(),
             protocol=PROTOCOL_VERSION,
-            started_at=kernel.opened_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            started_at=stamp(kernel.opened_at),
             uptime_s=round((now_utc() - kernel.opened_at).total_seconds(), 3),
             heinzels=len(kernel.home.heinzel_ids()),
             turns_running=len(kernel.tasks),
@@ -179,8 +176,7 @@ class DeferredClient:
             return None
         if self._clock is None:
             self._clock = SlotClock(user_zone(self.home.settings.heinzel.timezone))
-        fields = {name: getattr(request, name) for name in type(request).model_fields}
-        return HeinzelList(items=await list_summaries(reader, self._clock, **fields))
+        return HeinzelList(items=await list_summaries(reader, self._clock, **_arguments(request)))
 
     async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
         local = await self.open_kernel()
@@ -200,6 +196,11 @@ class DeferredClient:
         if self._opening is not None:
             local = await asyncio.shield(self._opening)
             await local.close()
+
+
+def _arguments(request: BaseModel) -> dict[str, Any]:
+    """A request's fields as the keyword arguments of the kernel method that serves it."""
+    return {name: getattr(request, name) for name in type(request).model_fields}
 
 
 def dump(model: BaseModel) -> dict[str, Any]:

@@ -7,6 +7,14 @@ from datetime import UTC, datetime
 
 from hz_kernel.errors import HzError
 
+#: How the kernel writes an instant for people and the wire: UTC, to the second.
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def stamp(moment: datetime) -> str:
+    """``moment`` (aware) as ``STAMP_FORMAT`` in UTC."""
+    return moment.astimezone(UTC).strftime(STAMP_FORMAT)
+
 
 def now_utc() -> datetime:
     """The kernel's clock: ``HZ_NOW`` pins it for a run (tests, demos), else the real time."""

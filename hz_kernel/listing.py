@@ -15,15 +15,13 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from hz_kernel import api
-from hz_kernel.clock import now_utc
+from hz_kernel.clock import now_utc, stamp
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.index import IndexQueries
 from hz_kernel.tick.schedule import SlotClock
 
 #: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
 RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
-#: How listings write instants: UTC, to the second, like the spine's timestamps.
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 _SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
 _SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
@@ -72,7 +70,7 @@ def fill_next_due(rows: list[dict[str, Any]], clock: SlotClock, now: datetime) -
             with contextlib.suppress(HzError):
                 upcoming = clock.upcoming(row["schedule"], now)
                 if upcoming is not None:
-                    due.append(upcoming.strftime(STAMP_FORMAT))
+                    due.append(stamp(upcoming))
         if row["state"] == "waiting" and row.get("waiting_until"):
             due.append(row["waiting_until"])
         row["next_due"] = min(due) if due else None

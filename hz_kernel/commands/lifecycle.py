@@ -10,7 +10,6 @@ records only ids and fingerprints.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from hz_kernel.contracts import (
     list_templates,
     render_template,
 )
+from hz_kernel.contracts.versions import text_diff
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, read_nofollow
@@ -69,13 +69,16 @@ class Proposals:
         ids = sorted(name.removesuffix(".prose.md") for name in names if name.endswith(".prose.md"))
         return ids[-1] if ids else None
 
-    def read(self, proposal: str) -> tuple[str, CompiledContract]:
+    def text(self, proposal: str) -> str:
         if not _PROPOSAL.match(proposal):
             raise UsageError("HZU031", "not a proposal id", proposal[:40])
         try:
-            text = read_nofollow(self.dir / f"{proposal}.prose.md").decode()
+            return read_nofollow(self.dir / f"{proposal}.prose.md").decode()
         except OSError:
             raise HzError("HZC085", "the proposal's text is missing", proposal) from None
+
+    def read(self, proposal: str) -> tuple[str, CompiledContract]:
+        text = self.text(proposal)
         return text, compile_contract(text, source=f"proposal {proposal}")
 
 
@@ -96,7 +99,7 @@ class LifecycleCommands(KernelCore):
         versions = ContractVersions(heinzel_dir)
         numbers = versions.all()
         shown = version if version is not None else (numbers[-1] if numbers else None)
-        text = versions.read(shown)[0] if shown is not None else None
+        text = versions.text(shown) if shown is not None else None
         if against is None and shown is not None:
             against = max((n for n in numbers if n < shown), default=None)
         diff = versions.diff(against, shown) if against is not None and shown is not None else None
@@ -117,19 +120,14 @@ class LifecycleCommands(KernelCore):
         proposals = Proposals(self.home.heinzel_dir(row["id"]))
         if row["pending_amendment"]:
             proposal = str(row["pending_amendment"])
-            text, _ = proposals.read(proposal)
+            text = proposals.text(proposal)
             amendments = await self.index.rows_of("amendments", row["id"])
             about = next((a for a in amendments if a["proposal"] == proposal), {})
             current = versions.latest()
             diff = None
             if current is not None:
-                diff = "".join(
-                    difflib.unified_diff(
-                        versions.read(current)[0].splitlines(keepends=True),
-                        text.splitlines(keepends=True),
-                        fromfile=f"v{current}.prose.md",
-                        tofile="proposed.prose.md",
-                    )
+                diff = text_diff(
+                    versions.text(current), text, f"v{current}.prose.md", "proposed.prose.md"
                 )
             return api.ContractProposal(
                 proposal=proposal,
@@ -142,7 +140,7 @@ class LifecycleCommands(KernelCore):
                 reason=about.get("reason"),
             )
         if row["state"] == "proposed" and (proposal := proposals.newest()) is not None:
-            text, _ = proposals.read(proposal)
+            text = proposals.text(proposal)
             return api.ContractProposal(proposal=proposal, by="user", first=True, text=text)
         return None
 

@@ -80,13 +80,18 @@ class ContractVersions:
         numbers = self.all()
         return numbers[-1] if numbers else None
 
-    def read(self, number: int) -> tuple[str, CompiledContract]:
-        """The text and compiled form of a version, as they were stored."""
+    def text(self, number: int) -> str:
+        """A version's text as written (``HZC082`` when there is no such version)."""
         text = self._existing_text(number)
         if text is None:
             raise ContractError(
                 "HZC082", f"there is no contract version {number}", str(self.text_path(number))
             )
+        return text
+
+    def read(self, number: int) -> tuple[str, CompiledContract]:
+        """The text and compiled form of a version, as they were stored."""
+        text = self.text(number)
         compiled_place = str(self.compiled_path(number))
         try:
             compiled = CompiledContract.model_validate_json(
@@ -104,16 +109,7 @@ class ContractVersions:
 
     def diff(self, a: int, b: int) -> str:
         """A unified diff from version ``a``'s text to version ``b``'s."""
-        old, _ = self.read(a)
-        new, _ = self.read(b)
-        return "".join(
-            difflib.unified_diff(
-                _lines(old),
-                _lines(new),
-                fromfile=f"v{a}.prose.md",
-                tofile=f"v{b}.prose.md",
-            )
-        )
+        return text_diff(self.text(a), self.text(b), f"v{a}.prose.md", f"v{b}.prose.md")
 
     def _next(self) -> int:
         return (self.latest() or 0) + 1
@@ -142,6 +138,13 @@ class ContractVersions:
             raise ContractError(
                 "HZC081", f"the text of version {number} is not UTF-8", str(path)
             ) from None
+
+
+def text_diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    """A unified diff between two contract texts."""
+    return "".join(
+        difflib.unified_diff(_lines(old), _lines(new), fromfile=old_name, tofile=new_name)
+    )
 
 
 def _lines(text: str) -> list[str]:

@@ -34,6 +34,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.adapters.sources.document import slugify
+from hz_kernel.clock import stamp
 from hz_kernel.contracts import duration_seconds
 from hz_kernel.engine.wakes import Wake, schedule_key, source_key, stale_key
 from hz_kernel.tick.fetching import Requests, Staged, Watch, split_asset
@@ -42,7 +43,6 @@ from hz_kernel.tick.schedule import SlotClock, slot_time
 from hz_kernel.vocabulary import SkipReason, WokenBy
 
 Action = Literal["run", "skip", "resume", "defer"]
-STALE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass(slots=True)
@@ -339,7 +339,7 @@ def stale_wakes(row: HeinzelRow, now: datetime) -> list[Wake]:
             continue
         valid_until = _parse(approved_at) + timedelta(seconds=seconds)
         if now >= valid_until:
-            key = stale_key(row.id, output, valid_until.strftime(STALE_FORMAT))
+            key = stale_key(row.id, output, stamp(valid_until))
             wakes.append(Wake(cause="stale", key=key, due_at=valid_until))
     return wakes
 
@@ -466,6 +466,6 @@ def plan_tick(ctx: TickInputs) -> list[PlannedTurn]:
     return ordered
 
 
-def _parse(stamp: str) -> datetime:
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+def _parse(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

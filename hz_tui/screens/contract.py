@@ -176,11 +176,7 @@ class ContractScreen(Screen[None]):
         pending = self.pending
         if pending is None:
             return
-        operation, request = (
-            (ops.APPROVE, ops.ApproveRequest(ref=self.heinzel_id))
-            if decision == "approve"
-            else (ops.REJECT, ops.HeinzelRef(ref=self.heinzel_id))
-        )
+        operation, request = actions.request_for(decision, self.heinzel_id, None)
         name = self.view.name if self.view else self.heinzel_id
         try:
             decided = await self.cockpit.client.call(operation, request)
