@@ -22,10 +22,11 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import count
 from pathlib import Path
 
+from hz_kernel.clock import now_utc
 from hz_kernel.contracts import render_template
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
@@ -216,7 +217,7 @@ def _write_files(workspace: Path, repo: Path) -> None:
 
 
 def _write_history(world: DemoWorld) -> None:
-    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=7)
+    start = now_utc().replace(minute=0, second=0, microsecond=0) - timedelta(days=7)
     world.git("init", "-q", "-b", "main")
     started: set[str] = set()
     for day, hour, what, branch, detail in HISTORY:
@@ -307,7 +308,7 @@ async def keep_committing(
 
 def _change(world: DemoWorld, step: int, pull_request: int | None) -> None:
     """The ``step``-th change: a commit on main, or a branch merged as ``pull_request``."""
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = now_utc().replace(microsecond=0)
     subject = LATER[step % len(LATER)]
     if pull_request is None:
         _commit(world, subject, now, serial=step)

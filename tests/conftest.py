@@ -13,9 +13,23 @@ from pathlib import Path
 
 import hypothesis  # noqa: F401  (see below)
 import pytest
+from time_machine import TimeMachineFixture
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+
+#: Where a pinned clock starts: a Monday morning, before every slot the tests tick.
+PINNED_START = "2026-11-30T08:00:00Z"
+
+
+@pytest.fixture
+def clock(time_machine: TimeMachineFixture) -> TimeMachineFixture:
+    """The kernel's clock pinned for everything a test creates; ``clock.move_to`` moves it.
+
+    The clock still ticks from where it is put, so nothing that waits on time stalls.
+    """
+    time_machine.move_to(PINNED_START)
+    return time_machine
 
 
 @pytest.fixture

@@ -34,12 +34,12 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.client import LocalClient
+from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import run_tick_loop, tick_interval
 from hz_kernel.config import DaemonSettings
 from hz_kernel.daemon.admission import AdmissionController
@@ -385,7 +385,7 @@ async def _serve_on(
         address=address,
         token=secrets.token_urlsafe(32),
         protocol=PROTOCOL_VERSION,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        started_at=now_utc().isoformat(timespec="seconds"),
         home=str(home.root),
         run=hub.run,
     )

@@ -15,7 +15,7 @@ import asyncio
 import difflib
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -408,12 +408,16 @@ class TurnRunner:
         for record in inherited:
             gathered.append({k: v for k, v in record.items() if k not in ("ts", "type")})
         if not inherited:
+            staged = _staged_fingerprints(state.keys, contract.hz.inputs)
             for name, spec in contract.hz.inputs.items():
                 request = SourceRequest(source=spec.source, method=spec.method, args=spec.args)
                 result = self.cache.get(request)
                 fresh_for = duration_seconds(spec.recheck) if spec.recheck else 0
                 now = now_utc()
-                if result is None or (now - result.as_of).total_seconds() > fresh_for:
+                if result is None or (
+                    (now - result.as_of).total_seconds() > fresh_for
+                    and result.fingerprint(spec.facet) != staged.get(name)
+                ):
                     result = self.sources.fetch(request, now=now, previous=result)
                     self.cache.put(result)
                 fingerprint = result.fingerprint(spec.facet)
@@ -927,3 +931,19 @@ def _disposition(outcome: Outcome | None) -> str:
         SummaryOutcome: "summarised",
         NothingOutcome: "nothing",
     }.get(type(outcome), "nothing")
+
+
+def _staged_fingerprints(keys: list[str], inputs: Mapping[str, object]) -> dict[str, str]:
+    """Each input a source wake names, with the fingerprint that woke it.
+
+    The tick staged exactly that arrival in the cache before it woke the
+    turn; gathering it again would fetch twice and could read content the
+    wake's key does not name.
+    """
+    staged: dict[str, str] = {}
+    for key in keys:
+        occasion = key.split("@", 1)[-1]
+        name, _, fingerprint = occasion.rpartition(":")
+        if name in inputs and fingerprint:
+            staged[name] = fingerprint
+    return staged

@@ -11,12 +11,13 @@ with a file and no such event is still pending, including after a crash.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import create_exclusive, ensure_private_dir, read_nofollow
 
@@ -38,7 +39,7 @@ class InboxRequest(BaseModel):
     mode: Literal["steer", "queue"] = "queue"
     message: str = Field(default="", max_length=MAX_MESSAGE)
     question_key: str | None = None
-    admitted_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    admitted_at: datetime = Field(default_factory=now_utc)
 
 
 def check_request_id(request_id: str) -> str:

@@ -27,6 +27,11 @@ def _appending_child(heinzel_dir: Path, ack_fd: int) -> None:
 
 
 def test_sigkill_at_random_moments_never_loses_a_synced_line(tmp_path: Path) -> None:
+    """Each writer is killed at a random moment after its first acknowledged line.
+
+    Waiting for that first line (rather than a fixed time window) makes every
+    round exercise a synced line on any machine, however loaded.
+    """
     heinzel_dir = tmp_path / "hz-crash"
     rng = random.Random(20261130)
     acked: set[int] = set()
@@ -37,11 +42,12 @@ def test_sigkill_at_random_moments_never_loses_a_synced_line(tmp_path: Path) -> 
             os.close(read_fd)
             _appending_child(heinzel_dir, write_fd)
         os.close(write_fd)
-        time.sleep(rng.uniform(0.0, 0.02))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
         with os.fdopen(read_fd, "rb") as pipe:
-            acked.update(int(line) for line in pipe.read().split() if line.isdigit())
+            first = pipe.readline()
+            time.sleep(rng.uniform(0.0, 0.02))
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            acked.update(int(line) for line in (first + pipe.read()).split() if line.isdigit())
 
         found = scan_file(heinzel_dir / SPINE_NAME)
         assert found.intact, found.breaks
@@ -53,7 +59,7 @@ def test_sigkill_at_random_moments_never_loses_a_synced_line(tmp_path: Path) -> 
     found = scan_file(heinzel_dir / SPINE_NAME)
     assert found.intact and found.torn is None and found.last_seq == final.seq
     assert [e.seq for e in found.events] == list(range(1, final.seq + 1))
-    assert len(acked) > 100
+    assert len(acked) >= 100, "every writer acknowledged at least one line before its kill"
 
 
 def test_two_processes_one_wins_the_lock_the_other_is_told_who(tmp_path: Path) -> None:

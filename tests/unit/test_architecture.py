@@ -45,3 +45,39 @@ def _subclasses(root: type) -> list[type]:
             found.append(sub)
             todo.append(sub)
     return found
+
+
+_WALL_CLOCK_READS = {
+    ("datetime", "now"),
+    ("datetime", "utcnow"),
+    ("datetime", "today"),
+    ("date", "today"),
+    ("time", "time"),
+    ("time", "localtime"),
+    ("time", "gmtime"),
+}
+#: Reads of the real clock that must stay real: a latency probe compares
+#: its stamp with the reader's own ``time.time_ns``.
+_WALL_CLOCK_ALLOWED = {"hz_kernel/clock.py", "hz_kernel/daemon/app.py"}
+
+
+def test_every_instant_comes_from_the_kernels_clock() -> None:
+    """Issue 12 item 1: one clock (``hz_kernel.clock``), so a pinned or moved clock reaches all."""
+    import ast
+
+    offenders = []
+    for package in ("hz_kernel", "hz_tui"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative in _WALL_CLOCK_ALLOWED:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), relative)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name)
+                    and (node.func.value.id, node.func.attr.removesuffix("_ns"))
+                    in _WALL_CLOCK_READS
+                ):
+                    offenders.append(f"{relative}:{node.lineno}")
+    assert offenders == []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from tick_helpers import approved, contract, open_kernel, spine_kinds
+from time_machine import TimeMachineFixture
 
 from tests.support.homes import World, git
 
@@ -29,7 +29,7 @@ def _watching(name: str, repo: Path) -> str:
 
 
 async def test_a_commit_moves_exactly_the_heinzels_watching_that_repository(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     api, web = _repo(world.root / "api"), _repo(world.root / "web")
     kernel = await open_kernel(world.home)
@@ -38,19 +38,19 @@ async def test_a_commit_moves_exactly_the_heinzels_watching_that_repository(
             name: await approved(kernel, _watching(name, repo))
             for name, repo in (("api-log", api), ("api-notes", api), ("web-log", web))
         }
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T10:00:00Z")
+        clock.move_to("2026-12-01T10:00:00Z")
         first = await kernel.tick_once()
         assert first.fetches == 2
         assert sorted(w.name for w in first.woken) == ["api-log", "api-notes", "web-log"]
         assert all(w.causes == ["source-changed"] for w in first.woken)
 
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T10:01:00Z")
+        clock.move_to("2026-12-01T10:01:00Z")
         idle = await kernel.tick_once()
         assert (idle.due, idle.woken, idle.skipped) == (0, [], [])
         assert idle.fetches == 2 and idle.index_queries == 1 and idle.spines_opened == 0
 
         _commit(api, "second", "2026-12-01T10:01:30+00:00")
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T10:02:00Z")
+        clock.move_to("2026-12-01T10:02:00Z")
         moved = await kernel.tick_once()
         assert sorted(w.name for w in moved.woken) == ["api-log", "api-notes"]
         assert moved.fetches == 2 and moved.spines_opened == 2

@@ -6,8 +6,8 @@ import signal
 import subprocess
 import sys
 
-import pytest
 from tick_helpers import approved, contract, counted_shell, fetch_count, open_kernel, spine_kinds
+from time_machine import TimeMachineFixture
 
 from tests.support.homes import World
 
@@ -32,7 +32,7 @@ asyncio.run(main())
 
 
 async def test_a_crash_after_fetch_rewakes_from_the_cache_without_a_second_fetch(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     feed, counter = world.root / "feed.txt", world.root / "fetched"
     feed.write_text("release 1.2 is out\n")
@@ -57,7 +57,7 @@ async def test_a_crash_after_fetch_rewakes_from_the_cache_without_a_second_fetch
     assert fetch_count(counter) == 1
     assert "turn.started" not in spine_kinds(world.home, heinzel_id)
 
-    monkeypatch.setenv("HZ_NOW", "2026-12-01T10:00:00Z")
+    clock.move_to("2026-12-01T10:00:00Z")
     kernel = await open_kernel(world.home)
     try:
         report = await kernel.tick_once()
@@ -72,7 +72,7 @@ async def test_a_crash_after_fetch_rewakes_from_the_cache_without_a_second_fetch
 
 
 async def test_a_turn_cut_off_by_a_crash_is_resumed_by_the_next_tick(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     feed, counter = world.root / "feed.txt", world.root / "fetched"
     feed.write_text("release 1.3 is out\n")
@@ -92,7 +92,7 @@ async def test_a_turn_cut_off_by_a_crash_is_resumed_by_the_next_tick(
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     assert spine_kinds(world.home, heinzel_id)[-2:] == ["turn.started", "step.done"]
 
-    monkeypatch.setenv("HZ_NOW", "2026-12-01T10:01:00Z")
+    clock.move_to("2026-12-01T10:01:00Z")
     kernel = await open_kernel(world.home)
     try:
         (row,) = (await kernel.list_heinzels()).items

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from tick_helpers import approved, contract, open_kernel
+from time_machine import TimeMachineFixture
 from ulid import ULID
 
 from hz_kernel.kernel import Kernel
@@ -53,7 +53,7 @@ async def _approve_draft(kernel: Kernel, heinzel_id: str, draft: str) -> str:
 
 
 async def test_an_approved_output_goes_stale_after_valid_for_and_wakes_once(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     (world.root / "summary.md").write_text("# Summary\n")
     kernel = await open_kernel(world.home)
@@ -66,7 +66,7 @@ async def test_an_approved_output_goes_stale_after_valid_for_and_wakes_once(
 
         assert await kernel.plan_wakes(now=decided + timedelta(hours=23)) == []
         later = decided + timedelta(days=1, minutes=1)
-        monkeypatch.setenv("HZ_NOW", later.isoformat())
+        clock.move_to(later.isoformat())
         report = await kernel.tick_once()
         (woken,) = report.woken
         assert report.problems == [] and woken.causes == ["stale"]
@@ -105,9 +105,9 @@ async def test_a_waiting_turn_is_due_when_its_draft_is_decided_or_its_time_is_up
 
 
 async def test_the_listing_says_when_each_heinzel_is_next_due(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
-    monkeypatch.setenv("HZ_NOW", "2026-12-01T10:00:00Z")  # a Tuesday
+    clock.move_to("2026-12-01T10:00:00Z")  # a Tuesday
     kernel = await open_kernel(world.home)
     try:
         friday = await approved(kernel, contract("friday", schedule="0 16 * * FRI"))

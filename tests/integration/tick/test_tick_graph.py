@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from tick_helpers import approved, contract, open_kernel
+from time_machine import TimeMachineFixture
 
 from tests.support.homes import World
 
@@ -22,7 +22,7 @@ def _reads(*names: str) -> dict[str, dict[str, object]]:
 
 
 async def test_a_diamond_graph_renders_upstream_first(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     for name in ("top", "left", "right", "bottom"):
         (world.root / f"{name}.md").write_text(f"# {name.title()}\n\nsome {name} text\n")
@@ -36,7 +36,7 @@ async def test_a_diamond_graph_renders_upstream_first(
             ("top", {}),
         ):
             await approved(kernel, contract(name, inputs=inputs, schedule=daily))
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:30Z")
+        clock.move_to("2026-12-01T09:00:30Z")
         report = await kernel.tick_once()
         assert report.problems == []
         assert [(w.name, w.height) for w in report.woken] == [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from tick_helpers import (
     approved,
     contract,
@@ -12,6 +11,7 @@ from tick_helpers import (
     write_settings,
     written_heinzels,
 )
+from time_machine import TimeMachineFixture
 
 from tests.support.homes import World
 
@@ -20,7 +20,7 @@ PER_INPUT = 10
 
 
 async def test_200_heinzels_over_20_inputs_fetch_each_input_once_and_wake_oldest_first(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, clock: TimeMachineFixture
 ) -> None:
     write_settings(world.home, max_wakes_per_tick=2)
     data = [world.root / f"feed-{n:02d}.txt" for n in range(INPUTS)]
@@ -39,7 +39,7 @@ async def test_200_heinzels_over_20_inputs_fetch_each_input_once_and_wake_oldest
     )
     kernel = await open_kernel(world.home)
     try:
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T10:00:00Z")
+        clock.move_to("2026-12-01T10:00:00Z")
         first = await kernel.tick_once()
         assert first.fetches == INPUTS
         assert [fetch_count(c) for c in counters] == [1] * INPUTS
@@ -52,7 +52,7 @@ async def test_200_heinzels_over_20_inputs_fetch_each_input_once_and_wake_oldest
         late.write_text("late\n")
         text = contract("a-late", inputs={"feed": counted_shell(late, world.root / "fetched-late")})
         await approved(kernel, text)
-        monkeypatch.setenv("HZ_NOW", "2026-12-01T10:01:00Z")
+        clock.move_to("2026-12-01T10:01:00Z")
         second = await kernel.tick_once()
         assert second.fetches == 1 and second.from_cache == INPUTS
         assert [fetch_count(c) for c in counters] == [1] * INPUTS
