@@ -138,7 +138,9 @@ sys.exit(code)
 """
 
 
+@pytest.mark.timeout(900)
 async def test_filtering_500_answers_from_the_index_without_opening_a_spine(home: Home) -> None:
+    """Five hundred real heinzels (1250 durable writes): a loaded machine takes minutes."""
     kernel = await Kernel.open(home)
     for n in range(500):
         document = "reports/weekly.md" if n % 50 == 0 else f"notes/n{n}.md"
