@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tests.support.homes import World
@@ -46,6 +48,15 @@ def turns_dir_is_a_file(world: World, heinzel_id: str) -> None:
             body.unlink()
         turns.rmdir()
     turns.write_text("not a folder\n")
+
+
+def source_cache_is_a_file(world: World) -> Path:
+    """The home's source cache replaced by a file: every tick that fetches fails as a whole."""
+    cache = world.home / "heinzel" / "sources"
+    if cache.is_dir():
+        shutil.rmtree(cache)
+    cache.write_text("not a folder\n")
+    return cache
 
 
 def listed(world: World, **env: str) -> dict[str, dict[str, Any]]:

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 from daemon_helpers import Daemons
 
-from tests.support.faults import SLOT_DUE_AT, eventually, hourly_digest, listed, turns_dir_is_a_file
+from tests.support.faults import (
+    SLOT_DUE_AT,
+    eventually,
+    hourly_digest,
+    listed,
+    source_cache_is_a_file,
+    turns_dir_is_a_file,
+)
 from tests.support.homes import World, make_world
 
 
@@ -85,3 +92,29 @@ def test_a_tick_stuck_for_two_intervals_makes_the_daemon_unhealthy(
     finally:
         stopped = world.hz("daemon", "stop", check=False)
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_a_tick_that_fails_as_a_whole_is_reported_and_the_loop_recovers_when_the_fault_goes(
+    world: World, daemons: Daemons
+) -> None:
+    """Issue 12 item 12: a fault under every tick (the source cache unwritable, as on a full
+    disk) makes the daemon unhealthy with the tick's coded error; once it is gone, the very
+    same loop ticks again and the due turn runs."""
+    hourly_digest(world, "digest")
+    cache = source_cache_is_a_file(world)
+    _start(world, daemons, HZ_NOW=SLOT_DUE_AT, HZ_TICK_SECONDS="0.3")
+    try:
+        result, health = eventually(
+            lambda: found if (found := _status(world))[1]["healthy"] is False else None,
+            "the daemon reports its failing tick",
+        )
+        assert result.returncode == 1
+        assert str(health["tick_error"]).startswith("HZT121: ")
+        cache.unlink()
+        eventually(lambda: _status(world)[1]["healthy"], "the loop ticks again")
+        eventually(
+            lambda: listed(world)["digest"]["last_disposition"], "the due turn runs after all"
+        )
+        assert _status(world)[1]["tick_error"] is None
+    finally:
+        world.hz("daemon", "stop", check=False)

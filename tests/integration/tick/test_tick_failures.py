@@ -12,7 +12,13 @@ import json
 import signal
 from datetime import datetime, timedelta
 
-from tests.support.faults import SLOT_DUE_AT, hourly_digest, listed, turns_dir_is_a_file
+from tests.support.faults import (
+    SLOT_DUE_AT,
+    hourly_digest,
+    listed,
+    source_cache_is_a_file,
+    turns_dir_is_a_file,
+)
 from tests.support.homes import World
 
 
@@ -114,3 +120,13 @@ def test_an_interrupted_turn_whose_body_was_deleted_does_not_stop_the_others(
         assert code == 1 and {p["heinzel"] for p in problems} == {broken}
         assert rows["a-broken"]["failure"] is not None
     assert rows["b-fine"]["failure"] is None
+
+
+def test_a_tick_that_fails_as_a_whole_is_one_coded_line(world: World) -> None:
+    """Issue 12 item 12: an unexpected fault under the whole tick is ``HZT121``, not HZX001."""
+    hourly_digest(world, "digest")
+    source_cache_is_a_file(world)
+    result = world.hz("tick", "--once", check=False, HZ_NOW=SLOT_DUE_AT)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("HZT121: the tick failed: "), result.stderr
