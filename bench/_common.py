@@ -1,10 +1,14 @@
-"""Helpers shared by the benchmarks: timing, realistic spines written fast, the JSON line."""
+"""Helpers shared by the benchmarks: sizes, timing, realistic spines written fast, the JSON line."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +25,42 @@ from hz_kernel.vocabulary import (
     TurnFinished,
     TurnStarted,
 )
+
+
+def sizes(
+    doc: str | None, full: dict[str, int | float], tiny: dict[str, int | float]
+) -> argparse.Namespace:
+    """The run's sizes: ``full`` by default, ``tiny`` with ``--tiny`` (the smoke test's run).
+
+    Each size is also an option of its own (``--heinzels 50``), which wins over both.
+    """
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    parser.add_argument(
+        "--tiny", action="store_true", help="tiny sizes: checks it runs, measures nothing"
+    )
+    for name, value in full.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=None)
+    args = parser.parse_args()
+    for name in full:
+        if getattr(args, name) is None:
+            setattr(args, name, (tiny if args.tiny else full)[name])
+    return args
+
+
+def run(main: Callable[[], object]) -> None:
+    """Run a benchmark and always end the process.
+
+    On any failure the traceback is printed and the process exits 1 at once:
+    a thread the failed run left open (an index connection that was never
+    closed) must not keep it alive, as it once kept ``bench/turn.py``.
+    """
+    try:
+        main()
+    except BaseException:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:

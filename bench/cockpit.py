@@ -16,7 +16,9 @@ Appends are made by a real ``Kernel`` in the benchmark process (the
 baseline writes and fsyncs plain lines); "on screen" means the widget holds
 the new content and has refreshed since. The burst's 100 appends are issued
 at once; its figure runs from the moment the last is durable to the moment
-all 100 rows are drawn. The last line is one JSON object.
+all 100 rows are drawn. ``--tiny`` (the smoke test's run) shrinks every
+size; each size is an option too. The last line is one JSON object of named
+figures, named after the full sizes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import emit, turn_events, write_spine_fast
+from _common import emit, run, sizes, turn_events, write_spine_fast
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 from textual.widgets import Static
@@ -49,9 +51,8 @@ from hz_tui.app import CockpitApp
 from hz_tui.watcher import DEBOUNCE_MS, RUST_TIMEOUT_MS, STEP_MS
 from hz_tui.widgets.heinzel_table import HeinzelTable
 
-HEINZELS = 500
-SAMPLES = 40
-BURST = 100
+FULL = {"heinzels": 500, "samples": 40, "burst": 100, "repeat": 3}
+TINY = {"heinzels": 5, "samples": 2, "burst": 3, "repeat": 1}
 READY = "READY"
 
 EMPTY_APP = """
@@ -97,10 +98,10 @@ asyncio.run(client.close())
 """
 
 
-def build_home(root: Path) -> tuple[Home, list[str]]:
+def build_home(root: Path, heinzels: int) -> tuple[Home, list[str]]:
     home = Home.resolve(root, create=True)
     ids = []
-    for _ in range(HEINZELS):
+    for _ in range(heinzels):
         heinzel_id = f"hz-{ULID()}"
         ids.append(heinzel_id)
         # 37 events: created, approved and five whole turns, so no turn is left running.
@@ -114,7 +115,7 @@ def build_home(root: Path) -> tuple[Home, list[str]]:
     return home, ids
 
 
-def cold_start(script: str, *args: str, bytecode: Path, repeat: int = 3) -> tuple[float, float]:
+def cold_start(script: str, *args: str, bytecode: Path, repeat: int) -> tuple[float, float]:
     """Median seconds from spawning a fresh interpreter to its first drawn frame, and of imports.
 
     The frame's moment is the wall clock the app prints when it is drawn,
@@ -130,7 +131,7 @@ def cold_start(script: str, *args: str, bytecode: Path, repeat: int = 3) -> tupl
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
         "PYTHONPYCACHEPREFIX": str(bytecode),
     }
-    for run in range(repeat + 1):
+    for attempt in range(repeat + 1):
         started = time.time()
         done = subprocess.run(
             [sys.executable, "-c", script, *args],
@@ -142,7 +143,7 @@ def cold_start(script: str, *args: str, bytecode: Path, repeat: int = 3) -> tupl
         )
         ready = [line.split() for line in done.stdout.splitlines() if line.startswith(READY)]
         assert ready, done.stdout + done.stderr
-        if run == 0:
+        if attempt == 0:
             continue
         samples.append(float(ready[0][1]) - started)
         imports += [
@@ -206,7 +207,7 @@ def percentiles(latencies: list[float]) -> tuple[float, float]:
     ]
 
 
-async def baseline_figures(folder: Path) -> dict[str, float]:
+async def baseline_figures(folder: Path, samples: int, burst: int) -> dict[str, float]:
     folder.mkdir()
     app = Mirror(folder)
     figures: dict[str, float] = {}
@@ -214,7 +215,7 @@ async def baseline_figures(folder: Path) -> dict[str, float]:
         await pilot.pause(0.3)
         shown = app.query_one(Static)
         latencies = []
-        for n in range(SAMPLES):
+        for n in range(samples):
             line = f"{n:06d}"
             started = time.perf_counter()
             append_line(folder / "one.jsonl", line)
@@ -222,20 +223,20 @@ async def baseline_figures(folder: Path) -> dict[str, float]:
             await painted(shown)
             latencies.append((time.perf_counter() - started) * 1000)
         figures["p50"], figures["p99"] = percentiles(latencies)
-        for n in range(BURST):
+        for n in range(burst):
             append_line(folder / f"b{n:03d}.jsonl", "warm")
-        await until(lambda: len(app.lines) == BURST + 1)
+        await until(lambda: len(app.lines) == burst + 1)
         await pilot.pause(0.2)
-        for n in range(BURST):
+        for n in range(burst):
             append_line(folder / f"b{n:03d}.jsonl", "burst")
         started = time.perf_counter()
-        await until(lambda: sum(v == "burst" for v in app.lines.values()) == BURST)
+        await until(lambda: sum(v == "burst" for v in app.lines.values()) == burst)
         await painted(shown)
         figures["burst"] = (time.perf_counter() - started) * 1000
     return figures
 
 
-async def live_figures(home: Home, ids: list[str]) -> dict[str, float]:
+async def live_figures(home: Home, ids: list[str], samples: int, burst: int) -> dict[str, float]:
     client = await LocalClient.open(home)
     writer = await Kernel.open(home)
     figures: dict[str, float] = {}
@@ -252,7 +253,7 @@ async def live_figures(home: Home, ids: list[str]) -> dict[str, float]:
             await pilot.pause(0.3)
             table = app.get_home().query_one(HeinzelTable)
             latencies = []
-            for n, heinzel_id in enumerate(ids[:SAMPLES]):
+            for n, heinzel_id in enumerate(ids[:samples]):
                 turn = str(ULID())
                 started = time.perf_counter()
                 await writer.append(
@@ -266,7 +267,7 @@ async def live_figures(home: Home, ids: list[str]) -> dict[str, float]:
             figures["append_to_screen_p50_ms"], figures["append_to_screen_p99_ms"] = percentiles(
                 latencies
             )
-            burst = ids[SAMPLES : SAMPLES + BURST]
+            bursting = ids[samples : samples + burst]
             started = time.perf_counter()
             await asyncio.gather(
                 *(
@@ -277,12 +278,12 @@ async def live_figures(home: Home, ids: list[str]) -> dict[str, float]:
                         ),
                         turn=str(ULID()),
                     )
-                    for heinzel_id in burst
+                    for heinzel_id in bursting
                 )
             )
             durable = time.perf_counter()
             figures["burst_append_ms"] = (durable - started) * 1000
-            await until(lambda: all(table.shown[h]["state"].plain == "awake" for h in burst))
+            await until(lambda: all(table.shown[h]["state"].plain == "awake" for h in bursting))
             await painted(table)
             figures["burst_100_ms"] = (time.perf_counter() - durable) * 1000
     finally:
@@ -292,31 +293,37 @@ async def live_figures(home: Home, ids: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
+    size = sizes(__doc__, FULL, TINY)
+    if size.heinzels < size.samples + size.burst:
+        raise SystemExit("--heinzels must cover --samples plus --burst")
     with tempfile.TemporaryDirectory() as tmp:
-        home, ids = build_home(Path(tmp) / "home")
+        home, ids = build_home(Path(tmp) / "home", size.heinzels)
         bytecode = Path(tmp) / "bytecode"
-        empty, _ = cold_start(EMPTY_APP, bytecode=bytecode)
-        cockpit, imports = cold_start(COCKPIT_APP, str(home.root), bytecode=bytecode)
-        base = asyncio.run(baseline_figures(Path(tmp) / "mirror"))
-        figures = asyncio.run(live_figures(home, ids))
+        empty, _ = cold_start(EMPTY_APP, bytecode=bytecode, repeat=size.repeat)
+        cockpit, imports = cold_start(
+            COCKPIT_APP, str(home.root), bytecode=bytecode, repeat=size.repeat
+        )
+        base = asyncio.run(baseline_figures(Path(tmp) / "mirror", size.samples, size.burst))
+        figures = asyncio.run(live_figures(home, ids, size.samples, size.burst))
     print(f"cold start, empty Textual app:      {empty:.2f} s")
     print(
-        f"cold start, cockpit, {HEINZELS} heinzels:  {cockpit:.2f} s  ({cockpit / empty:.1f}x; "
+        f"cold start, cockpit, {size.heinzels} heinzels:  {cockpit:.2f} s  "
+        f"({cockpit / empty:.1f}x; "
         f"{imports:.2f} s of it importing)"
     )
     print(
         f"heinzel.list of one: {figures['list_one_ms']:.1f} ms, "
-        f"of all {HEINZELS}: {figures['list_500_ms']:.1f} ms"
+        f"of all {size.heinzels}: {figures['list_500_ms']:.1f} ms"
     )
     print(
         f"append → screen p50 {figures['append_to_screen_p50_ms']:.1f} ms, "
-        f"p99 {figures['append_to_screen_p99_ms']:.1f} ms ({SAMPLES} samples); "
+        f"p99 {figures['append_to_screen_p99_ms']:.1f} ms ({size.samples} samples); "
         f"bare Textual app watching a file: p50 {base['p50']:.1f} ms, p99 {base['p99']:.1f} ms"
     )
     print(
-        f"burst of {BURST} spines (issued at once, durable after "
+        f"burst of {size.burst} spines (issued at once, durable after "
         f"{figures['burst_append_ms']:.0f} ms): all on screen {figures['burst_100_ms']:.0f} ms "
-        f"later; bare app, {BURST} files: {base['burst']:.0f} ms"
+        f"later; bare app, {size.burst} files: {base['burst']:.0f} ms"
     )
     emit(
         {
@@ -338,4 +345,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -11,8 +11,10 @@ machines: a bare loopback HTTP round trip (a minimal asyncio server) for
 latency, and a daemon on an empty home for memory.
 
     python bench/feed.py [--rate 1000] [--seconds 5] [--clients 10] [--heinzels 500]
+                         [--round-trips 1000]
 
-The last line is JSON: ``sse_p50_ms``, ``sse_p99_ms``, ``daemon_rss_mb_500``.
+``--tiny`` (the smoke test's run) shrinks every size. The last line is
+JSON: ``sse_p50_ms``, ``sse_p99_ms``, ``daemon_rss_mb_500``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import multiprocessing
 import os
 import socket
@@ -31,7 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 import httpx
+from _common import emit, run, sizes
 from ulid import ULID
 
 from hz_kernel.daemon.protocol import BENCH_FEED_PATH, PROTOCOL_HEADER, PROTOCOL_VERSION, Discovery
@@ -175,13 +179,11 @@ def free_port_check() -> None:
         probe.bind(("127.0.0.1", 0))
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rate", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--clients", type=int, default=10)
-    parser.add_argument("--heinzels", type=int, default=500)
-    args = parser.parse_args()
+FULL = {"rate": 1000, "seconds": 5.0, "clients": 10, "heinzels": 500, "round_trips": 1000}
+TINY = {"rate": 50, "seconds": 0.2, "clients": 1, "heinzels": 3, "round_trips": 20}
+
+
+async def main(args: argparse.Namespace) -> None:
     free_port_check()
     with tempfile.TemporaryDirectory(prefix="hz-bench-feed-") as scratch:
         empty = make_home(Path(scratch) / "empty", 0)
@@ -196,7 +198,7 @@ async def main() -> None:
             async with HttpClient(found) as probe:
                 assert (await probe.health()).heinzels == args.heinzels
             rss_idle = rss_mb(found.pid)
-            bare = await bare_round_trips(1000)
+            bare = await bare_round_trips(args.round_trips)
             latencies = await feed_latency(found, args.clients, args.rate, args.seconds)
             rss_after = rss_mb(found.pid)
         finally:
@@ -222,13 +224,15 @@ async def main() -> None:
         f"        daemon RSS, {args.heinzels} heinzels, after  {rss_after:7.1f} MB  "
         f"(x{rss_after / rss_empty:.2f}; target <= 150 MB)"
     )
-    figures = {
-        "sse_p50_ms": round(p50, 3),
-        "sse_p99_ms": round(p99, 3),
-        "daemon_rss_mb_500": round(rss_after, 1),
-    }
-    print(json.dumps(figures))
+    emit(
+        {
+            "sse_p50_ms": round(p50, 3),
+            "sse_p99_ms": round(p99, 3),
+            "daemon_rss_mb_500": round(rss_after, 1),
+        }
+    )
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    size = sizes(__doc__, FULL, TINY)
+    run(lambda: asyncio.run(main(size)))

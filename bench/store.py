@@ -1,8 +1,10 @@
 """Store benchmark: append, list, reindex and verify, each beside a baseline from the same run.
 
-Run: ``python bench/store.py``. The last line is one JSON object of named figures.
-Targets (issue "The foundation"): append ≤ 1.3× raw write+fsync, list 500 ≤ 5 ms,
-reindex 500×200 ≤ 1.5 s, verify 1 MB ≤ 10 ms.
+Run: ``python bench/store.py`` (``--tiny`` for the smoke test's run; each
+size is an option too, ``--help`` lists them). The last line is one JSON
+object of named figures, named after the full sizes. Targets (issue "The
+foundation"): append ≤ 1.3× raw write+fsync, list 500 ≤ 5 ms, reindex
+500×200 ≤ 1.5 s, verify 1 MB ≤ 10 ms.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, median_ms, turn_events, write_spine_fast
+from _common import emit, median_ms, run, sizes, turn_events, write_spine_fast
 from ulid import ULID
 
 from hz_kernel.home import Home
@@ -28,7 +30,7 @@ from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import StepDone
 
 
-def bench_append(root: Path, rounds: int = 5, per_round: int = 200) -> tuple[float, float, float]:
+def bench_append(root: Path, rounds: int, per_round: int) -> tuple[float, float, float]:
     """Median µs per append, per raw write+fsync of the same bytes, and their ratio."""
     payload = StepDone(step="think", output_hash="b" * 64, output_size=2048, tokens=900)
     sample = encode(payload, seq=1, prev="0" * 64, turn="01JTURN0000000000000000000", key=None)
@@ -54,7 +56,7 @@ def bench_append(root: Path, rounds: int = 5, per_round: int = 200) -> tuple[flo
     return ours[len(ours) // 2], raw[len(raw) // 2], ours[len(ours) // 2] / raw[len(raw) // 2]
 
 
-async def bench_index(root: Path, heinzels: int, events: int) -> dict[str, float]:
+async def bench_index(root: Path, heinzels: int, events: int, repeat: int) -> dict[str, float]:
     home = Home.resolve(root / "home", create=True)
     total_bytes = 0
     for _ in range(heinzels):
@@ -73,7 +75,7 @@ async def bench_index(root: Path, heinzels: int, events: int) -> dict[str, float
     read_all_s = time.perf_counter() - started
 
     list_samples = []
-    for _ in range(30):
+    for _ in range(repeat):
         started = time.perf_counter()
         listed = await kernel.list_heinzels()
         list_samples.append((time.perf_counter() - started) * 1000)
@@ -82,7 +84,7 @@ async def bench_index(root: Path, heinzels: int, events: int) -> dict[str, float
     await kernel.close()
 
     conn = sqlite3.connect(home.index_path)
-    bare_ms = median_ms(lambda: conn.execute("SELECT * FROM heinzels").fetchall(), 30)
+    bare_ms = median_ms(lambda: conn.execute("SELECT * FROM heinzels").fetchall(), repeat)
     conn.close()
     return {
         "reindex_s": reindex_s,
@@ -94,19 +96,19 @@ async def bench_index(root: Path, heinzels: int, events: int) -> dict[str, float
     }
 
 
-async def bench_verify(root: Path) -> dict[str, float]:
+async def bench_verify(root: Path, spine_bytes: int, repeat: int) -> dict[str, float]:
     home = Home.resolve(root / "verify-home", create=True)
     heinzel_id = f"hz-{ULID()}"
     events = turn_events(heinzel_id, 4000)
     size = 0
     n = 0
-    while size < 1_000_000:
+    while size < spine_bytes:
         n += 200
         size = write_spine_fast(home.heinzel_dir(heinzel_id), events[:n])
     spine = home.heinzel_dir(heinzel_id) / "session.jsonl"
     kernel = await Kernel.open(home)
     samples = []
-    for _ in range(15):
+    for _ in range(repeat):
         started = time.perf_counter()
         (report,) = await kernel.verify(heinzel_id)
         samples.append((time.perf_counter() - started) * 1000)
@@ -117,8 +119,8 @@ async def bench_verify(root: Path) -> dict[str, float]:
 
     data = spine.read_bytes()
     lines = data.split(b"\n")
-    hash_only = median_ms(lambda: [hashlib.sha256(line).digest() for line in lines], 15)
-    scan_only = median_ms(lambda: scan_file(spine, collect=False), 15)
+    hash_only = median_ms(lambda: [hashlib.sha256(line).digest() for line in lines], repeat)
+    scan_only = median_ms(lambda: scan_file(spine, collect=False), repeat)
     return {
         "verify_ms": samples[len(samples) // 2],
         "scan_ms": scan_only,
@@ -128,15 +130,34 @@ async def bench_verify(root: Path) -> dict[str, float]:
     }
 
 
+FULL = {
+    "append_rounds": 5,
+    "appends": 200,
+    "heinzels": 500,
+    "events": 200,
+    "spine_bytes": 1_000_000,
+    "repeat": 15,
+}
+TINY = {
+    "append_rounds": 1,
+    "appends": 5,
+    "heinzels": 3,
+    "events": 20,
+    "spine_bytes": 20_000,
+    "repeat": 2,
+}
+
+
 def main() -> None:
+    size = sizes(__doc__, FULL, TINY)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         root = Path(tmp)
-        append_us, raw_us, ratio = bench_append(root)
+        append_us, raw_us, ratio = bench_append(root, size.append_rounds, size.appends)
         print(
             f"append       {append_us:8.1f} µs/line   raw write+fsync {raw_us:8.1f} µs   "
             f"ratio {ratio:.2f}x (target ≤ 1.3x)"
         )
-        idx = asyncio.run(bench_index(root, 500, 200))
+        idx = asyncio.run(bench_index(root, size.heinzels, size.events, 2 * size.repeat))
         print(
             f"reindex      {idx['reindex_s']:8.3f} s  ({idx['reindex_events']} events, "
             f"{idx['spine_bytes'] / 1e6:.1f} MB)   bare read of all spines "
@@ -144,13 +165,14 @@ def main() -> None:
             f"(target ≤ 1.5 s)"
         )
         print(
-            f"list 500     {idx['list_ms']:8.2f} ms   "
+            f"list {size.heinzels:<7} {idx['list_ms']:8.2f} ms   "
             f"bare SQLite SELECT {idx['bare_query_ms']:.2f} ms"
             f"   ratio {idx['list_ms'] / idx['bare_query_ms']:.1f}x (target ≤ 5 ms)"
         )
-        ver = asyncio.run(bench_verify(root))
+        ver = asyncio.run(bench_verify(root, size.spine_bytes, size.repeat))
         print(
-            f"verify 1 MB  {ver['verify_ms']:8.2f} ms   ({ver['lines']} lines; chain scan alone "
+            f"verify {ver['bytes'] / 1e6:.1f} MB {ver['verify_ms']:8.2f} ms   "
+            f"({ver['lines']} lines; chain scan alone "
             f"{ver['scan_ms']:.2f} ms; sha256 of the lines alone {ver['hash_only_ms']:.2f} ms) "
             f"(target ≤ 10 ms)"
         )
@@ -171,4 +193,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

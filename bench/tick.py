@@ -1,6 +1,8 @@
 """Tick benchmark: an idle tick over 500 asleep heinzels, and 200 heinzels over 20 shared inputs.
 
-Run: ``python bench/tick.py``. The last line is one JSON object of named figures.
+Run: ``python bench/tick.py`` (``--tiny`` for the smoke test's run; each
+size is an option too). The last line is one JSON object of named figures,
+named after the full sizes.
 Targets (issue 6): an idle tick over 500 asleep heinzels costs one index
 query, opens no spine and takes ≤ 5 ms (shown beside a bare SQLite query on
 the same index); 200 heinzels watching 20 inputs cost 20 fetches a tick.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit, median_ms, write_spine_fast
+from _common import emit, median_ms, run, sizes, write_spine_fast
 from ulid import ULID
 
 from hz_kernel.adapters.sources import SourceRequest, default_registry
@@ -140,7 +142,7 @@ def _fetch_all(home: Home, specs: list[dict[str, object]], now: datetime) -> dic
     return fingerprints
 
 
-async def bench_idle(root: Path, heinzels: int = 500, inputs: int = 20) -> dict[str, float]:
+async def bench_idle(root: Path, heinzels: int, inputs: int, repeat: int) -> dict[str, float]:
     home = Home.resolve(root / "idle", create=True)
     now = datetime.now(UTC)
     slot = slot_key(latest_slot(SCHEDULE, now))  # type: ignore[arg-type]
@@ -154,7 +156,7 @@ async def bench_idle(root: Path, heinzels: int = 500, inputs: int = 20) -> dict[
         assert cold.due == 0 and cold.fetches == 0, cold
         samples, reports = [], []
         _opened_spines.clear()
-        for _ in range(40):
+        for _ in range(repeat):
             started = time.perf_counter()
             reports.append(await kernel.tick_once(now=now))  # type: ignore[attr-defined]
             samples.append((time.perf_counter() - started) * 1000)
@@ -162,7 +164,7 @@ async def bench_idle(root: Path, heinzels: int = 500, inputs: int = 20) -> dict[
     finally:
         await kernel.close()
     conn = sqlite3.connect(home.index_path)
-    bare_ms = median_ms(lambda: conn.execute("SELECT * FROM heinzels").fetchall(), 40)
+    bare_ms = median_ms(lambda: conn.execute("SELECT * FROM heinzels").fetchall(), repeat)
     conn.close()
     return {
         "idle_ms": samples[len(samples) // 2],
@@ -175,7 +177,7 @@ async def bench_idle(root: Path, heinzels: int = 500, inputs: int = 20) -> dict[
     }
 
 
-async def bench_shared(root: Path, heinzels: int = 200, inputs: int = 20) -> dict[str, float]:
+async def bench_shared(root: Path, heinzels: int, inputs: int) -> dict[str, float]:
     home = Home.resolve(root / "shared", create=True)
     (root / "shared-docs").mkdir()
     (home.root / "hz.toml").write_text(
@@ -199,13 +201,19 @@ async def bench_shared(root: Path, heinzels: int = 200, inputs: int = 20) -> dic
     }
 
 
+FULL = {"idle_heinzels": 500, "shared_heinzels": 200, "inputs": 20, "repeat": 40}
+TINY = {"idle_heinzels": 4, "shared_heinzels": 4, "inputs": 2, "repeat": 2}
+
+
 def main() -> None:
+    size = sizes(__doc__, FULL, TINY)
     sys.addaudithook(_audit)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         root = Path(tmp)
-        idle = asyncio.run(bench_idle(root))
+        idle = asyncio.run(bench_idle(root, size.idle_heinzels, size.inputs, size.repeat))
         print(
-            f"idle tick 500  {idle['idle_ms']:8.2f} ms (first {idle['cold_ms']:.2f} ms)   "
+            f"idle tick {size.idle_heinzels:<4} {idle['idle_ms']:8.2f} ms "
+            f"(first {idle['cold_ms']:.2f} ms)   "
             f"bare SQLite SELECT {idle['bare_query_ms']:.2f} ms   "
             f"ratio {idle['idle_ms'] / idle['bare_query_ms']:.1f}x (target ≤ 5 ms)"
         )
@@ -213,9 +221,10 @@ def main() -> None:
             f"               index queries {idle['queries']}, spines opened "
             f"{idle['spines_reported']} (audited opens {idle['spines_audited']}), due {idle['due']}"
         )
-        shared = asyncio.run(bench_shared(root))
+        shared = asyncio.run(bench_shared(root, size.shared_heinzels, size.inputs))
         print(
-            f"200 over 20    fetches {shared['fetches']} (target 20), woken {shared['woken']}, "
+            f"{f'{size.shared_heinzels} over {size.inputs}':<15}fetches {shared['fetches']} "
+            f"(target {size.inputs}), woken {shared['woken']}, "
             f"deferred {shared['deferred']}, tick {shared['tick_ms']:.0f} ms (one turn included)"
         )
         for problem in shared["problems"]:
@@ -233,4 +242,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -1,11 +1,17 @@
 """Turn benchmark: one full turn (local model, a placed draft) minus model time, against fsyncs.
 
-Run: ``python bench/turn.py``. Every durable write the turn makes (spine
-lines, body syncs, the document's atomic write, the source cache, the inbox
-file) is an ``fsync``; the floor is the same number of raw write+fsync
-calls of a spine-sized line on the same disk, measured in the same run.
-Model time is read from the spine (first ``attempt.started`` to the think
-step's ``step.done``) and excluded. Target: overhead ≤ 2× the floor.
+Run: ``python bench/turn.py [--turns 12]`` (``--tiny`` for the smoke test's
+run). Every durable write the turn makes (spine lines, body syncs, the
+document's atomic write, the source cache, the inbox file) is an ``fsync``;
+the floor is the same number of raw write+fsync calls of a spine-sized line
+on the same disk, measured in the same run. Model time is read from the
+turn's events (first ``attempt.started`` to the think step's ``step.done``)
+and excluded. Target: overhead ≤ 2× the floor. The last line is one JSON
+object of named figures.
+
+The kernel is long-lived, as the daemon's is: a wake answers before its
+turn ends, so each measured wake waits for its turn's background task and
+reads the turn's events as the kernel reports them to its observers.
 """
 
 from __future__ import annotations
@@ -19,15 +25,21 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import emit
+from _common import emit, run, sizes
+from ulid import ULID
 
+from hz_kernel.engine.wakes import request_key
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.observe import Observation
+from hz_kernel.store.envelope import Event
 from tests.support.homes import digest_contract, make_world
 
-TURNS = 12
+#: How long one turn of the local model may take before the run gives up (it never hangs).
+TURN_TIMEOUT_S = 120.0
 
 _real_fsync = os.fsync
 _fsyncs = 0
@@ -39,11 +51,50 @@ def _counting_fsync(fd: int) -> None:
     _real_fsync(fd)
 
 
-def _model_seconds(events: list[object], turn: str) -> float:
-    mine = [e for e in events if e.turn == turn]  # type: ignore[attr-defined]
-    start = next(e for e in mine if e.kind == "attempt.started")  # type: ignore[attr-defined]
-    done = next(e for e in mine if e.kind == "step.done" and e.data["step"] == "think")  # type: ignore[attr-defined]
-    return (datetime.fromisoformat(done.ts) - datetime.fromisoformat(start.ts)).total_seconds()  # type: ignore[attr-defined]
+def _model_seconds(events: list[Event]) -> float:
+    """Seconds from the turn's first model attempt to its think step's checkpoint."""
+    start = next((e for e in events if e.kind == "attempt.started"), None)
+    done = next((e for e in events if e.kind == "step.done" and e.data["step"] == "think"), None)
+    if start is None or done is None:
+        kinds = ", ".join(e.kind for e in events)
+        raise RuntimeError(f"the turn never reached the model (its events: {kinds})")
+    return (datetime.fromisoformat(done.ts) - datetime.fromisoformat(start.ts)).total_seconds()
+
+
+async def wake_and_wait(kernel: Kernel, heinzel_id: str) -> list[Event]:
+    """Wake the heinzel and return its turn's events once the turn (and its task) has ended.
+
+    The wake's own request id names the turn: its ``turn.started`` carries
+    that request's key. A turn that fails, or outlasts ``TURN_TIMEOUT_S``,
+    raises instead of leaving the benchmark waiting.
+    """
+    request_id = str(ULID())
+    key = request_key(heinzel_id, request_id)
+    turn: list[str] = []
+    events: list[Event] = []
+
+    def watch(seen: Observation) -> None:
+        event = seen.event
+        if event is None or seen.heinzel != heinzel_id:
+            return
+        if event.kind == "turn.started" and event.key == key and event.turn:
+            turn.append(event.turn)
+        if turn and event.turn == turn[0]:
+            events.append(event)
+
+    kernel.observers.append(watch)
+    try:
+        await kernel.wake(ref=heinzel_id, request_id=request_id)
+        if kernel.tasks:
+            _, late = await asyncio.wait(set(kernel.tasks), timeout=TURN_TIMEOUT_S)
+            if late:
+                raise TimeoutError(f"the turn of request {request_id} ran over {TURN_TIMEOUT_S} s")
+    finally:
+        kernel.observers.remove(watch)
+    if not any(e.kind == "turn.finished" for e in events):
+        problems = "; ".join(w.one_line() for w in kernel.warnings) or "no warning recorded"
+        raise RuntimeError(f"the turn of request {request_id} did not finish ({problems})")
+    return events
 
 
 def raw_floor_ms(directory: Path, count: int, rounds: int = 5) -> float:
@@ -62,32 +113,31 @@ def raw_floor_ms(directory: Path, count: int, rounds: int = 5) -> float:
     return statistics.median(samples)
 
 
-async def main() -> None:
+async def main(turns: int) -> None:
     global _fsyncs
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         world = make_world(Path(tmp))
         kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
-        made = await kernel.new(text=digest_contract())
-        await kernel.approve(ref=made.id)
-        await kernel.wake(ref=made.id)
         overheads, totals, models, writes = [], [], [], []
-        os.fsync = _counting_fsync
         try:
-            for _ in range(TURNS):
+            made = await kernel.new(text=digest_contract())
+            await kernel.approve(ref=made.id)
+            await wake_and_wait(kernel, made.id)
+            os.fsync = _counting_fsync
+            for _ in range(turns):
                 _fsyncs = 0
                 started = time.perf_counter()
-                report = await kernel.wake(ref=made.id)
+                events = await wake_and_wait(kernel, made.id)
                 total = time.perf_counter() - started
-                async with kernel.holding(made.id) as held:
-                    model = _model_seconds(held.scan.events, str(report.turn))
+                model = _model_seconds(events)
                 totals.append(total * 1000)
                 models.append(model * 1000)
                 overheads.append((total - model) * 1000)
                 writes.append(_fsyncs)
         finally:
             os.fsync = _real_fsync
-        await kernel.close()
+            await kernel.close()
         durable = int(statistics.median(writes))
         floor = raw_floor_ms(Path(tmp), durable)
     overhead = statistics.median(overheads)
@@ -110,4 +160,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    turns = sizes(__doc__, {"turns": 12}, {"turns": 2}).turns
+    run(lambda: asyncio.run(main(turns)))

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from hz_kernel.tick.report import HeinzelFailure as HeinzelFailure
 from hz_kernel.tick.report import TickDeferred as TickDeferred
 from hz_kernel.tick.report import TickProblem as TickProblem
 from hz_kernel.tick.report import TickReport as TickReport
@@ -51,6 +52,8 @@ class HeinzelSummary(_Shape):
     turns_count: int = 0
     cost_today: float = 0.0
     seq: int = 0
+    failure: HeinzelFailure | None = None
+    """The tick's last failure of this heinzel's work, until it next succeeds."""
 
 
 class KernelStatus(_Shape):

@@ -87,7 +87,7 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            h.name + (" (damaged)" if h.damaged else ""),
+            h.name + (" (damaged)" if h.damaged else "") + (" (failing)" if h.failure else ""),
             h.state,
             f"v{h.contract_version}" if h.contract_version else "-",
             h.last_disposition or "-",
@@ -113,6 +113,12 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     cost = detail.cost_month
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in cost.by_cause.items())
     out(f"cost this month: {cost.total:.2f} USD" + (f": {parts}" if parts else "") + "\n")
+    if h.failure is not None:
+        f = h.failure
+        out(
+            f"failing since {f.since:%Y-%m-%d %H:%M}Z ({f.failures} in a row): {f.code}: "
+            f"{f.message}; the tick tries again after {f.retry_at:%Y-%m-%d %H:%M:%S}Z\n"
+        )
     if detail.lessons:
         out("what I learned from you:\n")
         for lesson in detail.lessons:

@@ -29,6 +29,7 @@ from hz_kernel.home import Home
 from hz_kernel.listing import list_summaries
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
 from hz_kernel.store.index import IndexReader
+from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.tick.schedule import SlotClock, user_zone
 
 if TYPE_CHECKING:
@@ -176,7 +177,9 @@ class DeferredClient:
             return None
         if self._clock is None:
             self._clock = SlotClock(user_zone(self.home.settings.heinzel.timezone))
-        return HeinzelList(items=await list_summaries(reader, self._clock, **_arguments(request)))
+        failures = read_failures(failures_path(self.home.heinzel_root))
+        items = await list_summaries(reader, self._clock, failures=failures, **_arguments(request))
+        return HeinzelList(items=items)
 
     async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
         local = await self.open_kernel()

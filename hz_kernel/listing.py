@@ -2,13 +2,15 @@
 
 One function serves the kernel's ``heinzel.list`` and a head that lists
 before its kernel has loaded (``hz_kernel.client.DeferredClient``), so the
-two can never disagree. It needs the index's read side and a schedule
-clock, nothing of the kernel's writing machinery.
+two can never disagree. It needs the index's read side, a schedule clock
+and the tick's record of failed heinzels, nothing of the kernel's writing
+machinery.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +25,9 @@ from hz_kernel.tick.schedule import SlotClock
 #: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
 RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 
-_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f != "cost_today"]
+#: Filled beside the index's columns: today's cost by the query, failures from the tick's record.
+_NOT_COLUMNS = frozenset({"cost_today", "failure"})
+_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f not in _NOT_COLUMNS]
 _SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
 _SUMMARIES = TypeAdapter(list[api.HeinzelSummary])
@@ -38,8 +42,9 @@ async def list_summaries(
     contract: str | None = None,
     where: dict[str, str] | None = None,
     ids: list[str] | None = None,
+    failures: Mapping[str, api.HeinzelFailure] | None = None,
 ) -> list[api.HeinzelSummary]:
-    """The summaries that match every filter given, sorted by name."""
+    """The summaries that match every filter given, sorted by name, with their failures."""
     name, version = split_contract(contract)
     now = now_utc()
     rows = await index.list_heinzels(
@@ -53,6 +58,9 @@ async def list_summaries(
         columns=_SUMMARY_COLUMNS,
     )
     fill_next_due(rows, clock, now)
+    if failures:
+        for row in rows:
+            row["failure"] = failures.get(row["id"])
     return _SUMMARIES.validate_python(rows)
 
 

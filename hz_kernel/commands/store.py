@@ -16,6 +16,7 @@ from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import REQUEST_NAME, Inbox
 from hz_kernel.store.scan import scan_file
 from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.vocabulary import ChainAccepted
 
 
@@ -39,6 +40,7 @@ class StoreCommands(KernelCore):
             contract=contract,
             where=where,
             ids=ids,
+            failures=read_failures(failures_path(self.home.heinzel_root)),
         )
         return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
 
@@ -50,6 +52,7 @@ class StoreCommands(KernelCore):
         summary = await self.index.list_heinzels(day=day, name=row["name"])
         summary = [s for s in summary if s["id"] == heinzel_id] or [row]
         fill_next_due(summary, self.slot_clock(self.home.settings.heinzel.timezone), now)
+        failure = read_failures(failures_path(self.home.heinzel_root)).get(heinzel_id)
         turns = await self.index.rows_of("turns", heinzel_id)
         heinzel_dir = self.home.heinzel_dir(heinzel_id)
         month = day[:7]
@@ -73,7 +76,7 @@ class StoreCommands(KernelCore):
             else []
         )
         return api.HeinzelDetail(
-            heinzel=api.HeinzelSummary.model_validate(summary[0]),
+            heinzel=api.HeinzelSummary.model_validate({**summary[0], "failure": failure}),
             contract_versions=versions,
             inputs=row.get("inputs") or {},
             turns=[

@@ -10,12 +10,20 @@ Steps: read every row that could be due (with today's spending and whether
 the user was told of the cap) → fetch each due input once and stage it in
 the source cache → look up which candidate keys are already done (only when
 something moved) → plan → carry the plan out through the turn engine.
+
+One heinzel's failure is that heinzel's: whatever its work raises is
+reported as a problem of this tick, recorded (``hz_kernel.tick.failures``)
+and backed off from, and the tick goes on with the others. A tick that
+fails as a whole is one coded error (``HZT121``); the loop goes on to the
+next, and its ``TickPulse`` tells the daemon's health check when a tick
+last ran.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -37,6 +45,7 @@ from hz_kernel.store.locks import FileLock
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.tick.cache import SourceCache
+from hz_kernel.tick.failures import FailureLedger, failures_path
 from hz_kernel.tick.fetching import (
     SourceFetcher,
     Staged,
@@ -115,6 +124,8 @@ class TurnEngine(Protocol):
         self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
     ) -> str: ...
 
+    def running_turn(self, heinzel_id: str) -> str | None: ...
+
 
 @runtime_checkable
 class WaitingTurns(Protocol):
@@ -128,6 +139,11 @@ class DraftWatcher(Protocol):
     """How the tick notices drafts the user approved or rejected by editing the document."""
 
     async def observe_drafts(self, pending: list[tuple[str, str]]) -> list[str]: ...
+
+
+#: Codes that mean "another process is writing this spine": contention, not a failure.
+BUSY_CODES = frozenset({"HZS010"})
+_log = logging.getLogger("hz.tick")
 
 
 def cap_notice_key(day: str) -> str:
@@ -155,6 +171,7 @@ class TickCommands(KernelCore):
     """Sessions this kernel opened so far; a tick reports how many it caused."""
 
     _fetcher: SourceFetcher
+    _ledger: FailureLedger
 
     async def session(self, heinzel_id: str) -> HeldSession:
         """Count the spines this kernel opens, so a tick can show it opened none for nothing."""
@@ -171,14 +188,19 @@ class TickCommands(KernelCore):
         started = time.perf_counter()
         queries, opens = self.index.queries, self.spine_opens
         moment = as_utc(now or now_utc())
-        fetcher = self._source_fetcher()
-        fetches = fetcher.fetches
-        plan, staged, spent, noticed = await self._plan(moment, zone)
-        report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
+        try:
+            fetcher = self._source_fetcher()
+            fetches = fetcher.fetches
+            plan, staged, spent, noticed, observed = await self._plan(moment, zone)
+            report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
+        except HzError:
+            raise
+        except Exception as exc:
+            raise HzError("HZT121", f"the tick failed: {_described(exc)}") from exc
         problems = [
             TickProblem(code=e.code, message=e.message, place=e.place)
             for e in staged.errors.values()
-        ]
+        ] + observed
         return report.model_copy(
             update={
                 "fetches": fetcher.fetches - fetches,
@@ -194,20 +216,29 @@ class TickCommands(KernelCore):
         self, *, now: datetime | None = None, zone: str | None = None
     ) -> list[PlannedTurn]:
         """What a tick would do now, without doing it (fetches are staged all the same)."""
-        plan, _, _, _ = await self._plan(as_utc(now or now_utc()), zone)
+        plan, _, _, _, _ = await self._plan(as_utc(now or now_utc()), zone)
         return plan
+
+    def failure_ledger(self) -> FailureLedger:
+        """The home's record of failed heinzels, read once by this kernel (the one ticking)."""
+        if not hasattr(self, "_ledger"):
+            self._ledger = FailureLedger(failures_path(self.home.heinzel_root))
+        return self._ledger
 
     async def _plan(
         self, now: datetime, zone: str | None
-    ) -> tuple[list[PlannedTurn], Staged, float, bool]:
+    ) -> tuple[list[PlannedTurn], Staged, float, bool, list[TickProblem]]:
         settings = self.home.settings
         day = now.date().isoformat()
         (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
         rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
-        pending = [(r.id, r.pending_draft) for r in rows if r.pending_draft]
-        if pending and isinstance(self, DraftWatcher):
-            await self.observe_drafts(pending)
+        ledger = self.failure_ledger()
+        ledger.keep_only({r.id for r in rows})
+        backing_off = ledger.backing_off(now)
+        observed = await self._observe_drafts(
+            [r for r in rows if r.pending_draft and r.id not in backing_off], now
+        )
         clock = self.slot_clock(zone or self.home.settings.heinzel.timezone)
         busy = self._busy(rows)
         reads = upstreams(rows, settings.documents.resolve)
@@ -231,6 +262,7 @@ class TickCommands(KernelCore):
             busy=busy,
             capped=spent >= settings.heinzel.max_usd_per_day,
             max_wakes=settings.heinzel.max_wakes_per_tick,
+            backing_off=backing_off,
         )
         ctx.done_keys = await self._done_keys(ctx.candidates())
         stuck = [
@@ -246,7 +278,20 @@ class TickCommands(KernelCore):
             crashpoints.reached("tick:after-fetch")
             ctx.moves = _moves(rows, watches, staged)
             ctx.done_keys |= await self._done_keys(ctx.candidates() - ctx.done_keys)
-        return plan_tick(ctx), staged, spent, noticed
+        return plan_tick(ctx), staged, spent, noticed, observed
+
+    async def _observe_drafts(self, rows: list[HeinzelRow], now: datetime) -> list[TickProblem]:
+        """Approvals made in the documents, one heinzel at a time: one failure stays its own."""
+        problems: list[TickProblem] = []
+        if not isinstance(self, DraftWatcher):
+            return problems
+        for row in rows:
+            assert row.pending_draft is not None
+            try:
+                await self.observe_drafts([(row.id, row.pending_draft)])
+            except Exception as exc:
+                problems.append(self._failed(row.id, row.name, exc, now))
+        return problems
 
     async def _carry_out(
         self, plan: list[PlannedTurn], now: datetime, *, spent: float, noticed: bool
@@ -306,15 +351,17 @@ class TickCommands(KernelCore):
                     turn = await self.run_wakes(item.heinzel, list(item.wakes))
                     woken.append(_woken(item, turn))
                     spent = await self._spent(day)
-            except HzError as exc:
-                problems.append(
-                    TickProblem(
-                        code=exc.code, message=exc.message, place=exc.place, heinzel=item.heinzel
-                    )
-                )
+            except Exception as exc:
+                problems.append(self._failed(item.heinzel, item.name, exc, now))
+            else:
+                if item.action != "defer":
+                    self.failure_ledger().clear(item.heinzel)
         notices: list[str] = []
         if capped_at and not noticed:
-            notices.append(await self._tell_cap(capped_at, day, spent, cap))
+            try:
+                notices.append(await self._tell_cap(capped_at, day, spent, cap))
+            except Exception as exc:
+                problems.append(_problem(exc, heinzel=None))
         return TickReport(
             at=now,
             due=len(plan),
@@ -337,6 +384,26 @@ class TickCommands(KernelCore):
         return notice
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _failed(self, heinzel_id: str, name: str, exc: Exception, now: datetime) -> TickProblem:
+        """Record that the tick's work for one heinzel failed; the tick goes on without it.
+
+        A busy spine (another process writing it) is not the heinzel's failure
+        and is only reported. After an unexpected error the kernel lets go of
+        the heinzel's session (unless a turn of it still runs here), so the
+        next try reads its files afresh rather than trusting what was in memory.
+        """
+        problem = _problem(exc, heinzel=heinzel_id, name=name)
+        if problem.code in BUSY_CODES:
+            return problem
+        self.failure_ledger().record(
+            heinzel_id, code=problem.code, message=problem.message, place=problem.place, now=now
+        )
+        if not isinstance(exc, HzError):
+            _log.info("the tick's work for %s (%s) failed", name, heinzel_id, exc_info=exc)
+            if not (isinstance(self, TurnEngine) and self.running_turn(heinzel_id)):
+                self.release(heinzel_id)
+        return problem
 
     async def _done_keys(self, pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """Which of these (heinzel, key) pairs already finished or were skipped."""
@@ -396,6 +463,22 @@ def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, s
     return False
 
 
+def _described(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) -> TickProblem:
+    """A failure as the tick reports it: a coded error as it is, anything else as ``HZT120``."""
+    if isinstance(exc, HzError):
+        return TickProblem(code=exc.code, message=exc.message, place=exc.place, heinzel=heinzel)
+    return TickProblem(
+        code="HZT120",
+        message=f"the tick's work for this heinzel failed: {_described(exc)}",
+        place=name,
+        heinzel=heinzel,
+    )
+
+
 def _capped(item: PlannedTurn) -> PlannedTurn:
     """The day's cap was reached during this tick: a turn is skipped, a resume waits."""
     if item.action == "resume":
@@ -416,28 +499,74 @@ def _woken(item: PlannedTurn, turn: str | None) -> TickWoken:
     )
 
 
+class TickPulse:
+    """When the tick loop last finished a tick: what the daemon's health check reads.
+
+    Measured on the monotonic clock (a pinned ``HZ_NOW`` must not make a
+    stuck loop look fresh). The loop's start counts as a beat; a tick that
+    fails as a whole does not. A tick that has not finished within two
+    intervals is stale: the loop is stuck in a tick, or gone.
+    """
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.last = time.monotonic()
+        self.ticks = 0
+        self.error: str | None = None
+
+    def beat(self) -> None:
+        self.last = time.monotonic()
+        self.ticks += 1
+        self.error = None
+
+    def failed(self, line: str) -> None:
+        self.error = line
+
+    @property
+    def age(self) -> float:
+        """Seconds since the last tick finished (or the loop started)."""
+        return time.monotonic() - self.last
+
+    @property
+    def stale(self) -> bool:
+        return self.age > 2 * self.interval
+
+
 async def run_tick_loop(
     kernel: TickCommands,
     interval: float | None,
     stop_event: asyncio.Event,
     *,
     on_report: Callable[[TickReport], None] | None = None,
+    pulse: TickPulse | None = None,
 ) -> None:
     """Tick until ``stop_event`` is set: the daemon's and the embedded cockpit's heartbeat.
 
     ``interval`` defaults to ``tick_interval`` (``HZ_TICK_SECONDS``). A tick
-    that fails as a whole is reported as a problem and the loop goes on.
+    that fails as a whole, whatever it raised, is reported as a problem and
+    the loop goes on; ``pulse`` learns of every tick that finished.
     """
     seconds = interval if interval is not None else tick_interval(kernel.home.settings)
     while not stop_event.is_set():
         try:
             report = await kernel.tick_once()
-        except HzError as exc:
+        except Exception as exc:
+            error = (
+                exc
+                if isinstance(exc, HzError)
+                else HzError("HZT121", f"the tick failed: {_described(exc)}")
+            )
+            _log.info("the tick failed", exc_info=exc)
+            if pulse is not None:
+                pulse.failed(error.one_line())
             report = TickReport(
                 at=now_utc(),
                 due=0,
-                problems=[TickProblem(code=exc.code, message=exc.message, place=exc.place)],
+                problems=[TickProblem(code=error.code, message=error.message, place=error.place)],
             )
+        else:
+            if pulse is not None:
+                pulse.beat()
         if on_report is not None:
             on_report(report)
         with contextlib.suppress(TimeoutError):

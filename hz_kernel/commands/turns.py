@@ -93,6 +93,11 @@ class TurnCommands(KernelCore):
         task.add_done_callback(self.tasks.discard)
         return None
 
+    def running_turn(self, heinzel_id: str) -> str | None:
+        """The turn of this heinzel that runs in this kernel now, if any."""
+        runner = self._running.get(heinzel_id)
+        return runner.turn if runner is not None else None
+
     # -- running wakes -------------------------------------------------------------------
 
     async def run_wakes(

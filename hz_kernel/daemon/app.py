@@ -32,6 +32,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hz_kernel.client import LocalClient
+from hz_kernel.commands.tick import TickPulse
 from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.daemon.feed import HEARTBEAT_FRAME, FeedHub, Subscription, items_frame, sse_frame
 from hz_kernel.daemon.protocol import (
@@ -75,6 +76,7 @@ class DaemonState:
     allowed_hosts: frozenset[str]
     heartbeat_s: float
     bench_feed: bool = False
+    pulse: TickPulse | None = None
     started: float = field(default_factory=time.monotonic)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -320,8 +322,13 @@ def build_app(state: DaemonState) -> ASGIApp:
 
 
 def describe(state: DaemonState) -> Health:
-    """A fresh health sample (memory is read now, not at start)."""
+    """A fresh health sample (memory and the tick's age are read now, not at start).
+
+    Unhealthy when no tick has finished within two intervals: the tick loop
+    is stuck in a tick or has ended, while the daemon still answers.
+    """
     admission = state.admission
+    pulse = state.pulse
     return Health(
         protocol=PROTOCOL_VERSION,
         pid=os.getpid(),
@@ -338,6 +345,11 @@ def describe(state: DaemonState) -> Health:
         run=state.hub.run,
         edge=state.hub.edge,
         feed_connections=state.hub.subscribers,
+        tick_seconds=pulse.interval if pulse else None,
+        ticks=pulse.ticks if pulse else 0,
+        tick_age_s=round(pulse.age, 3) if pulse else None,
+        tick_error=pulse.error if pulse else None,
+        healthy=not pulse.stale if pulse else True,
     )
 
 

@@ -4,8 +4,10 @@ These commands manage the daemon itself, so they take the home, not a
 kernel client (``needs_kernel=False``). Exit codes: ``start``, ``stop`` and
 ``restart`` exit 0 when the daemon ends up in the state asked for (a
 ``stop`` with no daemon running is a success: there is nothing to stop);
-``status`` exits 0 when a daemon runs and answers, 1 with the coded line
-``HZD041`` when none runs (``--json`` prints the report either way).
+``status`` exits 0 when a daemon runs and answers with a fresh tick, 1
+with the coded line ``HZD041`` when none runs and ``HZD070`` when its tick
+has not finished within two intervals (``--json`` prints the report either
+way).
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def _uptime(seconds: float | None) -> str:
 
 
 def _describe(report: DaemonReport) -> str:
+    tick = f"  last tick {report.tick_age_s:.0f}s ago" if report.tick_age_s is not None else ""
     return (
         f"pid {report.pid}  {report.address}  protocol {report.protocol}  "
-        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}"
+        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}{tick}"
     )
 
 
@@ -91,6 +94,11 @@ async def cmd_status(home: Home, args: argparse.Namespace) -> int:
         _emit(report)
     elif report.running:
         sys.stdout.write(f"running: {_describe(report)}\n")
+    unhealthy = report.unhealthy()
+    if unhealthy is not None:
+        if not args.json:
+            sys.stderr.write(unhealthy.one_line() + "\n")
+        return 1
     if report.running:
         return 0
     if not args.json:

@@ -15,7 +15,9 @@ Three files coordinate it, all under the home:
   stale: it is reported and taken over.
 
 A live daemon that fails its health check is reported unreachable
-(``HZD040``); nothing is removed and no second daemon is started.
+(``HZD040``); nothing is removed and no second daemon is started. A daemon
+that answers but has not finished a tick within two intervals is reported
+unhealthy (``HZD070``): its tick loop is stuck or gone.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.client import LocalClient
 from hz_kernel.clock import now_utc
-from hz_kernel.commands.tick import run_tick_loop, tick_interval
+from hz_kernel.commands.tick import TickPulse, run_tick_loop, tick_interval
 from hz_kernel.config import DaemonSettings
 from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.daemon.discovery import (
@@ -99,6 +101,11 @@ class DaemonReport(BaseModel):
     adopted: bool = False
     stopped: int | None = None
     stale_pid: int | None = None
+    healthy: bool | None = None
+    ticks: int | None = None
+    tick_seconds: float | None = None
+    tick_age_s: float | None = None
+    tick_error: str | None = None
     log: str
 
     @classmethod
@@ -112,8 +119,25 @@ class DaemonReport(BaseModel):
                 "started_at": health.started_at,
                 "uptime_s": health.uptime_s,
                 "heinzels": health.heinzels,
+                "healthy": health.healthy,
+                "ticks": health.ticks,
+                "tick_seconds": health.tick_seconds,
+                "tick_age_s": health.tick_age_s,
+                "tick_error": health.tick_error,
             }
         return cls.model_validate(fields | extra)
+
+    def unhealthy(self) -> HzError | None:
+        """``HZD070`` when the daemon runs but its tick has not finished within two intervals."""
+        if not self.running or self.healthy is not False:
+            return None
+        last = f"; the last one failed: {self.tick_error}" if self.tick_error else ""
+        return HzError(
+            "HZD070",
+            f"the daemon (pid {self.pid}) answers but its tick has not finished for "
+            f"{self.tick_age_s or 0:.0f}s (every {self.tick_seconds or 0:g}s expected){last}; "
+            f"see {self.log}",
+        )
 
 
 def log_path(home: Home) -> Path:
@@ -399,12 +423,13 @@ async def _serve_on(
         allowed_hosts=hosts,
         heartbeat_s=settings.feed_heartbeat_seconds,
         bench_feed=os.environ.get(BENCH_FEED_ENV) == "1",
+        pulse=TickPulse(tick_seconds),
     )
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, state.request_shutdown)
     ticking = asyncio.ensure_future(
-        run_tick_loop(kernel, tick_seconds, state.stopping, on_report=_log_tick)
+        run_tick_loop(kernel, tick_seconds, state.stopping, on_report=_log_tick, pulse=state.pulse)
     )
     ticking.add_done_callback(_tick_ended)
     try:
@@ -413,7 +438,10 @@ async def _serve_on(
         await app.serve(state, sock)
     finally:
         state.stopping.set()
-        with contextlib.suppress(Exception):
+        # A tick in the middle of a turn is cancelled, as background turns are: the turn is
+        # not ended, and the next start resumes it. Waiting for it could outlast any stop.
+        ticking.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await ticking
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -431,6 +459,7 @@ def _log_tick(report: TickReport) -> None:
 
 
 def _tick_ended(task: asyncio.Future[None]) -> None:
-    """The tick loop only ends with the daemon; anything else is logged, never swallowed."""
+    """The tick loop only ends with the daemon; anything else is logged, never swallowed
+    (and the health check turns unhealthy, as no tick finishes any more)."""
     if not task.cancelled() and task.exception() is not None:
         log.error("the tick loop stopped", exc_info=task.exception())

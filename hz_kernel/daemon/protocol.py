@@ -72,6 +72,15 @@ class Health(_Shape):
     run: str
     edge: int
     feed_connections: int
+    tick_seconds: float | None = None
+    ticks: int = 0
+    """Ticks finished since the daemon started."""
+    tick_age_s: float | None = None
+    """Seconds since the last tick finished (or the tick loop started)."""
+    tick_error: str | None = None
+    """The coded line of the last tick that failed as a whole, until one finishes."""
+    healthy: bool = True
+    """False when no tick has finished within two intervals: the loop is stuck or gone."""
 
 
 class FeedItem(_Shape):

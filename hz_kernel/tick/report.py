@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.terms import Cause, SkipReason, WokenBy
 
-DeferReason = Literal["max-wakes", "cap", "busy", "source-failed"]
+DeferReason = Literal["max-wakes", "cap", "busy", "source-failed", "backoff"]
 
 
 class _Shape(BaseModel):
@@ -62,6 +62,24 @@ class TickProblem(_Shape):
     message: str
     place: str | None = None
     heinzel: str | None = None
+
+
+class HeinzelFailure(_Shape):
+    """The tick's work for one heinzel failed; it is left alone until ``retry_at``.
+
+    Kept until that heinzel's work next succeeds; ``hz heinzel list`` and
+    ``show`` carry it.
+    """
+
+    code: str
+    message: str
+    place: str | None = None
+    since: datetime
+    """When the first failure of this run of failures happened."""
+    at: datetime
+    failures: int
+    """Failures in a row; each doubles the wait before the next try."""
+    retry_at: datetime
 
 
 class TickReport(_Shape):

@@ -17,6 +17,8 @@ Rules, in the order they apply:
 * a schedule slot of an ``if-moved`` contract with nothing moved is skipped
   (``nothing-moved``); if an input could not be fetched the slot waits;
 * with the day's spending at the cap, turns are skipped (``cap``);
+* a heinzel whose work failed is left alone until its retry time
+  (``backoff``, see ``hz_kernel.tick.failures``);
 * order is graph height (upstream first), then oldest due, then name; only
   ``max_wakes_per_tick`` turns run, the rest are deferred (``max-wakes``).
 """
@@ -384,6 +386,7 @@ class TickInputs:
     busy: set[str]
     capped: bool
     max_wakes: int
+    backing_off: set[str] = field(default_factory=set)
 
     def candidates(self) -> set[tuple[str, str]]:
         """Every (heinzel, key) this tick might wake with, before knowing which are done."""
@@ -452,7 +455,13 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
 
 def plan_tick(ctx: TickInputs) -> list[PlannedTurn]:
     """Every decision of this tick, in the order they are carried out."""
-    planned = [p for row in ctx.rows if (p := plan_heinzel(row, ctx)) is not None]
+    planned = [
+        p.model_copy(update={"action": "defer", "reason": "backoff"})
+        if p.heinzel in ctx.backing_off and p.action != "defer"
+        else p
+        for row in ctx.rows
+        if (p := plan_heinzel(row, ctx)) is not None
+    ]
     planned.sort(key=lambda p: (p.height, p.due_at, p.name, p.heinzel))
     budget = ctx.max_wakes
     ordered: list[PlannedTurn] = []
