@@ -592,11 +592,11 @@ async def _run(args: argparse.Namespace) -> int:
     if not getattr(args, "needs_kernel", True):
         return int(await args.run(home, args))
     client = await connect(home)
-    if getattr(args, "run", None) is cmd_tick and args.interval is None:
-        from hz_kernel.commands.tick import tick_interval
-
-        args.interval = tick_interval(home.settings)
     try:
+        if getattr(args, "run", None) is cmd_tick and args.interval is None:
+            from hz_kernel.commands.tick import tick_interval
+
+            args.interval = tick_interval(home.settings)
         command: Command = args.run
         return await command(client, args)
     finally:
