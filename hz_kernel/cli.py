@@ -709,7 +709,7 @@ async def _cockpit(
     commands never pay for Textual.
     """
     if cockpit is None:
-        raise HzError("HZU063", "this hz was started without its cockpit; run the hz command")
+        raise UsageError("HZU063", "this hz was started without its cockpit; run the hz command")
     home = Home.resolve(explicit_home)
     client = await connect(home, defer_kernel=True)
     jobs = list(beside)
