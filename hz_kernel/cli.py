@@ -10,31 +10,115 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import difflib
+import io
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from hz_kernel import operations as ops
 from hz_kernel.client import DeferredClient, KernelClient
 from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
-from hz_kernel.errors import HzError
+from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
+
+#: The exit code of a command whose reader went away (``hz ... | head``): 128 + SIGPIPE,
+#: what a shell reports for a program that a broken pipe ended.
+EXIT_BROKEN_PIPE = 141
+
+#: Terminal control characters (C0 but newline and tab, DEL, C1) shown as ``\uXXXX``: data
+#: from documents never moves the cursor or recolours the terminal, and in JSON the
+#: replacement is the same string's escape.
+_CONTROLS = {
+    code: f"\\u{code:04x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if chr(code) not in "\n\t"
+}
+
+
+def shown(text: str) -> str:
+    """``text`` with its terminal control characters made visible (``\\u001b``)."""
+    return text.translate(_CONTROLS)
+
+
+class _Shown(io.TextIOBase):
+    """Standard output through ``shown``, that notes when its reader has gone away."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        try:
+            self.stream.write(shown(text))
+        except BrokenPipeError:
+            self.reader_gone = True
+            raise
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            raise
+
+    def discard(self) -> None:
+        """Send what is still buffered to /dev/null, so the exit does not fail on it again."""
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self.stream.fileno())
+        os.close(null)
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.stream.encoding
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+class _Subcommands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """Subcommands whose own ``--help`` opens with the line that lists them."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("description", kwargs.get("help"))
+        return super().add_parser(name, **kwargs)
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one coded line and exit code 2."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subcommands)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside the choices (a mistyped command) names the closest one."""
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(choice) for choice in choices]
+        close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        if isinstance(action, argparse._SubParsersAction):
+            message = f"unknown command {value!r}{hint} (commands: {', '.join(names)})"
+            raise argparse.ArgumentError(None, message)
+        message = f"invalid choice {value!r}{hint} (choose from {', '.join(names)})"
+        raise argparse.ArgumentError(action, message)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"HZU000: {self.prog}: {message}\n")
+        sys.stderr.write(shown(f"HZU000: {self.prog}: {message}") + "\n")
         raise SystemExit(2)
 
 
@@ -58,7 +142,7 @@ def _parse_where(items: Sequence[str] | None) -> dict[str, str] | None:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise HzError(
+            raise UsageError(
                 "HZU022", "--where takes KEY=VALUE (a key of the contract's hz table)", item
             )
         where[key] = value
@@ -213,7 +297,7 @@ def _params(items: Sequence[str] | None) -> dict[str, str] | None:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise HzError("HZU023", "--param takes NAME=VALUE", item)
+            raise UsageError("HZU023", "--param takes NAME=VALUE", item)
         params[key] = value
     return params
 
@@ -222,23 +306,23 @@ def _read_text(path: str) -> str:
     try:
         return Path(path).expanduser().read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise HzError("HZU024", "no such file", path) from None
+        raise UsageError("HZU024", "no such file", path) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise HzError("HZU025", f"cannot read the file ({exc})", path) from None
+        raise UsageError("HZU025", f"cannot read the file ({exc})", path) from None
 
 
 async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     source = args.source
     if args.template:
         if source:
-            raise HzError("HZU032", "give a template or a contract, not both", source)
+            raise UsageError("HZU032", "give a template or a contract, not both", source)
         request = ops.NewRequest(template=args.template, params=_params(args.param))
     elif source and (source.endswith(".md") or Path(source).expanduser().is_file()):
         request = ops.NewRequest(text=_read_text(source), source=source)
     elif source:
         request = ops.NewRequest(sentence=source, params=_params(args.param))
     else:
-        raise HzError("HZU032", "give a contract file, --template NAME or a sentence")
+        raise UsageError("HZU032", "give a contract file, --template NAME or a sentence")
     made = await client.call(ops.NEW, request)
     if args.json:
         _emit_json(made)
@@ -382,6 +466,10 @@ async def cmd_turn_command(client: KernelClient, args: argparse.Namespace) -> in
     if args.json:
         _emit_json(report)
         return 0
+    if report.status == "none":
+        none = "no turn is running; nothing to stop" if args.command == "stop" else "no turn ran"
+        sys.stdout.write(f"{args.name}: {none}\n")
+        return 0
     outcome = report.disposition or report.status
     reason = f" ({report.reason})" if report.reason else ""
     sys.stdout.write(
@@ -418,19 +506,19 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
     while True:
         report = await client.call(ops.TICK, ops.Empty())
         if args.json:
-            _emit_json(report)
+            sys.stdout.write(orjson.dumps(report.model_dump(mode="json")).decode() + "\n")
         else:
             sys.stdout.write(
                 f"{report.at:%Y-%m-%d %H:%M:%S} due {report.due}, woken {len(report.woken)}, "
                 f"skipped {len(report.skipped)}, deferred {len(report.deferred)}, "
                 f"fetches {report.fetches}\n"
             )
+        sys.stdout.flush()
         for problem in report.problems:
             where = f"{problem.place}: " if problem.place else ""
             sys.stderr.write(f"{problem.code}: {where}{problem.message}\n")
         if args.once:
             return 1 if report.problems else 0
-        sys.stdout.flush()
         await asyncio.sleep(args.interval)
 
 
@@ -598,11 +686,11 @@ async def _run(args: argparse.Namespace) -> int:
     if not getattr(args, "needs_kernel", True):
         return int(await args.run(home, args))
     client = await connect(home)
-    if getattr(args, "run", None) is cmd_tick and args.interval is None:
-        from hz_kernel.commands.tick import tick_interval
-
-        args.interval = tick_interval(home.settings)
     try:
+        if getattr(args, "run", None) is cmd_tick and args.interval is None:
+            from hz_kernel.commands.tick import tick_interval
+
+            args.interval = tick_interval(home.settings)
         command: Command = args.run
         return await command(client, args)
     finally:
@@ -627,7 +715,7 @@ async def _cockpit(
     commands never pay for Textual.
     """
     if cockpit is None:
-        raise HzError("HZU063", "this hz was started without its cockpit; run the hz command")
+        raise UsageError("HZU063", "this hz was started without its cockpit; run the hz command")
     home = Home.resolve(explicit_home)
     client = await connect(home, defer_kernel=True)
     jobs = list(beside)
@@ -689,21 +777,47 @@ def main(argv: Sequence[str] | None = None, *, cockpit: Cockpit | None = None) -
     else:
         parser.print_help()
         return 0
+    out = _Shown(sys.stdout)
     try:
-        return asyncio.run(job)
+        if args.group in (None, "demo"):
+            return asyncio.run(job)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(_Shown(sys.stderr)):
+            code = asyncio.run(job)
+            out.flush()  # a reader that went away is found here, not at the interpreter's exit
+            return code
+    except BrokenPipeError as exc:
+        if not out.reader_gone:
+            return _internal_error(exc)
+        out.discard()
+        return EXIT_BROKEN_PIPE
     except HzError as exc:
-        sys.stderr.write(exc.one_line() + "\n")
+        sys.stderr.write(shown(exc.one_line()) + "\n")
         return exc.exit_code
+    except ValidationError as exc:
+        if exc.title not in {operation.request.__name__ for operation in ops.OPERATIONS.values()}:
+            return _internal_error(exc)
+        first = exc.errors()[0]
+        place = ".".join(str(part) for part in first["loc"]) or None
+        wrong = UsageError("HZU101", first["msg"], place)
+        sys.stderr.write(shown(wrong.one_line()) + "\n")
+        return wrong.exit_code
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
-        if os.environ.get("HZ_DEBUG"):
-            raise
-        sys.stderr.write(
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    if os.environ.get("HZ_DEBUG"):
+        raise exc
+    sys.stderr.write(
+        shown(
             f"HZX001: internal error: {type(exc).__name__}: {str(exc)[:300]} "
-            "(run with HZ_DEBUG=1 for the traceback, and please report it)\n"
+            "(run with HZ_DEBUG=1 for the traceback, and please report it)"
         )
-        return 1
+        + "\n"
+    )
+    return 1
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from hz_kernel.errors import HzError
+from hz_kernel.errors import UsageError
 
 #: How the kernel writes an instant for people and the wire: UTC, to the second.
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -23,6 +23,6 @@ def now_utc() -> datetime:
         try:
             moment = datetime.fromisoformat(pinned.replace("Z", "+00:00"))
         except ValueError:
-            raise HzError("HZU001", "HZ_NOW is not an ISO time", pinned) from None
+            raise UsageError("HZU001", "HZ_NOW is not an ISO time", pinned) from None
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return datetime.now(UTC)

@@ -70,9 +70,16 @@ class KernelCore:
         process may write that spine in between) and runs turns inline.
         """
         home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        kernel = cls(home, await Index.open(home.index_path), long_lived=long_lived)
-        if reconcile:
-            await kernel.reconcile()
+        index = await Index.open(home.index_path)
+        kernel: Self | None = None
+        try:
+            kernel = cls(home, index, long_lived=long_lived)
+            if reconcile:
+                await kernel.reconcile()
+        except BaseException:
+            # The index's connection runs a thread that keeps the process alive until closed.
+            await (index.close() if kernel is None else kernel.close())
+            raise
         return kernel
 
     async def close(self) -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from hz_kernel.contracts.compile import compile_contract
 from hz_kernel.contracts.model import ContractError, FrozenModel
+from hz_kernel.errors import UsageError
 
 _TEMPLATE_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -176,7 +177,6 @@ _KEYWORDS: dict[str, tuple[tuple[str, int], ...]] = {
         (r"\bmarkdown\b|\bfolder\b|\bfiles\b", 1),
     ),
 }
-_FALLBACK_TEMPLATE = "digest"
 
 _DAYS = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
 _DAY_CODES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -205,14 +205,26 @@ _SOURCE_DRIVEN = re.compile(
 
 
 def choose_template(sentence: str) -> str:
-    """The template whose keywords the sentence matches best (``digest`` if none match)."""
+    """The template whose keywords the sentence matches best.
+
+    A sentence that names nothing hz can make is refused (``HZU100``, listing
+    the templates): guessing a digest would propose a contract the user never asked for.
+    """
     text = sentence.lower()
     scores = {
         name: sum(weight for pattern, weight in keywords if re.search(pattern, text))
         for name, keywords in _KEYWORDS.items()
     }
     best = max(scores, key=lambda name: scores[name])
-    return best if scores[best] > 0 else _FALLBACK_TEMPLATE
+    if scores[best] == 0:
+        makes = "; ".join(f"{t.name} ({t.description.rstrip('.')})" for t in list_templates())
+        raise UsageError(
+            "HZU100",
+            f"hz cannot tell what to make from this sentence; it can make: {makes}. "
+            "Say which in the sentence, or start from its template (--template NAME)",
+            "sentence",
+        )
+    return best
 
 
 @dataclass(frozen=True)

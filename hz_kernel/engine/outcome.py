@@ -9,6 +9,7 @@ sent back to the model as a validation error instead of reaching the record.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args
@@ -33,10 +34,18 @@ SUMMARY_ITEM_MAX = 240
 SUMMARY_ITEMS_MAX = 20
 
 
+#: Terminal escape sequences: CSI (colours, cursor), OSC (titles, links), two-byte ESC forms.
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _one_line(value: Any) -> Any:
-    """Collapse runs of whitespace (newlines included) so a short text stays one line."""
+    """One line without control characters: a short text may quote a document, never its escapes.
+
+    Runs of whitespace (newlines included) collapse to one space.
+    """
     if isinstance(value, str):
-        return " ".join(value.split())
+        return " ".join(_CONTROL.sub(" ", _ESCAPE.sub("", value)).split())
     return value
 
 

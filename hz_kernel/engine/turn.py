@@ -300,9 +300,7 @@ class TurnRunner:
             await self._maybe_summarise(state)
         except HzError as exc:
             step = state.done[-1] if state.done else None
-            return await self._finish(
-                state, "failed", reason=f"{exc.code}: {exc.message}"[:500], step=step
-            )
+            return await self._finish(state, "failed", reason=exc.one_line()[:500], step=step)
         return await self._finish(state, _disposition(state.outcome), report=state.report)
 
     async def _maybe_summarise(self, state: TurnState) -> None:

@@ -13,6 +13,7 @@ from hz_kernel.contracts import (
     render_template,
     schedule_from_sentence,
 )
+from hz_kernel.errors import UsageError
 
 TEMPLATES = ("changelog", "digest", "weekly-report")
 
@@ -124,11 +125,19 @@ def test_an_unknown_template_is_an_error() -> None:
         ("a daily digest of the markdown files in docs/", "digest"),
         ("summarise my notes every morning", "digest"),
         ("status report of merged pull requests every monday", "weekly-report"),
-        ("something I can't describe", "digest"),
     ],
 )
 def test_the_template_is_chosen_by_keywords(sentence: str, template: str) -> None:
     assert choose_template(sentence) == template
+
+
+@pytest.mark.parametrize("sentence", ["write me a poem", "something I can't describe"])
+def test_a_sentence_no_template_fits_is_refused_never_made_a_digest(sentence: str) -> None:
+    """issue 12 item 14: no keyword, no guess; the refusal lists every template hz can make."""
+    with pytest.raises(UsageError) as caught:
+        contract_from_sentence(sentence, {})
+    assert caught.value.code == "HZU100"
+    assert all(name in caught.value.message for name in ("changelog", "digest", "weekly-report"))
 
 
 SCHEDULES = [
@@ -235,8 +244,8 @@ def test_explicit_params_win_over_the_sentence() -> None:
         "### Goal: a digest",
         "a digest <!-- of everything",
         "résumé des notes chaque lundi 📝",
-        "every 99 minutes and every 77 hours",
-        "on the 31st at 25:99",
+        "a digest every 99 minutes and every 77 hours",
+        "the digest on the 31st at 25:99",
     ],
 )
 def test_many_sentences_give_contracts_that_compile(sentence: str) -> None:
