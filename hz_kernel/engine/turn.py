@@ -25,7 +25,7 @@ import orjson
 from pydantic import TypeAdapter
 
 from hz_kernel import crashpoints
-from hz_kernel.adapters.documents import MarkdownDocuments
+from hz_kernel.adapters.documents import FoundSection, MarkdownDocuments
 from hz_kernel.adapters.local_model import FramedInput, render_approval, render_summary_request
 from hz_kernel.adapters.models import ModelEnv, TokenUsage, price_usd, resolve_model
 from hz_kernel.adapters.sources import SourceRequest, default_registry
@@ -82,6 +82,8 @@ from hz_kernel.vocabulary import (
     DraftPlaced,
     DraftSuperseded,
     EffectDone,
+    EffectFailed,
+    EffectInterrupted,
     EffectStarted,
     LessonRecorded,
     QuestionAsked,
@@ -132,6 +134,8 @@ class TurnState:
     placed: set[str] = field(default_factory=set)
     resumes: int = 0
     report: str | None = None
+    ran_s: float = 0.0
+    """Running time so far: the spans a process worked on the turn, never down or waiting time."""
 
     @property
     def version(self) -> int:
@@ -149,9 +153,8 @@ class TurnState:
 def load_state(events: list[Event], turn: str) -> TurnState | None:
     """The state of ``turn`` from the spine alone (bodies add content later)."""
     state: TurnState | None = None
-    for event in events:
-        if event.turn != turn:
-            continue
+    mine = [event for event in events if event.turn == turn]
+    for event in mine:
         kind, data = event.kind, event.data
         if kind == "turn.started":
             state = TurnState(turn=turn, started=event)
@@ -176,7 +179,44 @@ def load_state(events: list[Event], turn: str) -> TurnState | None:
             state.resumes += 1
         elif kind == "turn.resumed":
             state.done = [step for step in state.done if step == "gather"]
+    if state is not None:
+        state.ran_s = running_time_s(mine)
     return state
+
+
+def running_time_s(events: list[Event]) -> float:
+    """How long processes worked on a turn, from its own events' times.
+
+    A run begins at ``turn.started`` or ``turn.resumed`` and lasts until the
+    turn's last event before the process stopped or the turn parked
+    (``turn.waiting``). The time a process was down, or the turn waited,
+    lies between runs and is not counted.
+    """
+    total = 0.0
+    run: list[datetime] = []
+    for event in events:
+        if event.kind in ("turn.started", "turn.resumed"):
+            total += _span(run)
+            run = [event.when]
+        elif run:
+            run.append(event.when)
+            if event.kind == "turn.waiting":
+                total += _span(run)
+                run = []
+    return total + _span(run)
+
+
+def _span(run: list[datetime]) -> float:
+    """The seconds from a run's first event to its last (never negative if a clock stepped)."""
+    return max(0.0, (run[-1] - run[0]).total_seconds()) if run else 0.0
+
+
+def timeout_s(state: TurnState, default: float) -> float:
+    """The running time the turn may use, as pinned when it started (``deadline`` − start)."""
+    deadline = state.started.data.get("deadline")
+    if not deadline:
+        return default
+    return (datetime.fromisoformat(str(deadline)) - state.started.when).total_seconds()
 
 
 class TurnRunner:
@@ -230,18 +270,21 @@ class TurnRunner:
         return TurnState(turn=turn, started=started)
 
     async def resume(self, state: TurnState, woken_by: str = "restart") -> TurnState | None:
-        """Continue an open turn, or end it abandoned when it resumed too often or overran."""
-        deadline = state.started.data.get("deadline")
+        """Continue an open turn, or end it abandoned when it resumed too often or overran.
+
+        The timeout counts running time (``TurnState.ran_s``): a turn that was
+        down for an hour after a crash, or waited a week, has not overrun.
+        """
         step = state.done[-1] if state.done else None
         if state.resumes >= self.settings.heinzel.max_resumes:
             await self._finish(
                 state, "abandoned", reason=f"resumed {state.resumes} times", step=step
             )
             return None
-        waited = woken_by != "restart"
-        if deadline and not waited and now_utc() > datetime.fromisoformat(str(deadline)):
+        if state.ran_s > timeout_s(state, self.settings.heinzel.turn_timeout_s):
             await self._finish(state, "abandoned", reason="timeout", step=step)
             return None
+        waited = woken_by != "restart"
         if waited:
             state.done = [s for s in state.done if s == "gather"]
             state.outcome = None
@@ -832,12 +875,14 @@ class TurnRunner:
                     EffectStarted(key=key, effect=PLACE_DRAFT), turn=state.turn, key=key
                 )
                 found_on_resume = False
-                section_text = place()
+                section_text = await self._perform(state, key, place)
                 crashpoints.reached("effect:before-done")
             elif key not in state.effects_done:
                 found = self.documents.find(path, key)
                 found_on_resume = found is not None
-                section_text = found.text if found is not None else place()
+                section_text = (
+                    found.text if found is not None else await self._perform(state, key, place)
+                )
             else:
                 found = self.documents.find(path, key)
                 section_text, found_on_resume = (found.text if found else outcome.text), False
@@ -848,22 +893,89 @@ class TurnRunner:
                     key=key,
                 )
                 state.effects_done.add(key)
-            for old_key, old in list(self.held.projection.drafts.items()):
-                if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
-                    await self.held.append(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+            await self._record_draft(state, key, asset, outcome.text)
+
+    async def _perform(self, state: TurnState, key: str, effect: Callable[[], str]) -> str:
+        """Perform an effect whose ``effect.started`` is durable; a failure is ``effect.failed``."""
+        try:
+            return effect()
+        except HzError as exc:
             await self.held.append(
-                DraftPlaced(
-                    key=key,
-                    asset=asset,
-                    output=next(iter(contract.hz.outputs), "section"),
-                    hash=sha256(outcome.text),
-                    size=len(outcome.text.encode()),
-                    contract_version=state.version,
-                ),
-                turn=state.turn,
-                key=key,
+                EffectFailed(key=key, error=exc.one_line()[:600]), turn=state.turn, key=key
             )
-            state.placed.add(key)
+            state.effects_done.add(key)
+            raise
+
+    async def _record_draft(self, state: TurnState, key: str, asset: str, text: str) -> None:
+        """``draft.placed`` for a draft that is in its document: the user's pending draft."""
+        for old_key, old in list(self.held.projection.drafts.items()):
+            if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
+                await self.held.append(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+        await self.held.append(
+            DraftPlaced(
+                key=key,
+                asset=asset,
+                output=next(iter(self._contract(state).hz.outputs), "section"),
+                hash=sha256(text),
+                size=len(text.encode()),
+                contract_version=state.version,
+            ),
+            turn=state.turn,
+            key=key,
+        )
+        state.placed.add(key)
+
+    async def _settle_effects(self, state: TurnState) -> None:
+        """Close what a turn that ends unfinished left open, so no effect stays untracked.
+
+        A draft that is in its document (done, or found there by key) becomes
+        the pending draft; an effect not found was cut off and is never
+        performed now: ``effect.interrupted``.
+        """
+        done = {
+            str(e.data.get("key"))
+            for e in self.held.scan.events
+            if e.turn == state.turn and e.kind == "effect.done"
+        }
+        unsettled = [
+            key
+            for key in state.effects_started
+            if key not in state.placed and (key in done or key not in state.effects_done)
+        ]
+        if not unsettled:
+            return
+        drafts = {
+            str(r.get("key")): r
+            for r in read_body(self.held.dir, state.turn) or []
+            if r.get("type") == "draft"
+        }
+        for key in unsettled:
+            effect = str(state.effects_started[key].data.get("effect"))
+            record = drafts.get(key, {})
+            asset = str(record.get("asset") or key.split("@", 3)[-1])
+            found = self._find_draft(asset, key) if effect == PLACE_DRAFT else None
+            if key not in done:
+                state.effects_done.add(key)
+                if found is None:
+                    await self.held.append(
+                        EffectInterrupted(key=key, effect=effect), turn=state.turn, key=key
+                    )
+                    continue
+                await self.held.append(
+                    EffectDone(key=key, hash=sha256(found.text), found_on_resume=True),
+                    turn=state.turn,
+                    key=key,
+                )
+            text = record.get("text") or (found.text if found is not None else None)
+            if effect == PLACE_DRAFT and text:
+                await self._record_draft(state, key, asset, str(text))
+
+    def _find_draft(self, asset: str, key: str) -> FoundSection | None:
+        """The section with ``key`` in its document; None when absent or unreadable."""
+        try:
+            return self.documents.find(self._resolve_asset(asset)[0], key)
+        except HzError:
+            return None
 
     def _resolve_asset(self, asset: str) -> tuple[Path, str | None]:
         ref = asset.removeprefix("doc:")
@@ -895,6 +1007,8 @@ class TurnRunner:
         report: str | None = None,
         step: str | None = None,
     ) -> str:
+        if disposition in ("abandoned", "failed"):
+            await self._settle_effects(state)
         body_hash = body_size = None
         if self.body is not None:
             self.body.sync()
@@ -908,7 +1022,7 @@ class TurnRunner:
                 tokens=state.tokens,
                 tokens_cached=state.tokens_cached,
                 usd=round(state.usd, 6),
-                duration_ms=int((time.monotonic() - self.started_clock) * 1000),
+                duration_ms=int((state.ran_s + time.monotonic() - self.started_clock) * 1000),
                 body_hash=body_hash,
                 body_size=body_size,
                 step=step,  # type: ignore[arg-type]
