@@ -113,6 +113,12 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     cost = detail.cost_month
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in cost.by_cause.items())
     out(f"cost this month: {cost.total:.2f} USD" + (f": {parts}" if parts else "") + "\n")
+    if detail.caps is not None and not detail.caps.priced:
+        caps = detail.caps
+        out(
+            f"cost unknown: {caps.model} has no known price; each turn is capped at "
+            f"{caps.max_tokens} tokens ({caps.tokens_month} tokens this month)\n"
+        )
     if detail.lessons:
         out("what I learned from you:\n")
         for lesson in detail.lessons:

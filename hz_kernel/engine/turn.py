@@ -27,7 +27,7 @@ from pydantic import TypeAdapter
 from hz_kernel import crashpoints
 from hz_kernel.adapters.documents import FoundSection, MarkdownDocuments
 from hz_kernel.adapters.local_model import FramedInput, render_approval, render_summary_request
-from hz_kernel.adapters.models import ModelEnv, TokenUsage, price_usd, resolve_model
+from hz_kernel.adapters.models import ModelEnv, TokenUsage, UsdCost, price_usd, resolve_model
 from hz_kernel.adapters.sources import SourceRequest, default_registry
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import (
@@ -43,12 +43,13 @@ from hz_kernel.engine.attempts import (
     ModelUnavailable,
     RetryInfo,
     StreamTruncated,
+    TokenCapReached,
     messages_from_json,
     run_model_step,
     steering_message,
     user_message,
 )
-from hz_kernel.engine.caps import check_caps
+from hz_kernel.engine.caps import check_caps, token_budget
 from hz_kernel.engine.context import (
     EVENT_LINES_MAX,
     FRAMING,
@@ -134,6 +135,8 @@ class TurnState:
     placed: set[str] = field(default_factory=set)
     resumes: int = 0
     report: str | None = None
+    priced: bool = True
+    """False once a model without a known price ran: the turn's USD leave its cost out."""
     ran_s: float = 0.0
     """Running time so far: the spans a process worked on the turn, never down or waiting time."""
 
@@ -163,6 +166,7 @@ def load_state(events: list[Event], turn: str) -> TurnState | None:
         elif kind == "step.done":
             state.done.append(str(data["step"]))
             if data["step"] == "think":
+                state.priced = state.priced and data.get("priced") is not False
                 state.tokens += int(data.get("tokens") or 0)
                 state.tokens_cached += int(data.get("tokens_cached") or 0)
                 state.usd += float(data.get("usd") or 0.0)
@@ -383,6 +387,7 @@ class TurnRunner:
         async def quiet(*_: object) -> None:
             return None
 
+        size = len(FRAMING.encode()) + sum(len(m.encode()) for m in messages)
         result = await run_model_step(
             model=model,
             instructions=FRAMING,
@@ -390,6 +395,11 @@ class TurnRunner:
             on_attempt=quiet,
             on_chunk=quiet,
             outcomes=("summary",),
+            budget=token_budget(
+                max_tokens=contract.hz.agent.max_tokens,
+                context_bytes=size,
+                priced=price_usd(spec, TokenUsage(), settings=self._env).priced,
+            ),
         )
         outcome = result.outcome
         if not isinstance(outcome, SummaryOutcome):
@@ -417,6 +427,7 @@ class TurnRunner:
                 tokens=result.usage.input_tokens + result.usage.output_tokens,
                 tokens_cached=result.usage.cached_tokens,
                 usd=cost.usd,
+                priced=None if cost.priced else False,
             ),
             turn=state.turn,
         )
@@ -614,9 +625,11 @@ class TurnRunner:
         )
         spec = contract.hz.agent.model or self.settings.model.default
         size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
+        max_tokens = contract.hz.agent.max_tokens
         cap = check_caps(
             model=spec,
             context_bytes=size,
+            max_tokens=max_tokens,
             contract_max_usd=contract.hz.agent.max_usd,
             user_max_usd=self.settings.heinzel.max_usd,
             spent_today_usd=await self._spent_today(),
@@ -624,6 +637,7 @@ class TurnRunner:
         )
         if not cap.ok:
             return await self._finish(state, "skipped", reason=f"cap: {cap.reason}")
+        budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
         model = resolve_model(spec, settings=self._env)
         self.body.write(
             "context", instructions=context.instructions, messages=list(context.messages)
@@ -653,11 +667,14 @@ class TurnRunner:
                 )
             )
 
+        history: list[Any] = [user_message(*context.messages)]
+        usage = TokenUsage()
+        attempts = 0
         try:
-            history: list[Any] = [user_message(*context.messages)]
-            usage = TokenUsage()
-            attempts = 0
             while True:
+                left = budget.left(usage)
+                if left is None:
+                    raise TokenCapReached("no tokens left to answer steering", usage=TokenUsage())
                 result = await run_model_step(
                     model=model,
                     instructions=context.instructions,
@@ -667,6 +684,7 @@ class TurnRunner:
                     on_retry=on_retry,
                     steering=self.steer,
                     outcomes=("lessons", "nothing") if approval else None,
+                    budget=left,
                 )
                 usage += result.usage
                 attempts += result.attempts
@@ -674,6 +692,11 @@ class TurnRunner:
                 if not late:
                     break
                 history = [*messages_from_json(result.messages), steering_message(*late)]
+        except TokenCapReached as exc:
+            self._spent(state, usage + exc.usage, spec)
+            await self._attempt_failed(state, exc.code, exc.message, 0)
+            reason = f"cap: used max_tokens {max_tokens} per turn"
+            return await self._finish(state, "failed", reason=reason, step="think")
         except StreamTruncated as exc:
             self.body.sync()
             await self._attempt_failed(state, "stream_truncated", exc.message, len(exc.text))
@@ -681,15 +704,12 @@ class TurnRunner:
         except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
             await self._attempt_failed(state, exc.code, exc.message, 0)
             return await self._finish(state, "failed", reason=exc.code, step="think")
-        cost = price_usd(spec, usage, settings=self._env)
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
         self.body.write("outcome", outcome=outcome_json)
         self.body.sync()
         state.outcome = result.outcome
-        state.tokens += usage.input_tokens + usage.output_tokens
-        state.tokens_cached += usage.cached_tokens
-        state.usd += cost.usd
+        cost = self._spent(state, usage, spec)
         state.attempts = attempts
         text = orjson.dumps(outcome_json)
         await self.held.append(
@@ -701,6 +721,7 @@ class TurnRunner:
                 tokens=usage.input_tokens + usage.output_tokens,
                 tokens_cached=usage.cached_tokens,
                 usd=cost.usd,
+                priced=None if cost.priced else False,
             ),
             turn=state.turn,
         )
@@ -776,6 +797,15 @@ class TurnRunner:
             ),
             turn=state.turn,
         )
+
+    def _spent(self, state: TurnState, usage: TokenUsage, spec: str) -> UsdCost:
+        """Add a think step's usage to the turn; an unpriced model leaves its cost unknown."""
+        cost = price_usd(spec, usage, settings=self._env)
+        state.tokens += usage.tokens
+        state.tokens_cached += usage.cached_tokens
+        state.usd += cost.usd
+        state.priced = state.priced and cost.priced
+        return cost
 
     async def _spent_today(self) -> float:
         return self.kernel.index.spent_on(now_utc().date().isoformat())
@@ -1026,6 +1056,7 @@ class TurnRunner:
                 body_hash=body_hash,
                 body_size=body_size,
                 step=step,  # type: ignore[arg-type]
+                priced=None if state.priced else False,
             ),
             turn=state.turn,
         )
