@@ -195,6 +195,19 @@ class CostByCause(_Shape):
     by_cause: dict[str, float]
 
 
+class TurnCaps(_Shape):
+    """What caps one turn of a heinzel: its model's price (if known), dollars and tokens."""
+
+    model: str
+    priced: bool
+    """False when the model has no known price (Ollama, an OpenAI-compatible server, a
+    model the price table lacks): its turns' cost is unknown and only tokens cap them."""
+    max_usd: float
+    max_tokens: int
+    tokens_month: int = 0
+    """Tokens this heinzel's turns used this month (what an unpriced model's cost is in)."""
+
+
 class HeinzelDetail(_Shape):
     """Everything ``hz heinzel show`` and the cockpit's heinzel page need."""
 
@@ -208,6 +221,7 @@ class HeinzelDetail(_Shape):
     questions: list[QuestionSummary] = []
     pending_requests: int = 0
     cost_month: CostByCause = CostByCause(total=0.0, by_cause={})
+    caps: TurnCaps | None = None
 
 
 class NewHeinzel(_Shape):

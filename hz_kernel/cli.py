@@ -203,6 +203,12 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
             f"failing since {f.since:%Y-%m-%d %H:%M}Z ({f.failures} in a row): {f.code}: "
             f"{f.message}; the tick tries again after {f.retry_at:%Y-%m-%d %H:%M:%S}Z\n"
         )
+    if detail.caps is not None and not detail.caps.priced:
+        caps = detail.caps
+        out(
+            f"cost unknown: {caps.model} has no known price; each turn is capped at "
+            f"{caps.max_tokens} tokens ({caps.tokens_month} tokens this month)\n"
+        )
     if detail.lessons:
         out("what I learned from you:\n")
         for lesson in detail.lessons:

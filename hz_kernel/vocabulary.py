@@ -144,6 +144,8 @@ class StepDone(EventData):
     tokens: int | None = None
     tokens_cached: int | None = None
     usd: float | None = None
+    priced: bool | None = None
+    """False when the model has no known price: ``usd`` leaves its cost out."""
 
 
 class AttemptStarted(EventData):
@@ -218,6 +220,8 @@ class TurnFinished(EventData):
     body_hash: str | None = None
     body_size: int | None = None
     step: Step | None = None
+    priced: bool | None = None
+    """False when a model without a known price ran: the turn's cost is unknown."""
 
 
 # --- the effect ledger ----------------------------------------------------------------
@@ -339,6 +343,7 @@ class Usage(EventData):
     tokens: int = 0
     tokens_cached: int = 0
     usd: float = 0.0
+    priced: bool | None = None
 
 
 # --- the spine's own care -------------------------------------------------------------

@@ -34,6 +34,7 @@ from hz_kernel.adapters.local_model import (
     render_summary,
     render_summary_request,
 )
+from hz_kernel.adapters.pricing import PRICED_PROVIDERS
 from hz_kernel.errors import HzError
 
 __all__ = [
@@ -60,7 +61,6 @@ _SPEC_HELP = (
     "or openai-compatible:<name>@<base url>"
 )
 _NO_SDK_RETRIES = ModelSettings(max_retries=0)
-_PRICED_PROVIDERS: Final = {"openai": "openai", "anthropic": "anthropic"}
 
 
 class ModelEnv(BaseModel):
@@ -255,7 +255,7 @@ def price_usd(model_spec: str, usage: TokenUsage, *, settings: ModelEnv | None =
     if provider == DEFAULT_MODEL:
         env = settings if settings is not None else ModelEnv.from_environ()
         return cost(usage.tokens * env.local_usd_per_mtok / 1_000_000, True)
-    provider_id = _PRICED_PROVIDERS.get(provider)
+    provider_id = PRICED_PROVIDERS.get(provider)
     if provider_id is None:
         return cost(0.0, False)
     table_usage = genai_prices.Usage(

@@ -6,9 +6,12 @@ import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from hz_kernel import api
+from hz_kernel.adapters.pricing import price_known
 from hz_kernel.clock import now_utc
+from hz_kernel.contracts.model import DEFAULT_MAX_TOKENS, AgentSpec
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
@@ -105,6 +108,26 @@ class StoreCommands(KernelCore):
             cost_month=api.CostByCause(
                 total=round(sum(c["usd"] for c in costs), 6),
                 by_cause={c["cause"]: round(c["usd"], 6) for c in costs},
+            ),
+            caps=self._caps(row, turns, month),
+        )
+
+    def _caps(
+        self, row: dict[str, Any], turns: list[dict[str, Any]], month: str
+    ) -> api.TurnCaps | None:
+        """The caps a turn of this heinzel runs under, and whether its cost can be known."""
+        hz = row.get("hz") or {}
+        if not hz:
+            return None
+        agent = hz.get("agent") or {}
+        model = str(agent.get("model") or self.home.settings.model.default)
+        return api.TurnCaps(
+            model=model,
+            priced=price_known(model),
+            max_usd=float(agent.get("max_usd", AgentSpec().max_usd)),
+            max_tokens=int(agent.get("max_tokens") or DEFAULT_MAX_TOKENS),
+            tokens_month=sum(
+                int(t["tokens"] or 0) for t in turns if str(t["started_at"])[:7] == month
             ),
         )
 

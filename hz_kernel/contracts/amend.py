@@ -158,6 +158,10 @@ def _compare_agent(
         rises = new.max_usd > old.max_usd
         verb = "rises" if rises else "lowers"
         changes.either(rises, f"agent.max_usd: {verb} {old.max_usd:g} → {new.max_usd:g}")
+    if new.max_tokens != old.max_tokens:
+        rises = new.max_tokens > old.max_tokens
+        verb = "rises" if rises else "lowers"
+        changes.either(rises, f"agent.max_tokens: {verb} {old.max_tokens} → {new.max_tokens}")
     if new.model != old.model:
         changes.widens.append(f"agent.model: changes {old.model} → {new.model}")
 

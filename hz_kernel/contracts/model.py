@@ -430,11 +430,18 @@ class OutputSpec(FrozenModel):
     valid_for: Duration | None = None
 
 
+DEFAULT_MAX_TOKENS = 100_000
+
+Tokens = Annotated[int, Field(strict=True, ge=1000, le=10_000_000)]
+
+
 class AgentSpec(FrozenModel):
-    """Which model thinks, and the most one turn may spend."""
+    """Which model thinks, and the most one turn may spend: dollars where the model's price
+    is known, tokens on every model (the only cap a model without a known price has)."""
 
     model: ModelName = "local"
     max_usd: Usd = 1.0
+    max_tokens: Tokens = DEFAULT_MAX_TOKENS
 
 
 def _sorted_unique(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -49,6 +49,7 @@ from pydantic_ai.exceptions import (
     ModelUnavailableError,
     RetryModelRequest,
     UnexpectedModelBehavior,
+    UsageLimitExceeded,
     UserError,
 )
 from pydantic_ai.messages import (
@@ -62,7 +63,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
+from pydantic_ai.usage import UsageLimits
 from pydantic_core import from_json
 
 from hz_kernel.adapters.models import TokenUsage, render_steering
@@ -115,6 +118,29 @@ class ModelOutputInvalid(HzError):
 
     def __init__(self, message: str) -> None:
         super().__init__("HZE023", message, "think")
+
+
+class TokenCapReached(HzError):
+    """The step used the tokens its turn may use (``agent.max_tokens``); it is not retried."""
+
+    def __init__(self, message: str, *, usage: TokenUsage) -> None:
+        super().__init__("HZE060", message, "think")
+        self.usage = usage
+
+
+class TokenBudget(BaseModel):
+    """What one think step may use: ``total`` tokens in all and, when set, ``output`` tokens
+    per answer (the provider's own default otherwise)."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    total: int = Field(ge=1)
+    output: int | None = Field(default=None, ge=1)
+
+    def left(self, usage: TokenUsage) -> TokenBudget | None:
+        """What is left after ``usage``; None when nothing is."""
+        left = self.total - usage.tokens
+        return TokenBudget(total=left, output=self.output) if left >= 1 else None
 
 
 class AttemptInfo(BaseModel):
@@ -195,7 +221,7 @@ def messages_from_json(data: Sequence[dict[str, Any]]) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_python(list(data))
 
 
-Failure = Literal["retry", "refused", "invalid", "unknown"]
+Failure = Literal["retry", "refused", "invalid", "cap", "unknown"]
 _RETRYABLE = (
     ModelRateLimitError,
     ModelUnavailableError,
@@ -208,7 +234,9 @@ _RETRYABLE = (
 
 
 def classify(error: BaseException) -> Failure:
-    """Sort a provider failure: retry it, give up at once, or report invalid output."""
+    """Sort a provider failure: retry it, give up at once, or report invalid output or a cap."""
+    if isinstance(error, UsageLimitExceeded):
+        return "cap"
     if isinstance(error, _RETRYABLE):
         return "retry"
     if isinstance(error, ModelHTTPError):
@@ -385,6 +413,10 @@ class _Step:
         kind = classify(error)
         if kind == "unknown":
             raise error
+        if kind == "cap":
+            raise TokenCapReached(
+                f"the turn reached its token cap: {_describe(error)}", usage=spent
+            ) from error
         if kind == "invalid":
             raise ModelOutputInvalid(f"no valid outcome: {_describe(error)}") from error
         if self.chunks:
@@ -449,6 +481,7 @@ async def run_model_step(
     on_retry: Callable[[RetryInfo], Awaitable[None]] | None = None,
     steering: Callable[[], Awaitable[list[str]]] | None = None,
     outcomes: Sequence[OutcomeKind] | None = None,
+    budget: TokenBudget | None = None,
     max_attempts: int = 3,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     backoff: Backoff | None = None,
@@ -458,8 +491,10 @@ async def run_model_step(
 
     ``messages`` is the context the engine built (ending in a user message), or
     the messages recorded before a crash. ``outcomes`` limits the output tools
-    offered (all kinds by default). Raises ``ModelUnavailable``,
-    ``StreamTruncated``, ``ModelRefused`` or ``ModelOutputInvalid``.
+    offered (all kinds by default). ``budget`` caps the tokens: the step stops
+    once ``budget.total`` are used, and each answer asks the provider for at
+    most ``budget.output`` tokens when that is set. Raises ``ModelUnavailable``,
+    ``StreamTruncated``, ``ModelRefused``, ``ModelOutputInvalid`` or ``TokenCapReached``.
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
@@ -478,6 +513,11 @@ async def run_model_step(
     )
     agent = _agent(tuple(outcomes) if outcomes is not None else None)
     hooks = [_AttemptHooks(step)]
+    settings = (
+        ModelSettings(max_tokens=budget.output)
+        if budget is not None and budget.output is not None
+        else None
+    )
     async with agent:
         spent = TokenUsage()
         while True:
@@ -488,6 +528,8 @@ async def run_model_step(
                     instructions=instructions,
                     model=model,
                     capabilities=hooks,
+                    usage_limits=_limits(budget, spent),
+                    model_settings=settings,
                 ) as stream:
                     result = await _consume(stream, step)
             except HzError:
@@ -509,6 +551,16 @@ async def run_model_step(
                 attempts=step.attempts,
                 model=step.model_name,
             )
+
+
+def _limits(budget: TokenBudget | None, spent: TokenUsage) -> UsageLimits | None:
+    """A run's token limit: what the step's budget has left after earlier (failed) runs."""
+    if budget is None:
+        return None
+    left = budget.left(spent)
+    if left is None:
+        raise TokenCapReached(f"the step used its {budget.total} tokens", usage=spent)
+    return UsageLimits(total_tokens_limit=left.total)
 
 
 @functools.cache

@@ -25,9 +25,9 @@ import orjson
 from pydantic import TypeAdapter
 
 from hz_kernel import crashpoints
-from hz_kernel.adapters.documents import MarkdownDocuments
+from hz_kernel.adapters.documents import FoundSection, MarkdownDocuments
 from hz_kernel.adapters.local_model import FramedInput, render_approval, render_summary_request
-from hz_kernel.adapters.models import ModelEnv, TokenUsage, price_usd, resolve_model
+from hz_kernel.adapters.models import ModelEnv, TokenUsage, UsdCost, price_usd, resolve_model
 from hz_kernel.adapters.sources import SourceRequest, default_registry
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import (
@@ -43,12 +43,13 @@ from hz_kernel.engine.attempts import (
     ModelUnavailable,
     RetryInfo,
     StreamTruncated,
+    TokenCapReached,
     messages_from_json,
     run_model_step,
     steering_message,
     user_message,
 )
-from hz_kernel.engine.caps import check_caps
+from hz_kernel.engine.caps import check_caps, token_budget
 from hz_kernel.engine.context import (
     EVENT_LINES_MAX,
     FRAMING,
@@ -82,6 +83,8 @@ from hz_kernel.vocabulary import (
     DraftPlaced,
     DraftSuperseded,
     EffectDone,
+    EffectFailed,
+    EffectInterrupted,
     EffectStarted,
     LessonRecorded,
     QuestionAsked,
@@ -132,6 +135,10 @@ class TurnState:
     placed: set[str] = field(default_factory=set)
     resumes: int = 0
     report: str | None = None
+    priced: bool = True
+    """False once a model without a known price ran: the turn's USD leave its cost out."""
+    ran_s: float = 0.0
+    """Running time so far: the spans a process worked on the turn, never down or waiting time."""
 
     @property
     def version(self) -> int:
@@ -149,9 +156,8 @@ class TurnState:
 def load_state(events: list[Event], turn: str) -> TurnState | None:
     """The state of ``turn`` from the spine alone (bodies add content later)."""
     state: TurnState | None = None
-    for event in events:
-        if event.turn != turn:
-            continue
+    mine = [event for event in events if event.turn == turn]
+    for event in mine:
         kind, data = event.kind, event.data
         if kind == "turn.started":
             state = TurnState(turn=turn, started=event)
@@ -160,6 +166,7 @@ def load_state(events: list[Event], turn: str) -> TurnState | None:
         elif kind == "step.done":
             state.done.append(str(data["step"]))
             if data["step"] == "think":
+                state.priced = state.priced and data.get("priced") is not False
                 state.tokens += int(data.get("tokens") or 0)
                 state.tokens_cached += int(data.get("tokens_cached") or 0)
                 state.usd += float(data.get("usd") or 0.0)
@@ -176,7 +183,44 @@ def load_state(events: list[Event], turn: str) -> TurnState | None:
             state.resumes += 1
         elif kind == "turn.resumed":
             state.done = [step for step in state.done if step == "gather"]
+    if state is not None:
+        state.ran_s = running_time_s(mine)
     return state
+
+
+def running_time_s(events: list[Event]) -> float:
+    """How long processes worked on a turn, from its own events' times.
+
+    A run begins at ``turn.started`` or ``turn.resumed`` and lasts until the
+    turn's last event before the process stopped or the turn parked
+    (``turn.waiting``). The time a process was down, or the turn waited,
+    lies between runs and is not counted.
+    """
+    total = 0.0
+    run: list[datetime] = []
+    for event in events:
+        if event.kind in ("turn.started", "turn.resumed"):
+            total += _span(run)
+            run = [event.when]
+        elif run:
+            run.append(event.when)
+            if event.kind == "turn.waiting":
+                total += _span(run)
+                run = []
+    return total + _span(run)
+
+
+def _span(run: list[datetime]) -> float:
+    """The seconds from a run's first event to its last (never negative if a clock stepped)."""
+    return max(0.0, (run[-1] - run[0]).total_seconds()) if run else 0.0
+
+
+def timeout_s(state: TurnState, default: float) -> float:
+    """The running time the turn may use, as pinned when it started (``deadline`` − start)."""
+    deadline = state.started.data.get("deadline")
+    if not deadline:
+        return default
+    return (datetime.fromisoformat(str(deadline)) - state.started.when).total_seconds()
 
 
 class TurnRunner:
@@ -230,18 +274,21 @@ class TurnRunner:
         return TurnState(turn=turn, started=started)
 
     async def resume(self, state: TurnState, woken_by: str = "restart") -> TurnState | None:
-        """Continue an open turn, or end it abandoned when it resumed too often or overran."""
-        deadline = state.started.data.get("deadline")
+        """Continue an open turn, or end it abandoned when it resumed too often or overran.
+
+        The timeout counts running time (``TurnState.ran_s``): a turn that was
+        down for an hour after a crash, or waited a week, has not overrun.
+        """
         step = state.done[-1] if state.done else None
         if state.resumes >= self.settings.heinzel.max_resumes:
             await self._finish(
                 state, "abandoned", reason=f"resumed {state.resumes} times", step=step
             )
             return None
-        waited = woken_by != "restart"
-        if deadline and not waited and now_utc() > datetime.fromisoformat(str(deadline)):
+        if state.ran_s > timeout_s(state, self.settings.heinzel.turn_timeout_s):
             await self._finish(state, "abandoned", reason="timeout", step=step)
             return None
+        waited = woken_by != "restart"
         if waited:
             state.done = [s for s in state.done if s == "gather"]
             state.outcome = None
@@ -338,6 +385,7 @@ class TurnRunner:
         async def quiet(*_: object) -> None:
             return None
 
+        size = len(FRAMING.encode()) + sum(len(m.encode()) for m in messages)
         result = await run_model_step(
             model=model,
             instructions=FRAMING,
@@ -345,6 +393,11 @@ class TurnRunner:
             on_attempt=quiet,
             on_chunk=quiet,
             outcomes=("summary",),
+            budget=token_budget(
+                max_tokens=contract.hz.agent.max_tokens,
+                context_bytes=size,
+                priced=price_usd(spec, TokenUsage(), settings=self._env).priced,
+            ),
         )
         outcome = result.outcome
         if not isinstance(outcome, SummaryOutcome):
@@ -372,6 +425,7 @@ class TurnRunner:
                 tokens=result.usage.input_tokens + result.usage.output_tokens,
                 tokens_cached=result.usage.cached_tokens,
                 usd=cost.usd,
+                priced=None if cost.priced else False,
             ),
             turn=state.turn,
         )
@@ -573,9 +627,11 @@ class TurnRunner:
         )
         spec = contract.hz.agent.model or self.settings.model.default
         size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
+        max_tokens = contract.hz.agent.max_tokens
         cap = check_caps(
             model=spec,
             context_bytes=size,
+            max_tokens=max_tokens,
             contract_max_usd=contract.hz.agent.max_usd,
             user_max_usd=self.settings.heinzel.max_usd,
             spent_today_usd=await self._spent_today(),
@@ -583,6 +639,7 @@ class TurnRunner:
         )
         if not cap.ok:
             return await self._finish(state, "skipped", reason=f"cap: {cap.reason}")
+        budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
         model = resolve_model(spec, settings=self._env)
         self.body.write(
             "context", instructions=context.instructions, messages=list(context.messages)
@@ -612,11 +669,14 @@ class TurnRunner:
                 )
             )
 
+        history: list[Any] = [user_message(*context.messages)]
+        usage = TokenUsage()
+        attempts = 0
         try:
-            history: list[Any] = [user_message(*context.messages)]
-            usage = TokenUsage()
-            attempts = 0
             while True:
+                left = budget.left(usage)
+                if left is None:
+                    raise TokenCapReached("no tokens left to answer steering", usage=TokenUsage())
                 result = await run_model_step(
                     model=model,
                     instructions=context.instructions,
@@ -626,6 +686,7 @@ class TurnRunner:
                     on_retry=on_retry,
                     steering=self.steer,
                     outcomes=("lessons", "nothing") if approval else None,
+                    budget=left,
                 )
                 usage += result.usage
                 attempts += result.attempts
@@ -633,6 +694,11 @@ class TurnRunner:
                 if not late:
                     break
                 history = [*messages_from_json(result.messages), steering_message(*late)]
+        except TokenCapReached as exc:
+            self._spent(state, usage + exc.usage, spec)
+            await self._attempt_failed(state, exc.code, exc.message, 0)
+            reason = f"cap: used max_tokens {max_tokens} per turn"
+            return await self._finish(state, "failed", reason=reason, step="think")
         except StreamTruncated as exc:
             self.body.sync()
             await self._attempt_failed(state, "stream_truncated", exc.message, len(exc.text))
@@ -640,15 +706,12 @@ class TurnRunner:
         except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
             await self._attempt_failed(state, exc.code, exc.message, 0)
             return await self._finish(state, "failed", reason=exc.code, step="think")
-        cost = price_usd(spec, usage, settings=self._env)
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
         self.body.write("outcome", outcome=outcome_json)
         self.body.sync()
         state.outcome = result.outcome
-        state.tokens += usage.input_tokens + usage.output_tokens
-        state.tokens_cached += usage.cached_tokens
-        state.usd += cost.usd
+        cost = self._spent(state, usage, spec)
         state.attempts = attempts
         text = orjson.dumps(outcome_json)
         await self.held.append(
@@ -660,6 +723,7 @@ class TurnRunner:
                 tokens=usage.input_tokens + usage.output_tokens,
                 tokens_cached=usage.cached_tokens,
                 usd=cost.usd,
+                priced=None if cost.priced else False,
             ),
             turn=state.turn,
         )
@@ -735,6 +799,15 @@ class TurnRunner:
             ),
             turn=state.turn,
         )
+
+    def _spent(self, state: TurnState, usage: TokenUsage, spec: str) -> UsdCost:
+        """Add a think step's usage to the turn; an unpriced model leaves its cost unknown."""
+        cost = price_usd(spec, usage, settings=self._env)
+        state.tokens += usage.tokens
+        state.tokens_cached += usage.cached_tokens
+        state.usd += cost.usd
+        state.priced = state.priced and cost.priced
+        return cost
 
     async def _spent_today(self) -> float:
         return self.kernel.index.spent_on(now_utc().date().isoformat())
@@ -834,12 +907,14 @@ class TurnRunner:
                     EffectStarted(key=key, effect=PLACE_DRAFT), turn=state.turn, key=key
                 )
                 found_on_resume = False
-                section_text = place()
+                section_text = await self._perform(state, key, place)
                 crashpoints.reached("effect:before-done")
             elif key not in state.effects_done:
                 found = self.documents.find(path, key)
                 found_on_resume = found is not None
-                section_text = found.text if found is not None else place()
+                section_text = (
+                    found.text if found is not None else await self._perform(state, key, place)
+                )
             else:
                 found = self.documents.find(path, key)
                 section_text, found_on_resume = (found.text if found else outcome.text), False
@@ -850,22 +925,89 @@ class TurnRunner:
                     key=key,
                 )
                 state.effects_done.add(key)
-            for old_key, old in list(self.held.projection.drafts.items()):
-                if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
-                    await self.held.append(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+            await self._record_draft(state, key, asset, outcome.text)
+
+    async def _perform(self, state: TurnState, key: str, effect: Callable[[], str]) -> str:
+        """Perform an effect whose ``effect.started`` is durable; a failure is ``effect.failed``."""
+        try:
+            return effect()
+        except HzError as exc:
             await self.held.append(
-                DraftPlaced(
-                    key=key,
-                    asset=asset,
-                    output=next(iter(contract.hz.outputs), "section"),
-                    hash=sha256(outcome.text),
-                    size=len(outcome.text.encode()),
-                    contract_version=state.version,
-                ),
-                turn=state.turn,
-                key=key,
+                EffectFailed(key=key, error=exc.one_line()[:600]), turn=state.turn, key=key
             )
-            state.placed.add(key)
+            state.effects_done.add(key)
+            raise
+
+    async def _record_draft(self, state: TurnState, key: str, asset: str, text: str) -> None:
+        """``draft.placed`` for a draft that is in its document: the user's pending draft."""
+        for old_key, old in list(self.held.projection.drafts.items()):
+            if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
+                await self.held.append(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+        await self.held.append(
+            DraftPlaced(
+                key=key,
+                asset=asset,
+                output=next(iter(self._contract(state).hz.outputs), "section"),
+                hash=sha256(text),
+                size=len(text.encode()),
+                contract_version=state.version,
+            ),
+            turn=state.turn,
+            key=key,
+        )
+        state.placed.add(key)
+
+    async def _settle_effects(self, state: TurnState) -> None:
+        """Close what a turn that ends unfinished left open, so no effect stays untracked.
+
+        A draft that is in its document (done, or found there by key) becomes
+        the pending draft; an effect not found was cut off and is never
+        performed now: ``effect.interrupted``.
+        """
+        done = {
+            str(e.data.get("key"))
+            for e in self.held.scan.events
+            if e.turn == state.turn and e.kind == "effect.done"
+        }
+        unsettled = [
+            key
+            for key in state.effects_started
+            if key not in state.placed and (key in done or key not in state.effects_done)
+        ]
+        if not unsettled:
+            return
+        drafts = {
+            str(r.get("key")): r
+            for r in read_body(self.held.dir, state.turn) or []
+            if r.get("type") == "draft"
+        }
+        for key in unsettled:
+            effect = str(state.effects_started[key].data.get("effect"))
+            record = drafts.get(key, {})
+            asset = str(record.get("asset") or key.split("@", 3)[-1])
+            found = self._find_draft(asset, key) if effect == PLACE_DRAFT else None
+            if key not in done:
+                state.effects_done.add(key)
+                if found is None:
+                    await self.held.append(
+                        EffectInterrupted(key=key, effect=effect), turn=state.turn, key=key
+                    )
+                    continue
+                await self.held.append(
+                    EffectDone(key=key, hash=sha256(found.text), found_on_resume=True),
+                    turn=state.turn,
+                    key=key,
+                )
+            text = record.get("text") or (found.text if found is not None else None)
+            if effect == PLACE_DRAFT and text:
+                await self._record_draft(state, key, asset, str(text))
+
+    def _find_draft(self, asset: str, key: str) -> FoundSection | None:
+        """The section with ``key`` in its document; None when absent or unreadable."""
+        try:
+            return self.documents.find(self._resolve_asset(asset)[0], key)
+        except HzError:
+            return None
 
     def _resolve_asset(self, asset: str) -> tuple[Path, str | None]:
         ref = asset.removeprefix("doc:")
@@ -897,6 +1039,8 @@ class TurnRunner:
         report: str | None = None,
         step: str | None = None,
     ) -> str:
+        if disposition in ("abandoned", "failed"):
+            await self._settle_effects(state)
         body_hash = body_size = None
         if self.body is not None:
             self.body.sync()
@@ -910,10 +1054,11 @@ class TurnRunner:
                 tokens=state.tokens,
                 tokens_cached=state.tokens_cached,
                 usd=round(state.usd, 6),
-                duration_ms=int((time.monotonic() - self.started_clock) * 1000),
+                duration_ms=int((state.ran_s + time.monotonic() - self.started_clock) * 1000),
                 body_hash=body_hash,
                 body_size=body_size,
                 step=step,  # type: ignore[arg-type]
+                priced=None if state.priced else False,
             ),
             turn=state.turn,
         )

@@ -58,6 +58,10 @@ WIDENING = {
         "publishes: adds doc:wiki/home.md (documents.place_draft)",
     ),
     "max_usd rises": (("max_usd: 0.5", "max_usd: 0.75"), "agent.max_usd: rises 0.5 → 0.75"),
+    "max_tokens rises (issue 12 item 8)": (
+        ("max_usd: 0.5", "max_usd: 0.5\n    max_tokens: 200000"),
+        "agent.max_tokens: rises 100000 → 200000",
+    ),
     "model changes": (
         ("model: local", "model: 'ollama:llama3'"),
         "agent.model: changes local → ollama:llama3",
@@ -142,6 +146,11 @@ NARROWING = {
         'inputs: drops "notes"',
     ),
     "a lower cap": ("max_usd: 0.5", "max_usd: 0.25", "agent.max_usd: lowers 0.5 → 0.25"),
+    "a lower token cap (issue 12 item 8)": (
+        "max_usd: 0.5",
+        "max_usd: 0.5\n    max_tokens: 20000",
+        "agent.max_tokens: lowers 100000 → 20000",
+    ),
     "a later schedule": (
         '"0 15 * * FRI"',
         '"30 16 * * FRI"',

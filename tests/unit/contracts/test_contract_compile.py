@@ -265,6 +265,12 @@ ERROR_CASES = [
     ("bad model", replace_once("model: local", "model: gpt-4"), "HZC070", 30),
     ("negative cap", replace_once("max_usd: 0.5", "max_usd: -1"), "HZC071", 31),
     ("nan cap", replace_once("max_usd: 0.5", "max_usd: .nan"), "HZC071", 31),
+    (
+        "token cap too small (issue 12 item 8)",
+        replace_once("max_usd: 0.5", "max_usd: 0.5\n    max_tokens: 10"),
+        "HZC012",
+        32,
+    ),
 ]
 
 
