@@ -43,7 +43,7 @@ def request_for(
     if action == "approve":
         return ops.APPROVE, ops.ApproveRequest(ref=heinzel_id)
     if action == "reject":
-        return ops.REJECT, ref
+        return ops.REJECT, ops.RejectRequest(ref=heinzel_id)
     if action == "wake":
         return ops.WAKE, ops.WakeRequest(ref=heinzel_id, request_id=f"cockpit-{ULID()}")
     if action == "resume":
