@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from hz_kernel.api import proposal_short_key
 from hz_kernel.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ async def waiting_items(kernel: KernelCore, row: dict[str, Any], verb: Verb) -> 
     heinzel_id = str(row["id"])
     items: list[WaitingItem] = []
     if verb == "approve" and row["state"] == "proposed" and row["proposed_version"] == 1:
-        items.append(WaitingItem("contract", "v1", "contract:v1"))
+        items.append(WaitingItem("contract", "v1", proposal_short_key("", first=True)))
     drafts = await kernel.index.fetch(
         "drafts",
         "SELECT key FROM drafts WHERE heinzel = ? AND status = 'pending' ORDER BY seq",
@@ -60,7 +61,9 @@ async def waiting_items(kernel: KernelCore, row: dict[str, Any], verb: Verb) -> 
         (heinzel_id,),
     )
     items.extend(
-        WaitingItem("amendment", str(a["proposal"]), f"amendment:{a['proposal']}")
+        WaitingItem(
+            "amendment", str(a["proposal"]), proposal_short_key(str(a["proposal"]), first=False)
+        )
         for a in amendments
     )
     return items

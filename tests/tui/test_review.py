@@ -11,6 +11,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import TurnFinished
 from hz_tui.app import CockpitApp
+from hz_tui.screens.contract import ContractScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.heinzel_table import HeinzelTable
@@ -155,3 +156,26 @@ async def test_issue12_item4_a_and_x_on_the_home_table_and_a_page_decide_the_wai
     finally:
         await client.close()
     assert "shipped search" in world.document("team-digest").read_text()
+
+
+async def test_issue12_item4_the_contract_page_decides_its_proposal_beside_a_waiting_draft(
+    world: worlds.World, cockpit_client: LocalClient
+) -> None:
+    """With a draft and an amendment waiting, ``a`` on the contract page approves the
+    amendment it shows (the heinzel's name alone would be ambiguous)."""
+    kernel = cockpit_client.kernel
+    heinzel_id = world.ids["notes-digest"]
+    current = (await kernel.contract(ref=heinzel_id)).text or ""
+    await kernel.amend(ref=heinzel_id, text=current.replace("max_usd: 0.2", "max_usd: 0.1"))
+    app = CockpitApp(world.home, cockpit_client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel_id)
+        await pilot.press("v")
+        page = app.screen
+        assert isinstance(page, ContractScreen)
+        await until(lambda: page.pending is not None and not page.pending.first)
+        await pilot.press("a")
+        await until(lambda: page.view is not None and page.view.versions == [1, 2])
+        assert not any("HZU" in n.message for n in app._notifications)
+    assert worlds.TAG in world.document("notes-digest").read_text()
