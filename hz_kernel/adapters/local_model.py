@@ -8,7 +8,8 @@ chunks, so the same agent code serves it and real providers.
 
 What it writes is computed, never invented: a draft groups the items of each
 input under a heading, lessons come from a diff of the placed draft against
-the approved text, a summary carries forward what the previous one held.
+the approved text (rules naming the pattern, never a line) or from the reason
+given with a rejection, a summary carries forward what the previous one held.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from ulid import ULID
 
 from hz_kernel import api
-from hz_kernel.adapters.documents import MarkdownDocuments
+from hz_kernel.adapters.documents import DraftStatus, MarkdownDocuments
 from hz_kernel.commands.waiting import Verb, WaitingItem, resolve_waiting, short_key
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, request_key, retry_key
@@ -617,8 +617,8 @@ class TurnCommands(KernelCore):
     async def _learn_from(self, heinzel_id: str, key: str) -> str | None:
         """Record what the user did with a draft; an approval runs the learning turn.
 
-        A draft whose section is gone is rejected: that is recorded, and no turn
-        runs, since the deleted text must teach nothing.
+        A draft whose section (or all its text) is gone is rejected: that is
+        recorded, and no turn runs, since the deleted text must teach nothing.
         """
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             draft = held.projection.drafts.get(key) or {}
@@ -627,7 +627,8 @@ class TurnCommands(KernelCore):
             if any(t["status"] == "running" for t in held.projection.turns.values()):
                 return None  # an interrupted turn may be replacing this draft: settle it first
             path, _ = self._draft_path(str(draft.get("asset")))
-            if MarkdownDocuments().find(path, key) is None:
+            seen = MarkdownDocuments().draft_state(path, key, placed_text="")
+            if seen.status in (DraftStatus.REJECTED, DraftStatus.MISSING):
                 await held.append(DraftRejected(key=key))
                 return None
         wake = Wake(cause="approval", key=f"{heinzel_id}@approval:{key}")

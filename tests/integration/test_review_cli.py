@@ -72,14 +72,23 @@ def test_issue12_item3_a_rejection_is_recorded_and_teaches_nothing(world: World)
     assert lessons(world) == []
 
 
-def test_issue12_item3_a_section_deleted_in_the_document_teaches_nothing(world: World) -> None:
+@pytest.mark.parametrize("deleted", ["the section", "the tag line and all the text"])
+def test_issue12_item3_a_draft_deleted_in_the_document_teaches_nothing(
+    world: World, deleted: str
+) -> None:
+    """Both ways ``docs/documents.md`` names for rejecting in the file."""
     text = document(world)
-    begin = text.index("<!-- hz:begin")
-    end = text.index("-->", text.index("<!-- hz:end")) + len("-->")
+    if deleted == "the section":
+        begin = text.index("<!-- hz:begin")
+        end = text.index("-->", text.index("<!-- hz:end")) + len("-->")
+    else:
+        begin = text.index("-->", text.index("<!-- hz:begin")) + len("-->\n")
+        end = text.index("<!-- hz:end")
     (world.reports / "digest.md").write_text(text[:begin] + text[end:])
     world.hz("tick", "--once", HZ_NOW="2026-12-01T09:05:00Z")
     assert "draft.rejected" in world.kinds(heinzel_id(world))
     assert lessons(world) == []
+    assert draft_keys(world) == []
 
 
 def test_issue12_item3_the_reason_may_become_a_lesson_the_text_never(world: World) -> None:
