@@ -145,6 +145,16 @@ class ContractProposal(_Shape):
     narrows: list[str] = []
     reason: str | None = None
 
+    @property
+    def short_key(self) -> str:
+        """What names this text after ``NAME@`` in ``hz approve|reject``."""
+        return proposal_short_key(self.proposal, first=self.first)
+
+
+def proposal_short_key(proposal: str, *, first: bool) -> str:
+    """The short key of a waiting contract text: ``contract:v1`` or ``amendment:<proposal>``."""
+    return "contract:v1" if first else f"amendment:{proposal}"
+
 
 class ContractView(_Shape):
     """One heinzel's contract: its versions, one version's text, a diff, what waits."""

@@ -383,8 +383,8 @@ async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
 
 def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
     async def run(client: KernelClient, args: argparse.Namespace) -> int:
-        request_type = operation.request
-        decided = await client.call(operation, request_type(ref=args.name))
+        reason = {"reason": args.reason} if getattr(args, "reason", None) else {}
+        decided = await client.call(operation, operation.request(ref=args.name, **reason))
         if args.json:
             _emit_json(decided)
         else:
@@ -670,6 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reject", help="decline an amendment or reject a draft")
     p.add_argument("name", metavar="KEY|NAME")
+    p.add_argument("--reason", help="why; it may become a lesson (the rejected text never does)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))
     register_daemon(sub)

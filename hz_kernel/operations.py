@@ -107,6 +107,12 @@ class ApproveRequest(Request):
     approver: str = "owner"
 
 
+class RejectRequest(Request):
+    ref: str = Field(min_length=1, max_length=400)
+    reason: str | None = Field(default=None, max_length=2000)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
 class AmendRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     text: str = Field(max_length=256 * 1024)
@@ -180,7 +186,7 @@ IMPORT = Operation(
     "heinzel.import", ImportRequest, api.ImportReport, "import_dir", True, "Import a folder"
 )
 APPROVE = Operation("approve", ApproveRequest, api.Decision, "approve", True, "Approve")
-REJECT = Operation("reject", HeinzelRef, api.Decision, "reject", True, "Reject or decline")
+REJECT = Operation("reject", RejectRequest, api.Decision, "reject", True, "Reject or decline")
 AMEND = Operation("heinzel.amend", AmendRequest, api.Amendment, "amend", True, "Propose a contract")
 PAUSE = Operation("heinzel.pause", HeinzelRef, api.Decision, "pause", True, "Pause")
 UNPAUSE = Operation("heinzel.unpause", HeinzelRef, api.Decision, "unpause", True, "Unpause")

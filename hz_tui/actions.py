@@ -36,14 +36,19 @@ ACTIONS = (
 
 
 def request_for(
-    action: str, heinzel_id: str, state: str | None
+    action: str, heinzel_id: str, state: str | None, item: str | None = None
 ) -> tuple[ops.Operation[Any, Any], ops.Request]:
-    """The operation and request that carry out ``action`` on a heinzel in ``state``."""
+    """The operation and request that carry out ``action`` on a heinzel in ``state``.
+
+    Approve and reject name the heinzel (its one waiting item), or with ``item``
+    (a short key) exactly that item, as ``hz approve NAME@SHORT-KEY`` does.
+    """
     ref = ops.HeinzelRef(ref=heinzel_id)
+    decided = f"{heinzel_id}@{item}" if item else heinzel_id
     if action == "approve":
-        return ops.APPROVE, ops.ApproveRequest(ref=heinzel_id)
+        return ops.APPROVE, ops.ApproveRequest(ref=decided)
     if action == "reject":
-        return ops.REJECT, ref
+        return ops.REJECT, ops.RejectRequest(ref=decided)
     if action == "wake":
         return ops.WAKE, ops.WakeRequest(ref=heinzel_id, request_id=f"cockpit-{ULID()}")
     if action == "resume":

@@ -8,7 +8,8 @@ chunks, so the same agent code serves it and real providers.
 
 What it writes is computed, never invented: a draft groups the items of each
 input under a heading, lessons come from a diff of the placed draft against
-the approved text, a summary carries forward what the previous one held.
+the approved text (rules naming the pattern, never a line) or from the reason
+given with a rejection, a summary carries forward what the previous one held.
 """
 
 from __future__ import annotations
@@ -112,13 +113,29 @@ def render_steering(text: str) -> str:
     return f"<steering>\n{_escape_body(text)}\n</steering>"
 
 
+_LESSON_NOTE = (
+    "Each lesson is a short rule about how to write, in your own words: name the pattern, "
+    "never quote the document's text."
+)
+
+
 def render_approval(*, draft_as_placed: str, approved_text: str) -> str:
     """Frame an approval: the draft as hz placed it and the text as the user approved it."""
     return (
+        f"{_LESSON_NOTE}\n"
         "<approval>\n"
         f"<draft_as_placed>\n{_escape_body(draft_as_placed)}\n</draft_as_placed>\n"
         f"<approved_text>\n{_escape_body(approved_text)}\n</approved_text>\n"
         "</approval>"
+    )
+
+
+def render_rejection(*, reason: str) -> str:
+    """Frame a rejection: only the reason the user gave (maybe none), never the deleted draft."""
+    return (
+        "The user rejected the draft and it was deleted. Learn only from their reason, if it "
+        f"teaches how to write; a rejection without a reason teaches nothing. {_LESSON_NOTE}\n"
+        f"<rejection_reason>\n{_escape_body(reason)}\n</rejection_reason>"
     )
 
 
@@ -152,6 +169,7 @@ _INPUT = _element("input")
 _STEERING = _element("steering")
 _DRAFT_AS_PLACED = _element("draft_as_placed")
 _APPROVED_TEXT = _element("approved_text")
+_REJECTION_REASON = _element("rejection_reason")
 _SUMMARY_REQUEST = _element("summary_request")
 _SUMMARY = _element("summary")
 
@@ -170,6 +188,7 @@ class _Request:
     steering: list[str] = field(default_factory=list)
     draft_as_placed: str = ""
     approved_text: str = ""
+    rejection_reason: str = ""
     summary_attrs: dict[str, str] = field(default_factory=dict)
     wants: str = ""
     previous_summary: SummaryOutcome | None = None
@@ -220,6 +239,9 @@ def _read(messages: Sequence[ModelMessage]) -> _Request:
             request.kind = "approval"
             request.draft_as_placed = _unescape_body(placed["body"])
             request.approved_text = _unescape_body(approved["body"])
+        if rejection := _REJECTION_REASON.search(text):
+            request.kind = "rejection"
+            request.rejection_reason = _unescape_body(rejection["body"])
         if summary := _SUMMARY_REQUEST.search(text):
             request.kind = "summary"
             request.summary_attrs = _attrs(summary["attrs"])
@@ -460,8 +482,35 @@ def _is_descriptive(word: str) -> bool:
     return word.lower() in _COMMON_ADJECTIVES or bool(_DESCRIPTIVE.search(word))
 
 
-def _quoted(title: str) -> str:
-    return f'"{_clip(title, 60)}"'
+def _named(title: str) -> str:
+    """A section as a rule names it: its title's words in lower case, at most six.
+
+    Only letters and digits survive, so no markup and no control character of
+    the document reaches a lesson.
+    """
+    words = re.findall(r"[^\W_]+", title.lower())
+    return " ".join(words[:6]) or "untitled"
+
+
+_KIND_OF_ITEM = re.compile(
+    r"^(feat|fix|chore|docs|ci|build|test|tests|refactor|style|perf|deps|revert|wip)"
+    r"(?:\([^)]*\))?!?:",
+    re.I,
+)
+
+
+def _removal_rule(section: str | None, lines: Sequence[str]) -> str:
+    """The pattern a set of removed lines shares, as a rule; never one of the lines."""
+    kinds = {
+        (match[1].lower() if (match := _KIND_OF_ITEM.match(_BULLET.sub("", line.strip()))) else "")
+        for line in lines
+    }
+    if len(kinds) == 1 and (kind := kinds.pop()):
+        where = f" from the {section} section" if section else ""
+        return f"Leave out {kind} items{where}."
+    if section:
+        return f"Keep the {section} section to what matters: leave out minor items."
+    return "Keep the text to what matters: leave out minor lines."
 
 
 def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
@@ -469,7 +518,8 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
 
     Recognised edits: a section moved ("X goes above Y"), descriptive words
     dropped from a heading, a heading renamed, a section removed, ticket numbers
-    removed, and other lines removed.
+    removed, and other lines removed. Each lesson names the pattern and the
+    sections by name; it never quotes a line of the document.
     """
     before, after = draft_as_placed.splitlines(), approved_text.splitlines()
     hunks = _hunks(before, after)
@@ -511,7 +561,10 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
         else:
             continue
         evidence = {moved.heading or "", other.heading or "", *(x for x in moved.body if x.strip())}
-        add(f"The {_quoted(moved.title)} section goes {relation} {_quoted(other.title)}.", evidence)
+        add(
+            f"Put the {_named(moved.title)} section {relation} the {_named(other.title)} section.",
+            evidence,
+        )
 
     plain_headings: list[tuple[_Section, _Section]] = []
     for d, a in renamed:
@@ -522,21 +575,21 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
         if new_words < old_words and all(_is_descriptive(w) for w in dropped):
             plain_headings.append((old, new))
         else:
-            add(f"Call the {_quoted(old.title)} section {_quoted(new.title)}.", {old.heading or ""})
+            add(
+                f"Name the {_named(old.title)} section {_named(new.title)} instead.",
+                {old.heading or ""},
+            )
     if plain_headings:
-        examples = ", ".join(
-            f"{_quoted(o.title)} became {_quoted(n.title)}" for o, n in plain_headings
-        )
         add(
-            f"No adjectives or adverbs in headings ({examples}).",
+            "No adjectives or adverbs in headings.",
             {o.heading or "" for o, _ in plain_headings},
         )
     for index in unmatched[len(renamed) :]:
         gone = placed[index]
-        add(f"Leave out the {_quoted(gone.title)} section.", {gone.heading or ""})
+        add(f"Leave out the {_named(gone.title)} section.", {gone.heading or ""})
 
     with_tickets: list[str] = []
-    removed: list[str] = []
+    removed: dict[str | None, list[str]] = {}
     for d, a in pairs:
         old_body, new_body = placed[d].body, approved[a].body
         matcher = difflib.SequenceMatcher(None, old_body, new_body, autojunk=False)
@@ -553,22 +606,40 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
                 ):
                     with_tickets.append(line)
                 elif counterpart is None:
-                    removed.append(line)
+                    section = _named(placed[d].title) if placed[d].heading else None
+                    removed.setdefault(section, []).append(line)
     if with_tickets:
-        example = _TICKET.search(with_tickets[0])
-        add(
-            f"Leave out ticket numbers such as {example[0] if example else 'these'}.",
-            set(with_tickets),
-        )
-    for line in removed[:3]:
-        shown = _clip(_BULLET.sub("", line.strip()), 80)
-        add(f'Leave out lines like "{shown}".', {line})
+        add("Leave out ticket numbers; name the work instead.", set(with_tickets))
+    for section, lines in list(removed.items())[:3]:
+        add(_removal_rule(section, lines), set(lines))
 
     if lessons:
         report = f"Learned {_plural(len(lessons), 'lesson')} from your edits."
     else:
         report = "Approved without edits worth learning from."
     return LessonsOutcome(lessons=lessons, report=report)
+
+
+def lessons_from_reason(reason: str) -> LessonsOutcome:
+    """What a rejection teaches: a rule from the user's reason, nothing without one.
+
+    The deleted draft is never looked at. A length request becomes a length
+    rule; any other reason becomes one rule carrying the user's own words.
+    """
+    said = "".join(ch for ch in " ".join(reason.split()) if ch.isprintable())
+    if not said:
+        return LessonsOutcome(report="Rejected without a reason: nothing to learn.")
+    brevity = _brevity([said])
+    if brevity.line_cap is not None:
+        rule = f"Keep drafts to at most {_plural(brevity.line_cap, 'line')}."
+    elif brevity.halve:
+        rule = "Keep drafts shorter."
+    else:
+        rule = f"Avoid what made the user reject a draft: {said.rstrip('.')}."
+    return LessonsOutcome(
+        lessons=[Lesson(lesson=_clip(rule, LESSON_MAX))],
+        report="Learned 1 lesson from why you rejected the draft.",
+    )
 
 
 # --- summaries ---------------------------------------------------------------------------
@@ -612,6 +683,8 @@ def plan_reply(messages: Sequence[ModelMessage], offered: Sequence[str]) -> tupl
         outcome = _compose_summary(request)
     elif request.kind == "approval":
         outcome = derive_lessons(request.draft_as_placed, request.approved_text)
+    elif request.kind == "rejection":
+        outcome = lessons_from_reason(request.rejection_reason)
     elif request.kind == "draft":
         outcome = compose_draft(request.output, request.inputs, request.steering)
     else:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ulid import ULID
 
 from hz_kernel import api
+from hz_kernel.commands.waiting import resolve_waiting
 from hz_kernel.contracts import (
     CompiledContract,
     ContractError,
@@ -267,14 +268,12 @@ class LifecycleCommands(KernelCore):
     # -- approving and declining ---------------------------------------------------------
 
     async def approve(self, *, ref: str, approver: str = "owner") -> api.Decision:
-        """Approve what waits on the user: a proposed v1, a pending amendment (a draft: turns)."""
-        row = await self.resolve(ref)
+        """Approve the proposed v1 or the amendment ``ref`` names (drafts: ``TurnCommands``)."""
+        row, item = await resolve_waiting(self, ref, "approve")
         async with self.holding(row["id"]) as held:
-            if row["state"] == "proposed" and row["proposed_version"] == 1:
+            if item.kind == "contract":
                 return await self._approve_first(held, approver)
-            if row["pending_amendment"]:
-                return await self._approve_amendment(held, row["pending_amendment"], approver)
-        raise UsageError("HZU033", "nothing of this heinzel waits for approval", row["name"])
+            return await self._approve_amendment(held, item.key, approver)
 
     async def _approve_first(self, held: HeldSession, approver: str) -> api.Decision:
         proposal = _last_proposal(held)
@@ -305,11 +304,9 @@ class LifecycleCommands(KernelCore):
         return api.Decision(heinzel=held.id, what="amendment", version=number, state=_state(held))
 
     async def reject(self, *, ref: str) -> api.Decision:
-        """Decline a pending amendment; its new sources are never proposed again."""
-        row = await self.resolve(ref)
-        proposal = row["pending_amendment"]
-        if not proposal:
-            raise UsageError("HZU034", "nothing of this heinzel waits to be declined", row["name"])
+        """Decline the amendment ``ref`` names; its new sources are never proposed again."""
+        row, item = await resolve_waiting(self, ref, "reject")
+        proposal = item.key
         async with self.holding(row["id"]) as held:
             _, proposed = Proposals(held.dir).read(proposal)
             current = _current_contract(held)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Literal
 from ulid import ULID
 
 from hz_kernel import api
-from hz_kernel.adapters.documents import MarkdownDocuments
+from hz_kernel.adapters.documents import DraftStatus, MarkdownDocuments
+from hz_kernel.commands.waiting import Verb, WaitingItem, resolve_waiting, short_key
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, request_key, retry_key
 from hz_kernel.errors import HzError, UsageError
@@ -548,37 +549,82 @@ class TurnCommands(KernelCore):
             current_text=state.text or "",
         )
 
-    async def approve(self, *, ref: str, approver: str = "owner") -> api.Decision:
-        """Approve a draft by its key (else what ``LifecycleCommands.approve`` approves)."""
+    async def _named(self, ref: str, verb: Verb) -> tuple[str, WaitingItem]:
+        """The heinzel and the one waiting item a ref names: a draft key, else see ``waiting``."""
         draft = await self._draft(ref)
-        if draft is None:
-            return await super().approve(ref=ref, approver=approver)  # type: ignore[misc]
-        path, _ = self._draft_path(str(draft["asset"]))
-        MarkdownDocuments().approve_draft(path, ref)
-        await self._learn_from(str(draft["heinzel"]), ref)
-        row = await self.index.heinzel(str(draft["heinzel"]))
-        return api.Decision(
-            heinzel=str(draft["heinzel"]), what="draft", state=str(row and row["state"])
-        )
+        if draft is not None:
+            heinzel_id = str(draft["heinzel"])
+            return heinzel_id, WaitingItem("draft", ref, short_key(heinzel_id, ref))
+        row, item = await resolve_waiting(self, ref, verb)
+        return str(row["id"]), item
 
-    async def reject(self, *, ref: str) -> api.Decision:
-        """Reject a draft by its key (the section is removed), else decline an amendment."""
-        draft = await self._draft(ref)
-        if draft is None:
-            return await super().reject(ref=ref)  # type: ignore[misc]
+    async def approve(self, *, ref: str, approver: str = "owner") -> api.Decision:
+        """Approve what ``ref`` names: a draft (learning from the edit), a contract, amendment."""
+        heinzel_id, item = await self._named(ref, "approve")
+        if item.kind != "draft":
+            exact = f"{heinzel_id}@{item.short}"
+            return await super().approve(ref=exact, approver=approver)  # type: ignore[misc]
+        draft = await self._draft(item.key)
+        assert draft is not None
         path, _ = self._draft_path(str(draft["asset"]))
-        MarkdownDocuments().remove_draft(path, ref)
-        await self._learn_from(str(draft["heinzel"]), ref)
-        row = await self.index.heinzel(str(draft["heinzel"]))
+        MarkdownDocuments().approve_draft(path, item.key)
+        await self._learn_from(heinzel_id, item.key)
+        row = await self.index.heinzel(heinzel_id)
+        return api.Decision(heinzel=heinzel_id, what="draft", state=str(row and row["state"]))
+
+    async def reject(
+        self, *, ref: str, reason: str | None = None, request_id: str | None = None
+    ) -> api.Decision:
+        """Reject a draft (its section is removed) or decline an amendment.
+
+        A rejection teaches nothing by itself: the deleted text is never learned
+        from. A ``reason`` is admitted to the inbox and runs one learning turn
+        (cause ``approval``) that sees the reason alone; it may become a lesson.
+        """
+        heinzel_id, item = await self._named(ref, "reject")
+        request = (
+            self._admit(
+                heinzel_id,
+                InboxRequest(
+                    request_id=request_id or str(ULID()),
+                    heinzel=heinzel_id,
+                    kind="reject",
+                    message=reason,
+                ),
+            )
+            if reason and reason.strip()
+            else None
+        )
+        if item.kind == "draft":
+            draft = await self._draft(item.key)
+            assert draft is not None
+            path, _ = self._draft_path(str(draft["asset"]))
+            MarkdownDocuments().remove_draft(path, item.key)
+            await self._learn_from(heinzel_id, item.key)
+        else:
+            await super().reject(ref=f"{heinzel_id}@{item.short}")  # type: ignore[misc]
+        row = await self.index.heinzel(heinzel_id)
+        if request is not None and row and not (row["paused"] or row["retired"]):
+            wake = Wake(
+                cause="approval",
+                key=f"{heinzel_id}@approval:{item.key}",
+                request_id=request.request_id,
+            )
+            await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
+            row = await self.index.heinzel(heinzel_id)
         return api.Decision(
-            heinzel=str(draft["heinzel"]),
-            what="draft",
+            heinzel=heinzel_id,
+            what="draft" if item.kind == "draft" else "amendment",
             declined=True,
             state=str(row and row["state"]),
         )
 
     async def _learn_from(self, heinzel_id: str, key: str) -> str | None:
-        """Record what the user did with a draft and run the learning turn (cause approval)."""
+        """Record what the user did with a draft; an approval runs the learning turn.
+
+        A draft whose section (or all its text) is gone is rejected: that is
+        recorded, and no turn runs, since the deleted text must teach nothing.
+        """
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             draft = held.projection.drafts.get(key) or {}
             if draft.get("status") != "pending":
@@ -586,9 +632,10 @@ class TurnCommands(KernelCore):
             if any(t["status"] == "running" for t in held.projection.turns.values()):
                 return None  # an interrupted turn may be replacing this draft: settle it first
             path, _ = self._draft_path(str(draft.get("asset")))
-            found = MarkdownDocuments().find(path, key)
-            if found is None:
+            seen = MarkdownDocuments().draft_state(path, key, placed_text="")
+            if seen.status in (DraftStatus.REJECTED, DraftStatus.MISSING):
                 await held.append(DraftRejected(key=key))
+                return None
         wake = Wake(cause="approval", key=f"{heinzel_id}@approval:{key}")
         return await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
 

@@ -212,3 +212,29 @@ def output_tools(kinds: Sequence[OutcomeKind] | None = None) -> list[ToolOutput[
         ToolOutput(OUTCOME_MODELS[kind], name=kind, description=OUTCOME_MODELS[kind].__doc__)
         for kind in chosen
     ]
+
+
+_WORD = re.compile(r"[^\W_]+")
+QUOTE_WORDS = 5
+
+
+def quotes_document(lesson: str, texts: Sequence[str]) -> bool:
+    """Whether a lesson repeats a line of the document (the spine holds no document text).
+
+    A content line of four words or more counts as quoted when five of its
+    words in a row (all four of a four-word line) appear in the lesson in that
+    order. Headings are exempt: a lesson may name a section.
+    """
+    said = " ".join(_WORD.findall(lesson.lower()))
+    for text in texts:
+        for line in text.splitlines():
+            if line.lstrip().startswith("#"):
+                continue
+            words = _WORD.findall(line.lower())
+            if len(words) < 4:
+                continue
+            run = min(len(words), QUOTE_WORDS)
+            for start in range(len(words) - run + 1):
+                if f" {' '.join(words[start : start + run])} " in f" {said} ":
+                    return True
+    return False

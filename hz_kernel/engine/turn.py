@@ -26,7 +26,12 @@ from pydantic import TypeAdapter
 
 from hz_kernel import crashpoints
 from hz_kernel.adapters.documents import FoundSection, MarkdownDocuments
-from hz_kernel.adapters.local_model import FramedInput, render_approval, render_summary_request
+from hz_kernel.adapters.local_model import (
+    FramedInput,
+    render_approval,
+    render_rejection,
+    render_summary_request,
+)
 from hz_kernel.adapters.models import ModelEnv, TokenUsage, UsdCost, price_usd, resolve_model
 from hz_kernel.adapters.sources import SourceRequest, default_registry
 from hz_kernel.clock import now_utc
@@ -66,6 +71,7 @@ from hz_kernel.engine.outcome import (
     QuestionOutcome,
     SummaryOutcome,
     WaitOutcome,
+    quotes_document,
 )
 from hz_kernel.engine.wakes import Wake, draft_key
 from hz_kernel.errors import HzError
@@ -509,10 +515,17 @@ class TurnRunner:
         state.done.append("gather")
 
     async def _gather_approval(self, state: TurnState) -> None:
-        """An approval turn's inputs: the draft as placed and the text as the user left it."""
+        """An approval turn's inputs: the draft as placed and the text as the user left it.
+
+        A rejected draft (or a declined amendment) gives only the user's reason:
+        the deleted text is never shown, so nothing is learned from it.
+        """
         assert self.body is not None
         draft_key_ = str(state.started.data.get("keys", [""])[0]).split("@approval:", 1)[-1]
-        draft = self.held.projection.drafts.get(draft_key_) or {}
+        draft = self.held.projection.drafts.get(draft_key_)
+        if draft is None or draft.get("status") == "rejected":
+            await self._gather_rejection(state, draft_key_)
+            return
         placed = next(
             (
                 r
@@ -524,6 +537,9 @@ class TurnRunner:
         placed_text = str(placed.get("text", ""))
         path, _ = self._resolve_asset(str(draft.get("asset", "")))
         seen = self.documents.draft_state(path, draft_key_, placed_text=placed_text)
+        if seen.status.value == "rejected":
+            await self._gather_rejection(state, draft_key_)
+            return
         approved = seen.text or "" if seen.status.value == "approved" else ""
         self.body.write("approval", key=draft_key_, status=seen.status.value)
         for name, source, text in (
@@ -573,6 +589,42 @@ class TurnRunner:
         )
         state.done.append("gather")
 
+    async def _gather_rejection(self, state: TurnState, key: str) -> None:
+        """A rejection's one input: the reason the user gave with it (empty without one)."""
+        assert self.body is not None
+        inbox = Inbox(self.held.dir)
+        reasons = [
+            request.message
+            for request_id in state.started.data.get("request_ids") or []
+            if (request := inbox.get(str(request_id))) is not None and request.message
+        ]
+        reason = "\n".join(reasons)
+        self.body.write("approval", key=key, status="rejected")
+        self.body.write(
+            "input",
+            name="rejection_reason",
+            source="user",
+            fingerprint=sha256(reason),
+            moved=False,
+            content=reason,
+        )
+        self.body.sync()
+        state.inputs = [{"name": "rejection_reason", "content": reason}]
+        await self.held.append(
+            StepDone(
+                step="gather",
+                inputs=[
+                    {
+                        "name": "rejection_reason",
+                        "fingerprint": sha256(reason),
+                        "size": len(reason.encode()),
+                    }
+                ],
+            ),
+            turn=state.turn,
+        )
+        state.done.append("gather")
+
     def _write_requests(self, state: TurnState) -> None:
         """Copy the texts of the requests this turn answers into its body."""
         assert self.body is not None
@@ -595,16 +647,16 @@ class TurnRunner:
         output = next(iter(contract.hz.outputs), "section")
         approval = "approval" in state.causes
         by_name = {str(i["name"]): str(i["content"]) for i in state.inputs}
-        extra = (
-            [
+        extra: list[str] = []
+        if approval and "rejection_reason" in by_name:
+            extra.append(render_rejection(reason=by_name["rejection_reason"]))
+        elif approval:
+            extra.append(
                 render_approval(
                     draft_as_placed=by_name.get("draft_as_placed", ""),
                     approved_text=by_name.get("approved_text", ""),
                 )
-            ]
-            if approval
-            else []
-        )
+            )
         context = build_context(
             contract=contract,
             version=state.version,
@@ -829,9 +881,12 @@ class TurnRunner:
             await self._place_draft(state, outcome)
         elif isinstance(outcome, LessonsOutcome):
             known = set(self.held.projection.lessons)
+            document = [
+                str(i.get("content", "")) for i in state.inputs if i["name"] != "rejection_reason"
+            ]
             for n, lesson in enumerate(outcome.lessons):
                 lesson_id = f"L-{state.turn[-8:]}-{n}"
-                if lesson_id in known:
+                if lesson_id in known or quotes_document(lesson.lesson, document):
                     continue
                 hunks = "\n".join(lesson.hunks)
                 await self.held.append(

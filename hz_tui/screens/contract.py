@@ -176,7 +176,9 @@ class ContractScreen(Screen[None]):
         pending = self.pending
         if pending is None:
             return
-        operation, request = actions.request_for(decision, self.heinzel_id, None)
+        operation, request = actions.request_for(
+            decision, self.heinzel_id, None, item=pending.short_key
+        )
         name = self.view.name if self.view else self.heinzel_id
         try:
             decided = await self.cockpit.client.call(operation, request)

@@ -153,7 +153,7 @@ class ReviewScreen(Screen[None]):
         draft = self.queue.draft(key)
         name = (draft.heinzel_name if draft else None) or "draft"
         operation = ops.APPROVE if verb == "approve" else ops.REJECT
-        request = ops.ApproveRequest(ref=key) if verb == "approve" else ops.HeinzelRef(ref=key)
+        request = ops.ApproveRequest(ref=key) if verb == "approve" else ops.RejectRequest(ref=key)
         try:
             await self.cockpit.client.call(operation, request)
         except HzError as exc:

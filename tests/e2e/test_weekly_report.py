@@ -142,8 +142,11 @@ async def test_the_worked_weekly_report(tmp_path: Path, monkeypatch: pytest.Monk
     v3 = v2_text.replace("    incidents:\n", "    incidents_doc:\n      source: document\n"
                          '      method: section\n      args:\n        path: "incidents/oncall.md"\n'
                          "    incidents:\n", 1)  # fmt: skip
-    await kernel.amend(ref="weekly-report", text=v3, by="user", reason="discovered a document")
-    declined = await kernel.reject(ref="weekly-report")
+    proposed = await kernel.amend(
+        ref="weekly-report", text=v3, by="user", reason="discovered a document"
+    )
+    # Friday's draft still waits beside it, so the name alone is ambiguous: name the amendment
+    declined = await kernel.reject(ref=f"weekly-report@amendment:{proposed.proposal}")
     assert declined.declined
     with pytest.raises(ContractError):
         await kernel.amend(ref="weekly-report", text=v3, by="heinzel")

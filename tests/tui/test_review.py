@@ -11,10 +11,12 @@ from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import TurnFinished
 from hz_tui.app import CockpitApp
+from hz_tui.screens.contract import ContractScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.diff_view import DiffView
+from hz_tui.widgets.heinzel_table import HeinzelTable
 from tests.tui import worlds
-from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 
 EDITOR = """#!/bin/sh
 sed -i 's/shipped search/shipped fuzzy search/' "$1"
@@ -125,3 +127,55 @@ async def test_toasts_for_a_landing_draft_and_a_failed_turn_and_the_bell(
         await pilot.pause()
         assert not app.bell_on
     assert CockpitApp(home, cockpit_client).bell_on is False
+
+
+async def test_issue12_item4_a_and_x_on_the_home_table_and_a_page_decide_the_waiting_draft(
+    tmp_path: Path,
+) -> None:
+    """The row and the page say ``Waits: draft``: ``a``/``x`` there decide it by the heinzel."""
+    names = ("notes-digest", "team-digest", "ops-digest")
+    world = await worlds.build(tmp_path, names)
+    client = LocalClient(await Kernel.open(world.home, long_lived=True))
+    app = CockpitApp(world.home, client)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.pause(0.2)
+            table = app.get_home().query_one(HeinzelTable)
+            table.move_cursor(row=table.position[world.ids["notes-digest"]])
+            await pilot.press("a")
+            await until(lambda: worlds.TAG not in world.document("notes-digest").read_text())
+            await open_page(pilot, world.ids["team-digest"])
+            await pilot.press("a")
+            await until(lambda: worlds.TAG not in world.document("team-digest").read_text())
+            await pilot.press("escape")
+            await open_page(pilot, world.ids["ops-digest"])
+            await pilot.press("x")
+            await until(lambda: "hz:begin" not in world.document("ops-digest").read_text())
+            assert not any("HZU" in n.message for n in app._notifications)
+    finally:
+        await client.close()
+    assert "shipped search" in world.document("team-digest").read_text()
+
+
+async def test_issue12_item4_the_contract_page_decides_its_proposal_beside_a_waiting_draft(
+    world: worlds.World, cockpit_client: LocalClient
+) -> None:
+    """With a draft and an amendment waiting, ``a`` on the contract page approves the
+    amendment it shows (the heinzel's name alone would be ambiguous)."""
+    kernel = cockpit_client.kernel
+    heinzel_id = world.ids["notes-digest"]
+    current = (await kernel.contract(ref=heinzel_id)).text or ""
+    await kernel.amend(ref=heinzel_id, text=current.replace("max_usd: 0.2", "max_usd: 0.1"))
+    app = CockpitApp(world.home, cockpit_client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel_id)
+        await pilot.press("v")
+        page = app.screen
+        assert isinstance(page, ContractScreen)
+        await until(lambda: page.pending is not None and not page.pending.first)
+        await pilot.press("a")
+        await until(lambda: page.view is not None and page.view.versions == [1, 2])
+        assert not any("HZU" in n.message for n in app._notifications)
+    assert worlds.TAG in world.document("notes-digest").read_text()

@@ -103,3 +103,23 @@ async def test_daemon_killed_mid_step_or_mid_effect_settles_on_restart(
     assert again.returncode == 0
     time.sleep(1.0)
     assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.started") == 2
+
+
+async def test_issue12_items3_4_reject_by_name_with_a_reason_over_the_wire(
+    tmp_path: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hz reject NAME --reason`` reaches the daemon (``RejectRequest``): the one waiting
+    draft goes, and the only lesson is the reason's, never one from the deleted text."""
+    now = {"HZ_NOW": "2026-12-01T09:00:00Z"}
+    monkeypatch.setenv("HZ_NOW", now["HZ_NOW"])
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world, first_turn=True)
+    daemons.start(Home.resolve(world.home), env=now)
+    rejected = hz(world.home, "reject", "notes-digest", "--reason", "shorter please", env=now)
+    assert rejected.returncode == 0, rejected.stderr
+    spine = _wait(world, heinzel_id, "lesson.recorded")
+    assert "hz:begin" not in (world.reports / "digest.md").read_text()
+    assert [e["data"]["lesson"] for e in spine if e["kind"] == "lesson.recorded"] == [
+        "Keep drafts shorter."
+    ]
+    assert any(e["kind"] == "draft.rejected" for e in spine)

@@ -15,6 +15,7 @@ from hz_kernel.adapters.models import (
     ModelEnv,
     render_approval,
     render_inputs,
+    render_rejection,
     render_steering,
     render_summary,
     render_summary_request,
@@ -27,6 +28,7 @@ from hz_kernel.engine.outcome import (
     NothingOutcome,
     SummaryOutcome,
     output_tools,
+    quotes_document,
 )
 
 INPUTS = [
@@ -201,8 +203,8 @@ async def test_lessons_come_from_the_diff_with_their_hunks() -> None:
     outcome = result.output
     assert isinstance(outcome, LessonsOutcome)
     assert [lesson.lesson for lesson in outcome.lessons] == [
-        'The "Risks" section goes above "Merged".',
-        "Leave out ticket numbers such as ABC-12.",
+        "Put the risks section above the merged section.",
+        "Leave out ticket numbers; name the work instead.",
     ]
     moved, tickets = outcome.lessons
     assert any("+### Risks" in hunk for hunk in moved.hunks)
@@ -219,10 +221,48 @@ async def test_heading_edits_become_lessons() -> None:
     result = await agent.run(render_approval(draft_as_placed=placed, approved_text=approved))
     texts = [lesson.lesson for lesson in result.output.lessons]
     assert texts == [
-        'Call the "Todo" section "Tasks".',
-        'No adjectives or adverbs in headings ("Exciting wins" became "Wins").',
-        'Leave out lines like "remove me".',
+        "Name the todo section tasks instead.",
+        "No adjectives or adverbs in headings.",
+        "Keep the todo section to what matters: leave out minor items.",
     ]
+
+
+async def test_issue12_item3_removed_lines_teach_their_pattern_never_the_line() -> None:
+    placed = "## Merged\n- feat: login page\n- chore: bump deps\n- chore: tidy ci\n"
+    approved = "## Merged\n- feat: login page\n"
+    agent = Agent(LocalModel(), output_type=output_tools(["lessons"]))
+    result = await agent.run(render_approval(draft_as_placed=placed, approved_text=approved))
+    texts = [lesson.lesson for lesson in result.output.lessons]
+    assert texts == ["Leave out chore items from the merged section."]
+    assert not any(quotes_document(text, [placed]) for text in texts)
+
+
+@pytest.mark.parametrize(
+    ("reason", "learned"),
+    [
+        ("keep it under ten lines", ["Keep drafts to at most 9 lines."]),
+        ("Way too long, make it shorter", ["Keep drafts shorter."]),
+        (
+            "no marketing tone\x07",
+            ["Avoid what made the user reject a draft: no marketing tone."],
+        ),
+        ("   ", []),
+    ],
+)
+async def test_issue12_item3_a_rejection_teaches_only_its_reason(
+    reason: str, learned: list[str]
+) -> None:
+    agent = Agent(LocalModel(), output_type=output_tools(["lessons", "nothing"]))
+    result = await agent.run(render_rejection(reason=reason))
+    assert isinstance(result.output, LessonsOutcome)
+    assert [lesson.lesson for lesson in result.output.lessons] == learned
+
+
+def test_issue12_item3_a_lesson_that_repeats_a_line_counts_as_quoting() -> None:
+    document = "## Merged\n- reviewed the whole checkout flow today\n- shipped search\n"
+    assert quotes_document('Leave out lines like "reviewed the whole checkout flow".', [document])
+    assert not quotes_document("Keep the merged section short.", [document])
+    assert not quotes_document("Put the merged section first.", [document])
 
 
 async def test_an_unedited_approval_teaches_nothing() -> None:

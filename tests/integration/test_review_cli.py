@@ -1,0 +1,147 @@
+"""Review through the real ``hz`` binary: approve and reject by name, and what a rejection teaches.
+
+Issue 12, item 3: a rejection records itself (and the user's reason, which may
+become a lesson), never lessons derived from the deleted text; no lesson quotes
+the document. Item 4: ``hz approve NAME`` / ``hz reject NAME`` decide that
+heinzel's one waiting item; with several waiting, the error lists a ref for each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.homes import World, digest_contract, make_world
+
+NOW = "2026-12-01T09:00:00Z"
+TAG_LINE = re.compile(r"> 🧝 DRAFT.*\n")
+DRAFT_LINES = ("- fixed the login bug", "- shipped search", "- reviewed the checkout flow")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    """A heinzel with its contract approved and one draft waiting in ``reports/digest.md``."""
+    world = make_world(tmp_path)
+    contract = tmp_path / "digest.prose.md"
+    contract.write_text(digest_contract())
+    world.hz("heinzel", "new", str(contract), HZ_NOW=NOW)
+    world.hz("approve", "notes-digest", HZ_NOW=NOW)
+    world.hz("heinzel", "wake", "notes-digest", HZ_NOW=NOW)
+    assert all(line in document(world) for line in DRAFT_LINES)
+    return world
+
+
+def document(world: World) -> str:
+    return (world.reports / "digest.md").read_text()
+
+
+def draft_keys(world: World) -> list[str]:
+    return [d["key"] for d in json.loads(world.hz("drafts", "--json", HZ_NOW=NOW).stdout)]
+
+
+def heinzel_id(world: World) -> str:
+    return json.loads(world.hz("heinzel", "show", "notes-digest", "--json").stdout)["heinzel"]["id"]
+
+
+def lessons(world: World) -> list[str]:
+    listed = json.loads(world.hz("heinzel", "lessons", "notes-digest", "--json").stdout)
+    return [str(item["lesson"]) for item in listed]
+
+
+def amend_narrower(world: World) -> None:
+    """A user's amendment that lowers the cap, so an amendment waits beside the draft."""
+    v1 = world.home / "heinzel" / heinzel_id(world) / "contract" / "v1.prose.md"
+    narrower = world.root / "v2.prose.md"
+    narrower.write_text(v1.read_text().replace("max_usd: 0.2", "max_usd: 0.1"))
+    world.hz("heinzel", "amend", "notes-digest", str(narrower), HZ_NOW=NOW)
+
+
+# -- item 3: rejecting teaches nothing harmful ----------------------------------------------
+
+
+def test_issue12_item3_a_rejection_is_recorded_and_teaches_nothing(world: World) -> None:
+    (key,) = draft_keys(world)
+    world.hz("reject", key, HZ_NOW=NOW)
+    assert "hz:begin" not in document(world)
+    kinds = world.kinds(heinzel_id(world))
+    assert "draft.rejected" in kinds
+    assert "lesson.recorded" not in kinds
+    assert lessons(world) == []
+
+
+@pytest.mark.parametrize("deleted", ["the section", "the tag line and all the text"])
+def test_issue12_item3_a_draft_deleted_in_the_document_teaches_nothing(
+    world: World, deleted: str
+) -> None:
+    """Both ways ``docs/documents.md`` names for rejecting in the file."""
+    text = document(world)
+    if deleted == "the section":
+        begin = text.index("<!-- hz:begin")
+        end = text.index("-->", text.index("<!-- hz:end")) + len("-->")
+    else:
+        begin = text.index("-->", text.index("<!-- hz:begin")) + len("-->\n")
+        end = text.index("<!-- hz:end")
+    (world.reports / "digest.md").write_text(text[:begin] + text[end:])
+    world.hz("tick", "--once", HZ_NOW="2026-12-01T09:05:00Z")
+    assert "draft.rejected" in world.kinds(heinzel_id(world))
+    assert lessons(world) == []
+    assert draft_keys(world) == []
+
+
+def test_issue12_item3_the_reason_may_become_a_lesson_the_text_never(world: World) -> None:
+    reason = "Too long: keep it under five lines"
+    world.hz("reject", "notes-digest", "--reason", reason, HZ_NOW=NOW)
+    assert lessons(world) == ["Keep drafts to at most 4 lines."]
+    spine = (world.home / "heinzel" / heinzel_id(world) / "session.jsonl").read_text()
+    assert reason not in spine and "shipped search" not in spine
+    other = world.hz("reject", "notes-digest", "--reason", "x", check=False, HZ_NOW=NOW)
+    assert other.returncode == 2 and other.stderr.startswith("HZU034: notes-digest: ")
+
+
+def test_issue12_item3_lessons_from_edits_name_the_pattern_never_the_line(world: World) -> None:
+    edited = TAG_LINE.sub("", document(world)).replace("- reviewed the checkout flow\n", "")
+    (world.reports / "digest.md").write_text(edited)
+    world.hz("tick", "--once", HZ_NOW="2026-12-01T09:05:00Z")
+    learned = lessons(world)
+    assert learned == ["Keep the notes section to what matters: leave out minor items."]
+    for line in DRAFT_LINES:
+        assert all(line.removeprefix("- ") not in lesson for lesson in learned)
+
+
+# -- item 4: approve and reject by name -----------------------------------------------------
+
+
+def test_issue12_item4_approve_by_name_approves_the_one_waiting_draft(world: World) -> None:
+    (key,) = draft_keys(world)
+    approved = world.hz("approve", "notes-digest", HZ_NOW=NOW)
+    assert approved.stdout.startswith("notes-digest: approved")
+    assert "DRAFT (notes-digest" not in document(world)
+    spine = world.spine(heinzel_id(world))
+    assert any(e["kind"] == "approval.observed" and e["data"]["key"] == key for e in spine)
+    assert draft_keys(world) == []
+
+
+def test_issue12_item4_reject_by_name_rejects_the_one_waiting_draft(world: World) -> None:
+    world.hz("reject", "notes-digest", HZ_NOW=NOW)
+    assert "hz:begin" not in document(world)
+    assert draft_keys(world) == []
+
+
+def test_issue12_item4_with_two_waiting_the_error_lists_a_ref_for_each(world: World) -> None:
+    (key,) = draft_keys(world)
+    amend_narrower(world)
+    for verb in ("approve", "reject"):
+        refused = world.hz(verb, "notes-digest", check=False, HZ_NOW=NOW)
+        assert refused.returncode == 2
+        assert refused.stderr.startswith("HZU036: notes-digest: 2 items wait"), refused.stderr
+    refs = re.findall(r"notes-digest@\S+?(?=,|$)", refused.stderr.strip())
+    draft_ref = f"notes-digest@{key.split('@', 1)[1]}"
+    assert refs[0] == draft_ref and refs[1].startswith("notes-digest@amendment:")
+    assert "v2" in world.hz("approve", refs[1], HZ_NOW=NOW).stdout
+    world.hz("approve", draft_ref, HZ_NOW=NOW)
+    assert draft_keys(world) == []
+    missing = world.hz("approve", refs[1], check=False, HZ_NOW=NOW)
+    assert missing.returncode == 2 and missing.stderr.startswith("HZU033: notes-digest: ")
