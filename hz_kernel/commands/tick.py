@@ -374,7 +374,8 @@ class TickCommands(KernelCore):
         if not hasattr(self, "_fetcher"):
             base = self.home.settings.documents.resolve(".")
             self._fetcher = SourceFetcher(
-                SourceCache(self.home.sources_dir), default_registry(base_dir=base)
+                SourceCache(self.home.sources_dir),
+                default_registry(base_dir=base, heinzel_root=self.home.heinzel_root),
             )
         return self._fetcher
 
@@ -388,8 +389,8 @@ def _moves(
 def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, str]]) -> bool:
     """Does a staged arrival still owe some watcher a wake (a move whose key is not done)?"""
     for watch in watches:
-        fp = staged.fingerprint(key, watch.facet)
-        if fp is None or fp == watch.last_fp:
+        fp = staged.move(key, watch)
+        if fp is None:
             continue
         if (watch.heinzel, source_key(watch.heinzel, watch.input, fp)) not in done:
             return True

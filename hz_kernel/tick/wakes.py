@@ -23,7 +23,7 @@ Rules, in the order they apply:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -226,22 +226,6 @@ def heights(ids: Iterable[str], reads: Mapping[str, Mapping[str, str]]) -> dict[
     return {node: height(node) for node in ids}
 
 
-class _AssetsByName(Mapping[str, list[str]]):
-    """Heinzels' assets by name, decoded only for the names a ``heinzel`` input asks for."""
-
-    def __init__(self, rows: Iterable[HeinzelRow]) -> None:
-        self._rows = {r.name: r for r in rows}
-
-    def __getitem__(self, name: str) -> list[str]:
-        return self._rows[name].assets
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-
 # -- watches ------------------------------------------------------------------------------
 
 
@@ -266,12 +250,14 @@ def watched(
 ) -> dict[str, list[Watch]]:
     """The watches of every heinzel that may wake this tick.
 
-    An input on another heinzel's document is left out while that heinzel
-    has a draft waiting: a reader wakes on approved text, never on a draft.
+    A ``document`` input on another heinzel's document is left out while
+    that heinzel has a draft waiting: a reader wakes on approved text, never
+    on a draft. A ``heinzel`` input needs no such care, as it reads only
+    what was approved.
     """
     rows = list(rows)
     by_id = {r.id: r for r in rows}
-    requests = Requests(_AssetsByName(rows))
+    requests = Requests()
     found: dict[str, list[Watch]] = {}
     for row in rows:
         if not row.active or row.id in leave_out or row.inputs_json == "{}":
@@ -279,7 +265,9 @@ def watched(
         kept = [
             w
             for w in watches_of(row, requests, reads.get(row.id, {}))
-            if w.upstream is None or not by_id[w.upstream].pending_draft
+            if w.upstream is None
+            or w.request.source == "heinzel"
+            or not by_id[w.upstream].pending_draft
         ]
         if kept:
             found[row.id] = kept
@@ -315,8 +303,8 @@ def source_moves(
         if watch.key in staged.errors:
             failed = True
             continue
-        fp = staged.fingerprint(watch.key, watch.facet)
-        if fp is None or fp == watch.last_fp:
+        fp = staged.move(watch.key, watch)
+        if fp is None:
             continue
         wakes.append(
             Wake(

@@ -137,6 +137,25 @@ def test_a_reader_ignores_an_upstream_draft_until_it_is_approved() -> None:
     assert plan.wakes[0].key == f"hz-b@a:{_fp({'section': 'new'})}"
 
 
+def test_a_heinzel_input_wakes_on_a_new_approval_even_while_a_draft_waits() -> None:
+    """issue 12 item 6: it reads only approved text, so a waiting draft holds nothing back."""
+    reads_a = {"source": "heinzel", "method": "approved_output",
+               "args": {"heinzel": "a", "output": "a"}}  # fmt: skip
+    rows = [_row("a", pending_draft="k2"), _row("b", inputs={"a": reads_a})]
+    (plan,) = _plan(rows, results={"a": {"approved": "fp1"}})
+    assert plan.name == "b" and plan.moved == ["a"]
+
+
+def test_an_input_with_nothing_to_show_is_no_move_until_it_has_something() -> None:
+    """issue 12 item 6: an upstream that approved nothing yet does not wake its reader."""
+    reads_a = {"source": "heinzel", "method": "approved_output",
+               "args": {"heinzel": "a", "output": "a"}}  # fmt: skip
+    rows = [_row("a"), _row("b", inputs={"a": reads_a})]
+    assert _plan(rows, results={"a": {}}) == []
+    (plan,) = _plan(rows, results={"a": {"approved": "fp1"}})
+    assert plan.name == "b" and plan.moved == ["a"]
+
+
 def test_only_max_wakes_run_and_the_rest_wait_oldest_first() -> None:
     rows = [_row(f"h{n}", schedule="0 * * * *", last_slot=f"2026-06-05T0{n}:00") for n in range(6)]
     plan = _plan(rows, max_wakes=3)
