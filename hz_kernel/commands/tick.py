@@ -33,7 +33,8 @@ from hz_kernel.config import Settings
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
-from hz_kernel.store.locks import FileLock
+from hz_kernel.store.inbox import undelivered
+from hz_kernel.store.locks import FileLock, SpineBusy
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -231,6 +232,7 @@ class TickCommands(KernelCore):
             busy=busy,
             capped=spent >= settings.heinzel.max_usd_per_day,
             max_wakes=settings.heinzel.max_wakes_per_tick,
+            undelivered=undelivered(self.home.heinzel_root),
         )
         ctx.done_keys = await self._done_keys(ctx.candidates())
         stuck = [
@@ -304,8 +306,19 @@ class TickCommands(KernelCore):
                     spent = await self._spent(day)
                 else:
                     turn = await self.run_wakes(item.heinzel, list(item.wakes))
-                    woken.append(_woken(item, turn))
+                    if item.wakes or turn is not None:
+                        woken.append(_woken(item, turn))
                     spent = await self._spent(day)
+            except SpineBusy:
+                deferred.append(
+                    TickDeferred(
+                        heinzel=item.heinzel,
+                        name=item.name,
+                        reason="busy",
+                        keys=keys,
+                        due_at=item.due_at,
+                    )
+                )
             except HzError as exc:
                 problems.append(
                     TickProblem(
@@ -405,10 +418,11 @@ def _capped(item: PlannedTurn) -> PlannedTurn:
 
 
 def _woken(item: PlannedTurn, turn: str | None) -> TickWoken:
+    """What the report says of a run; a run with no wakes delivered the inbox (``asked``)."""
     return TickWoken(
         heinzel=item.heinzel,
         name=item.name,
-        causes=[w.cause for w in item.wakes],
+        causes=[w.cause for w in item.wakes] or ["asked"],
         keys=[w.key for w in item.wakes],
         due_at=item.due_at,
         height=item.height,

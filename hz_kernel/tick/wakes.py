@@ -17,6 +17,9 @@ Rules, in the order they apply:
 * a schedule slot of an ``if-moved`` contract with nothing moved is skipped
   (``nothing-moved``); if an input could not be fetched the slot waits;
 * with the day's spending at the cap, turns are skipped (``cap``);
+* a heinzel whose inbox holds a request no turn has taken (admitted while
+  another process held its spine, or before a crash) runs a turn with no
+  wake of its own, which delivers them, unless it ran anyway this tick;
 * order is graph height (upstream first), then oldest due, then name; only
   ``max_wakes_per_tick`` turns run, the rest are deferred (``max-wakes``).
 """
@@ -372,6 +375,8 @@ class TickInputs:
     busy: set[str]
     capped: bool
     max_wakes: int
+    undelivered: set[str] = field(default_factory=set)
+    """Heinzels whose inbox is marked as holding requests no turn has taken yet."""
 
     def candidates(self) -> set[tuple[str, str]]:
         """Every (heinzel, key) this tick might wake with, before knowing which are done."""
@@ -438,9 +443,33 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     return PlannedTurn(**base, action="run", wakes=wakes, moved=moved_inputs, due_at=due_at)
 
 
+def plan_delivery(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
+    """A turn with no wake of its own, for the requests waiting in a marked inbox.
+
+    An inactive heinzel keeps its requests (and its mark) until it may run.
+    """
+    if not row.active:
+        return None
+    base = {"heinzel": row.id, "name": row.name, "height": ctx.heights.get(row.id, 0)}
+    if row.awake_turn and row.id in ctx.busy:
+        return PlannedTurn(**base, action="defer", reason="busy", due_at=ctx.now)
+    if ctx.capped:
+        return PlannedTurn(**base, action="defer", reason="cap", due_at=ctx.now)
+    return PlannedTurn(**base, action="run", due_at=ctx.now)
+
+
 def plan_tick(ctx: TickInputs) -> list[PlannedTurn]:
     """Every decision of this tick, in the order they are carried out."""
     planned = [p for row in ctx.rows if (p := plan_heinzel(row, ctx)) is not None]
+    if ctx.undelivered:
+        running = {p.heinzel for p in planned if p.action == "run" or p.reason == "busy"}
+        planned += [
+            p
+            for row in ctx.rows
+            if row.id in ctx.undelivered
+            and row.id not in running
+            and (p := plan_delivery(row, ctx)) is not None
+        ]
     planned.sort(key=lambda p: (p.height, p.due_at, p.name, p.heinzel))
     budget = ctx.max_wakes
     ordered: list[PlannedTurn] = []
