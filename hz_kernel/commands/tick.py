@@ -41,7 +41,8 @@ from hz_kernel.config import Settings
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
-from hz_kernel.store.locks import FileLock
+from hz_kernel.store.inbox import undelivered
+from hz_kernel.store.locks import FileLock, SpineBusy
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -263,6 +264,7 @@ class TickCommands(KernelCore):
             capped=spent >= settings.heinzel.max_usd_per_day,
             max_wakes=settings.heinzel.max_wakes_per_tick,
             backing_off=backing_off,
+            undelivered=undelivered(self.home.heinzel_root),
         )
         ctx.done_keys = await self._done_keys(ctx.candidates())
         stuck = [
@@ -349,8 +351,19 @@ class TickCommands(KernelCore):
                     spent = await self._spent(day)
                 else:
                     turn = await self.run_wakes(item.heinzel, list(item.wakes))
-                    woken.append(_woken(item, turn))
+                    if item.wakes or turn is not None:
+                        woken.append(_woken(item, turn))
                     spent = await self._spent(day)
+            except SpineBusy:
+                deferred.append(
+                    TickDeferred(
+                        heinzel=item.heinzel,
+                        name=item.name,
+                        reason="busy",
+                        keys=keys,
+                        due_at=item.due_at,
+                    )
+                )
             except Exception as exc:
                 problems.append(self._failed(item.heinzel, item.name, exc, now))
             else:
@@ -441,7 +454,8 @@ class TickCommands(KernelCore):
         if not hasattr(self, "_fetcher"):
             base = self.home.settings.documents.resolve(".")
             self._fetcher = SourceFetcher(
-                SourceCache(self.home.sources_dir), default_registry(base_dir=base)
+                SourceCache(self.home.sources_dir),
+                default_registry(base_dir=base, heinzel_root=self.home.heinzel_root),
             )
         return self._fetcher
 
@@ -455,8 +469,8 @@ def _moves(
 def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, str]]) -> bool:
     """Does a staged arrival still owe some watcher a wake (a move whose key is not done)?"""
     for watch in watches:
-        fp = staged.fingerprint(key, watch.facet)
-        if fp is None or fp == watch.last_fp:
+        fp = staged.move(key, watch)
+        if fp is None:
             continue
         if (watch.heinzel, source_key(watch.heinzel, watch.input, fp)) not in done:
             return True
@@ -487,10 +501,11 @@ def _capped(item: PlannedTurn) -> PlannedTurn:
 
 
 def _woken(item: PlannedTurn, turn: str | None) -> TickWoken:
+    """What the report says of a run; a run with no wakes delivered the inbox (``asked``)."""
     return TickWoken(
         heinzel=item.heinzel,
         name=item.name,
-        causes=[w.cause for w in item.wakes],
+        causes=[w.cause for w in item.wakes] or ["asked"],
         keys=[w.key for w in item.wakes],
         due_at=item.due_at,
         height=item.height,

@@ -15,9 +15,9 @@ import contextlib
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ulid import ULID
 
@@ -29,6 +29,7 @@ from hz_kernel.engine.wakes import Wake, request_key, retry_key
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox, InboxRequest, check_request_id
+from hz_kernel.store.locks import SpineBusy
 from hz_kernel.store.session import HeldSession
 from hz_kernel.vocabulary import (
     DraftRejected,
@@ -127,6 +128,7 @@ class TurnCommands(KernelCore):
             return None
         async with lock, self.holding(heinzel_id) as held:
             self._check_may_run(held)
+            Inbox(held.dir).unmark()
             last = await self._resume_open_turns(held)
             keys = held.projection.keys
             fresh = [w for w in wakes if w.key not in keys]
@@ -192,14 +194,18 @@ class TurnCommands(KernelCore):
                     )
                 )
         for request in Inbox(held.dir).all():
-            if request.kind == "chat" and request.request_id not in requests:
+            if request.kind in ("chat", "wake") and request.request_id not in requests:
                 key = request_key(held.id, request.request_id)
                 if key not in held.projection.keys:
                     wakes.append(Wake(cause="asked", key=key, request_id=request.request_id))
         return wakes
 
     def _check_may_run(self, held: HeldSession) -> None:
-        row = held.projection.heinzel
+        self._check_row(held.projection.heinzel)
+
+    @staticmethod
+    def _check_row(row: Mapping[str, Any]) -> None:
+        """Refuse a heinzel that may not run now (a projection's or the index's row)."""
         if row["damaged"]:
             raise HzError(
                 "HZE001",
@@ -294,20 +300,46 @@ class TurnCommands(KernelCore):
         stored, _ = Inbox(self.home.heinzel_dir(heinzel_id)).admit(request)
         return stored
 
+    @contextlib.asynccontextmanager
+    async def _admitting(
+        self, row: Mapping[str, Any], request: InboxRequest
+    ) -> AsyncIterator[tuple[InboxRequest, HeldSession | None]]:
+        """Admit ``request`` with the spine held, after refusing what may not run now.
+
+        A refused request leaves nothing in the inbox. When another process
+        holds the spine, the index's row is checked instead, the request is
+        admitted all the same and ``None`` comes back for the session: it is
+        queued, and the next tick (of whichever process holds the spine then)
+        delivers it. The session stays held for the caller's block, so no
+        other process can take the spine between admission and delivery.
+        """
+        heinzel_id = str(row["id"])
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                held: HeldSession | None = await stack.enter_async_context(self.holding(heinzel_id))
+            except SpineBusy:
+                held = None
+            self._check_row(row if held is None else held.projection.heinzel)
+            yield self._admit(heinzel_id, request), held
+
     async def wake(self, *, ref: str, request_id: str | None = None) -> api.TurnReport:
-        """Run a turn now (cause ``asked``), keyed by a request admitted to the inbox first."""
+        """Run a turn now (cause ``asked``), keyed by a request admitted to the inbox first.
+
+        A heinzel whose spine another process holds gets the wake queued
+        (status ``queued``): the next tick runs it.
+        """
         row = await self.resolve(ref)
         heinzel_id = row["id"]
-        request = self._admit(
-            heinzel_id,
-            InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake"),
-        )
-        wake = Wake(
-            cause="asked",
-            key=request_key(heinzel_id, request.request_id),
-            request_id=request.request_id,
-        )
-        turn = await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
+        asked = InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake")
+        async with self._admitting(row, asked) as (request, held):
+            if held is None:
+                return api.TurnReport(heinzel=heinzel_id, turn=None, status="queued")
+            wake = Wake(
+                cause="asked",
+                key=request_key(heinzel_id, request.request_id),
+                request_id=request.request_id,
+            )
+            turn = await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
         return await self.turn_report(heinzel_id, turn)
 
     async def chat(
@@ -318,23 +350,36 @@ class TurnCommands(KernelCore):
         mode: Literal["steer", "queue"] = "queue",
         request_id: str | None = None,
     ) -> api.Admitted:
-        """A message to a heinzel: steers a running think, else becomes a turn (now or next)."""
+        """A message to a heinzel: steers a running think, else becomes a turn (now or next).
+
+        A heinzel whose spine another process holds gets the message queued
+        (status ``queued``): the next tick delivers it.
+        """
         row = await self.resolve(ref)
         heinzel_id = row["id"]
-        request = self._admit(
-            heinzel_id,
-            InboxRequest(
-                request_id=request_id or str(ULID()),
-                heinzel=heinzel_id,
-                kind="chat",
-                mode=mode,
-                message=message,
-            ),
+        sent = InboxRequest(
+            request_id=request_id or str(ULID()),
+            heinzel=heinzel_id,
+            kind="chat",
+            mode=mode,
+            message=message,
         )
+        async with self._admitting(row, sent) as (request, held):
+            if held is None:
+                return api.Admitted(
+                    request_id=request.request_id,
+                    heinzel=heinzel_id,
+                    mode=request.mode,
+                    status="queued",
+                )
+            return await self._deliver_chat(held, request)
+
+    async def _deliver_chat(self, held: HeldSession, request: InboxRequest) -> api.Admitted:
+        """An admitted message, with its spine held: to the running turn, else a turn now."""
+        heinzel_id = held.id
         key = request_key(heinzel_id, request.request_id)
         running = self._running.get(heinzel_id)
         if running is not None:
-            held = self.sessions[heinzel_id]
             delivered = held.projection.requests.get(request.request_id)
             if delivered is None:
                 step = held.projection.turns.get(running.turn, {}).get("step")

@@ -238,7 +238,10 @@ class TurnRunner:
         self.settings = kernel.home.settings
         self.documents = MarkdownDocuments()
         self.cache = SourceCache(kernel.home.sources_dir)
-        self.sources = default_registry(base_dir=Path(self.settings.documents.root).expanduser())
+        self.sources = default_registry(
+            base_dir=Path(self.settings.documents.root).expanduser(),
+            heinzel_root=kernel.home.heinzel_root,
+        )
         self.body: BodyWriter | None = None
         self.started_clock = time.monotonic()
         self.steer: Callable[[], Awaitable[list[str]]] | None = None

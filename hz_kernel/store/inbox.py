@@ -2,14 +2,26 @@
 
 A request (a chat message, an answer, a wake) is admitted by writing its
 file atomically and exclusively: the first admission with an id wins, a
-retry with the same id gets the same request back and never becomes a
-second message. Which requests were delivered is recorded in the spine
-(``turn.steered``, ``turn.requested``, ``question.answered``); a request
-with a file and no such event is still pending, including after a crash.
+retry with the same id and the same content gets the same request back and
+never becomes a second message, and the same id with other content is
+refused (``HZS034``). Which requests were delivered is recorded in the spine
+(``turn.steered``, ``turn.requested``, ``turn.started``,
+``question.answered``); a request with a file and no such event is still
+pending, including after a crash.
+
+Before its file is written, an admission also leaves a marker named by the
+heinzel's id in ``<home>/heinzel/undelivered/``. The tick lists that one
+folder and delivers the inbox of each heinzel found there, so a message
+admitted while another process held the spine (or before a crash) waits
+for the next tick, not for the heinzel's next turn. The deliverer removes
+the marker under the spine's lock before it reads the inbox, so a message
+admitted meanwhile leaves a new marker and is never stranded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -19,11 +31,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
-from hz_kernel.store.fsutil import create_exclusive, ensure_private_dir, read_nofollow
+from hz_kernel.store.fsutil import (
+    FILE_MODE,
+    create_exclusive,
+    ensure_private_dir,
+    fsync_dir,
+    read_nofollow,
+)
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 REQUEST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json$")
 MAX_MESSAGE = 64 * 1024
+UNDELIVERED_DIR = "undelivered"
+MARKER_NAME = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
 
 RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "reject"]
 
@@ -41,6 +61,10 @@ class InboxRequest(BaseModel):
     question_key: str | None = None
     admitted_at: datetime = Field(default_factory=now_utc)
 
+    def same_content(self, other: InboxRequest) -> bool:
+        """Whether ``other`` asks for the same thing (the admission time aside)."""
+        return self.model_dump(exclude={"admitted_at"}) == other.model_dump(exclude={"admitted_at"})
+
 
 def check_request_id(request_id: str) -> str:
     if not REQUEST_ID.match(request_id):
@@ -50,24 +74,60 @@ def check_request_id(request_id: str) -> str:
     return request_id
 
 
+def undelivered(heinzel_root: Path) -> set[str]:
+    """The ids of heinzels whose inbox may hold a request no turn has taken yet."""
+    try:
+        names = os.listdir(heinzel_root / UNDELIVERED_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    return {name for name in names if MARKER_NAME.match(name)}
+
+
 class Inbox:
-    """The inbox folder of one heinzel."""
+    """The inbox folder of one heinzel (``<home>/heinzel/<id>/inbox``)."""
 
     def __init__(self, heinzel_dir: Path) -> None:
         self.dir = heinzel_dir / "inbox"
+        self.marker = heinzel_dir.parent / UNDELIVERED_DIR / heinzel_dir.name
 
     def admit(self, request: InboxRequest) -> tuple[InboxRequest, bool]:
-        """Write the request unless its id is taken; returns the stored request and whether new."""
+        """Write the request unless its id is taken; returns the stored request and whether new.
+
+        A taken id answers with the stored request when it asks the same, and
+        is refused (``HZS034``) when it asks something else: the first request
+        would be answered for the second, whose content would reach no turn.
+        """
         check_request_id(request.request_id)
         ensure_private_dir(self.dir)
         path = self.dir / f"{request.request_id}.json"
-        created = create_exclusive(path, request.model_dump_json().encode())
-        if created:
-            return request, True
-        stored = self.get(request.request_id)
+        stored = self.get(request.request_id) if path.exists() else None
+        if stored is None:
+            self.mark()
+            if create_exclusive(path, request.model_dump_json().encode()):
+                return request, True
+            stored = self.get(request.request_id)
         if stored is None:
             raise HzError("HZS031", "request file exists but cannot be read", str(path))
+        if not stored.same_content(request):
+            raise HzError(
+                "HZS034",
+                f"request id {request.request_id!r} was already used for another "
+                f"{stored.kind} request; use a new id",
+                str(path),
+            )
         return stored, False
+
+    def mark(self) -> None:
+        """Leave the marker that makes the next tick deliver this inbox."""
+        ensure_private_dir(self.marker.parent)
+        if not self.marker.exists():
+            os.close(os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+            fsync_dir(self.marker.parent)
+
+    def unmark(self) -> None:
+        """Remove the marker; call it under the spine's lock, before reading what is pending."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.marker)
 
     def get(self, request_id: str) -> InboxRequest | None:
         if not REQUEST_ID.match(request_id):

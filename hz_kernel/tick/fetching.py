@@ -9,9 +9,10 @@ fetch and wake re-wakes from the cache; and a cached result that some
 watcher has not yet seen (its fingerprint differs from the watcher's
 ``last_fp``) is used as it is instead of being fetched again.
 
-An input of source ``heinzel`` reads another heinzel's approved output: it
-is served as a ``document: section`` request on that heinzel's asset, so
-the reader's fingerprint is the approved text's and moves only when it does.
+An input of source ``heinzel`` reads another heinzel's approved output
+through its own adapter, so the reader's fingerprint is the approval's and
+moves only when the user approves a changed text. An input that has never
+had anything to show (an upstream that approved nothing yet) is not a move.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class Watch(NamedTuple):
     last_fp: str | None
     recheck_s: int
     upstream: str | None = None
-    """The heinzel whose document this input reads, if any (for ordering and hold-back)."""
+    """The heinzel whose output this input reads, if any (for ordering and hold-back)."""
 
 
 def split_asset(asset: str) -> tuple[str, str | None]:
@@ -52,31 +53,15 @@ def split_asset(asset: str) -> tuple[str, str | None]:
     return path, anchor or None
 
 
-def pick_asset(assets: Sequence[str], output: str | None) -> str | None:
-    """The asset an output lands in: the one anchored at the output's name, else the first."""
-    for asset in assets:
-        if split_asset(asset)[1] == output:
-            return asset
-    return assets[0] if assets else None
+def input_request(spec: Mapping[str, Any]) -> SourceRequest:
+    """The request an input stands for.
 
-
-def input_request(
-    spec: Mapping[str, Any], assets_by_name: Mapping[str, Sequence[str]]
-) -> SourceRequest | None:
-    """The request an input stands for; None for a ``heinzel`` input whose upstream is unknown.
-
-    The turn engine's gather must build requests the same way, so both agree
-    on the cache key and the fingerprint.
+    The turn engine's gather builds requests the same way, so both agree on
+    the cache key and the fingerprint.
     """
-    args = dict(spec.get("args") or {})
-    if spec.get("source") != "heinzel":
-        return SourceRequest(source=str(spec["source"]), method=str(spec["method"]), args=args)
-    asset = pick_asset(assets_by_name.get(str(args.get("heinzel")), ()), args.get("output"))
-    if asset is None:
-        return None
-    path, anchor = split_asset(asset)
-    section: dict[str, Any] = {"path": path} if anchor is None else {"path": path, "anchor": anchor}
-    return SourceRequest(source="document", method="section", args=section)
+    return SourceRequest(
+        source=str(spec["source"]), method=str(spec["method"]), args=dict(spec.get("args") or {})
+    )
 
 
 def fingerprint_of(result: FetchResult, facet: str | None) -> str | None:
@@ -109,30 +94,27 @@ class Requests:
     more than the rest of an idle tick.
     """
 
-    def __init__(self, assets_by_name: Mapping[str, Sequence[str]]) -> None:
-        self.assets_by_name = assets_by_name
+    def __init__(self) -> None:
         self._inputs: dict[str, list[InputShape]] = {}
-        self._requests: dict[bytes, tuple[SourceRequest, str] | None] = {}
+        self._requests: dict[bytes, tuple[SourceRequest, str]] = {}
 
     def inputs_of(self, inputs_json: str) -> list[InputShape]:
         shapes = self._inputs.get(inputs_json)
         if shapes is None:
             shapes = self._inputs[inputs_json] = []
             for name, spec in orjson.loads(inputs_json).items():
-                known = self.of(spec)
-                if known is not None:
-                    facet = None if spec.get("source") == "heinzel" else spec.get("facet")
-                    shapes.append((name, *known, facet, spec.get("last_fp"), recheck_seconds(spec)))
+                facet, last_fp = spec.get("facet"), spec.get("last_fp")
+                shapes.append((name, *self.of(spec), facet, last_fp, recheck_seconds(spec)))
         return shapes
 
-    def of(self, spec: Mapping[str, Any]) -> tuple[SourceRequest, str] | None:
+    def of(self, spec: Mapping[str, Any]) -> tuple[SourceRequest, str]:
         marker = orjson.dumps(
             [spec.get("source"), spec.get("method"), spec.get("args")],
             option=orjson.OPT_SORT_KEYS,
         )
         if marker not in self._requests:
-            request = input_request(spec, self.assets_by_name)
-            self._requests[marker] = None if request is None else (request, request.cache_key())
+            request = input_request(spec)
+            self._requests[marker] = (request, request.cache_key())
         return self._requests[marker]
 
 
@@ -211,11 +193,22 @@ class Staged:
             self._fingerprints[memo] = None if result is None else fingerprint_of(result, facet)
         return self._fingerprints[memo]
 
+    def move(self, key: str, watch: Watch) -> str | None:
+        """The fingerprint ``watch`` has not seen yet, or None when nothing moved for it.
+
+        A result with no facets that its watcher never saw is not a move:
+        there is nothing to show it (an upstream that approved nothing yet).
+        """
+        fp = self.fingerprint(key, watch.facet)
+        if fp is None or fp == watch.last_fp:
+            return None
+        if watch.last_fp is None and not self.results[key].facets:
+            return None
+        return fp
+
     def unseen(self, key: str, watches: Iterable[Watch]) -> bool:
-        """Has some watcher not seen this result yet (its fingerprint differs from ``last_fp``)?"""
-        return any(
-            (fp := self.fingerprint(key, w.facet)) is not None and fp != w.last_fp for w in watches
-        )
+        """Has some watcher not seen this result yet (see ``move``)?"""
+        return any(self.move(key, w) is not None for w in watches)
 
     def _forget(self, key: str) -> None:
         for memo in [m for m in self._fingerprints if m[0] == key]:

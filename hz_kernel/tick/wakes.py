@@ -19,13 +19,16 @@ Rules, in the order they apply:
 * with the day's spending at the cap, turns are skipped (``cap``);
 * a heinzel whose work failed is left alone until its retry time
   (``backoff``, see ``hz_kernel.tick.failures``);
+* a heinzel whose inbox holds a request no turn has taken (admitted while
+  another process held its spine, or before a crash) runs a turn with no
+  wake of its own, which delivers them, unless it ran anyway this tick;
 * order is graph height (upstream first), then oldest due, then name; only
   ``max_wakes_per_tick`` turns run, the rest are deferred (``max-wakes``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -228,22 +231,6 @@ def heights(ids: Iterable[str], reads: Mapping[str, Mapping[str, str]]) -> dict[
     return {node: height(node) for node in ids}
 
 
-class _AssetsByName(Mapping[str, list[str]]):
-    """Heinzels' assets by name, decoded only for the names a ``heinzel`` input asks for."""
-
-    def __init__(self, rows: Iterable[HeinzelRow]) -> None:
-        self._rows = {r.name: r for r in rows}
-
-    def __getitem__(self, name: str) -> list[str]:
-        return self._rows[name].assets
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-
 # -- watches ------------------------------------------------------------------------------
 
 
@@ -268,12 +255,14 @@ def watched(
 ) -> dict[str, list[Watch]]:
     """The watches of every heinzel that may wake this tick.
 
-    An input on another heinzel's document is left out while that heinzel
-    has a draft waiting: a reader wakes on approved text, never on a draft.
+    A ``document`` input on another heinzel's document is left out while
+    that heinzel has a draft waiting: a reader wakes on approved text, never
+    on a draft. A ``heinzel`` input needs no such care, as it reads only
+    what was approved.
     """
     rows = list(rows)
     by_id = {r.id: r for r in rows}
-    requests = Requests(_AssetsByName(rows))
+    requests = Requests()
     found: dict[str, list[Watch]] = {}
     for row in rows:
         if not row.active or row.id in leave_out or row.inputs_json == "{}":
@@ -281,7 +270,9 @@ def watched(
         kept = [
             w
             for w in watches_of(row, requests, reads.get(row.id, {}))
-            if w.upstream is None or not by_id[w.upstream].pending_draft
+            if w.upstream is None
+            or w.request.source == "heinzel"
+            or not by_id[w.upstream].pending_draft
         ]
         if kept:
             found[row.id] = kept
@@ -317,8 +308,8 @@ def source_moves(
         if watch.key in staged.errors:
             failed = True
             continue
-        fp = staged.fingerprint(watch.key, watch.facet)
-        if fp is None or fp == watch.last_fp:
+        fp = staged.move(watch.key, watch)
+        if fp is None:
             continue
         wakes.append(
             Wake(
@@ -387,6 +378,8 @@ class TickInputs:
     capped: bool
     max_wakes: int
     backing_off: set[str] = field(default_factory=set)
+    undelivered: set[str] = field(default_factory=set)
+    """Heinzels whose inbox is marked as holding requests no turn has taken yet."""
 
     def candidates(self) -> set[tuple[str, str]]:
         """Every (heinzel, key) this tick might wake with, before knowing which are done."""
@@ -453,14 +446,38 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     return PlannedTurn(**base, action="run", wakes=wakes, moved=moved_inputs, due_at=due_at)
 
 
+def plan_delivery(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
+    """A turn with no wake of its own, for the requests waiting in a marked inbox.
+
+    An inactive heinzel keeps its requests (and its mark) until it may run.
+    """
+    if not row.active:
+        return None
+    base = {"heinzel": row.id, "name": row.name, "height": ctx.heights.get(row.id, 0)}
+    if row.awake_turn and row.id in ctx.busy:
+        return PlannedTurn(**base, action="defer", reason="busy", due_at=ctx.now)
+    if ctx.capped:
+        return PlannedTurn(**base, action="defer", reason="cap", due_at=ctx.now)
+    return PlannedTurn(**base, action="run", due_at=ctx.now)
+
+
 def plan_tick(ctx: TickInputs) -> list[PlannedTurn]:
     """Every decision of this tick, in the order they are carried out."""
+    planned = [p for row in ctx.rows if (p := plan_heinzel(row, ctx)) is not None]
+    if ctx.undelivered:
+        running = {p.heinzel for p in planned if p.action == "run" or p.reason == "busy"}
+        planned += [
+            p
+            for row in ctx.rows
+            if row.id in ctx.undelivered
+            and row.id not in running
+            and (p := plan_delivery(row, ctx)) is not None
+        ]
     planned = [
         p.model_copy(update={"action": "defer", "reason": "backoff"})
         if p.heinzel in ctx.backing_off and p.action != "defer"
         else p
-        for row in ctx.rows
-        if (p := plan_heinzel(row, ctx)) is not None
+        for p in planned
     ]
     planned.sort(key=lambda p: (p.height, p.due_at, p.name, p.heinzel))
     budget = ctx.max_wakes

@@ -212,8 +212,12 @@ class HeinzelScreen(Screen[None]):
         else:
             self.notify(f"{self.name_shown}: the turn was stopped.")
         queued = [item for item in waiting(inbox.items) if item.kind == "chat"]
-        only = queued[0].request_id if len(queued) == 1 else None
-        self.query_one(Composer).put_back([item.message for item in queued], only)
+        only = queued[0] if len(queued) == 1 else None
+        self.query_one(Composer).put_back(
+            [item.message for item in queued],
+            only.request_id if only else None,
+            "steer" if only and only.mode == "steer" else "queue",
+        )
         self.inbox = inbox.items
         self.query_one(InboxList).show(self.inbox)
 

@@ -24,7 +24,7 @@ from hz_kernel import operations as ops
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui import composer_store, keymap
-from hz_tui.composer_store import ComposerState, Outgoing
+from hz_tui.composer_store import ComposerState, Mode, Outgoing
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -36,6 +36,7 @@ SENT = {
     "steered": "steered into the running turn",
     "requested": "is queued for the next turn",
     "delivered": "started a turn",
+    "queued": "is in the inbox: another process holds this heinzel, its next tick delivers it",
 }
 
 
@@ -143,11 +144,12 @@ class Composer(Horizontal):
         self.show_mode()
         self.save_soon()
 
-    def put_back(self, messages: list[str], request_id: str | None) -> None:
+    def put_back(self, messages: list[str], request_id: str | None, mode: Mode = "queue") -> None:
         """Show messages taken back from the queue; one kept alone keeps its request id.
 
-        Sent again unchanged, that one message reaches the kernel under its
-        old id, which the inbox already holds: it is not taken twice.
+        Sent again unchanged (same text, same ``mode``), that one message
+        reaches the kernel under its old id, which the inbox already holds: it
+        is not taken twice. Changed, it gets a new id.
         """
         if not messages:
             return
@@ -155,8 +157,10 @@ class Composer(Horizontal):
         text = "\n\n".join([*messages, typed] if typed else messages)
         outgoing = None
         if request_id is not None and len(messages) == 1 and not typed:
-            outgoing = Outgoing(request_id=request_id, message=messages[0], mode="queue")
-        self.state = ComposerState(text=text, mode="queue", outgoing=outgoing)
+            outgoing = Outgoing(request_id=request_id, message=messages[0], mode=mode)
+        else:
+            mode = "queue"
+        self.state = ComposerState(text=text, mode=mode, outgoing=outgoing)
         self.input.value = text
         self.input.cursor_position = len(text)
         self.show_mode()

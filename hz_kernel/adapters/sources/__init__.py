@@ -1,4 +1,4 @@
-"""Real sources behind one interface: files, git, shell, http and document.
+"""Real sources behind one interface: files, git, shell, http, document and heinzel.
 
 Each adapter turns a ``SourceRequest`` into a ``FetchResult`` of facet
 fingerprints. The registry picks the adapter by ``request.source`` and
@@ -23,6 +23,7 @@ from hz_kernel.adapters.sources.base import (
 from hz_kernel.adapters.sources.document import DocumentSource
 from hz_kernel.adapters.sources.files import FilesSource
 from hz_kernel.adapters.sources.git import GitSource
+from hz_kernel.adapters.sources.heinzel import HeinzelSource
 from hz_kernel.adapters.sources.http import HttpSource
 from hz_kernel.adapters.sources.shell import ShellSource
 from hz_kernel.errors import HzError
@@ -32,6 +33,7 @@ __all__ = [
     "FetchResult",
     "FilesSource",
     "GitSource",
+    "HeinzelSource",
     "HttpSource",
     "ShellSource",
     "SourceAdapter",
@@ -82,8 +84,14 @@ class SourceRegistry:
         return adapter.fetch(request, now=as_utc(now), previous=previous)
 
 
-def default_registry(base_dir: Path | None = None) -> SourceRegistry:
-    """Every built-in source, with relative paths anchored at ``base_dir`` (default: cwd)."""
+def default_registry(
+    base_dir: Path | None = None, heinzel_root: Path | None = None
+) -> SourceRegistry:
+    """Every built-in source, with relative paths anchored at ``base_dir`` (default: cwd).
+
+    ``heinzel_root`` is the home's ``heinzel/`` folder, where ``heinzel`` inputs
+    find their upstreams; without it such an input fails with ``HZT113``.
+    """
     return SourceRegistry(
         [
             FilesSource(base_dir),
@@ -91,6 +99,7 @@ def default_registry(base_dir: Path | None = None) -> SourceRegistry:
             ShellSource(base_dir),
             HttpSource(),
             DocumentSource(base_dir),
+            HeinzelSource(heinzel_root, base_dir),
         ]
     )
 

@@ -73,11 +73,12 @@ def test_as_of_is_kept_in_utc_and_a_naive_now_counts_as_utc(tmp_path: Path) -> N
         ("shell", "run"),
         ("http", "get"),
         ("document", "section"),
+        ("heinzel", "approved_output"),
     ],
 )
 def test_built_in_adapters_satisfy_the_protocol(kind: str, method: str) -> None:
     registry = default_registry()
-    assert registry.kinds == {"files", "git", "shell", "http", "document"}
+    assert registry.kinds == {"files", "git", "shell", "http", "document", "heinzel"}
     adapter = registry.adapter_for(SourceRequest(source=kind, method=method, args={}))
     assert isinstance(adapter, SourceAdapter)
     assert adapter.kind == kind
@@ -99,6 +100,8 @@ def test_built_in_adapters_satisfy_the_protocol(kind: str, method: str) -> None:
         ("document", "section", {"anchor": "x"}, "HZT011"),
         ("document", "section", {"path": "a.md", "anchor": ""}, "HZT011"),
         ("git", "commits", {"repo": ""}, "HZT011"),
+        ("heinzel", "approved_output", {"heinzel": "top"}, "HZT011"),
+        ("heinzel", "approved_output", {"heinzel": "top", "output": "top"}, "HZT113"),
     ],
 )
 def test_bad_requests_get_a_code_and_a_place(

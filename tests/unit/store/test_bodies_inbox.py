@@ -9,7 +9,7 @@ from pathlib import Path
 from ulid import ULID
 
 from hz_kernel.store.bodies import BodyWriter, body_path, read_body
-from hz_kernel.store.inbox import Inbox, InboxRequest
+from hz_kernel.store.inbox import Inbox, InboxRequest, undelivered
 
 
 def test_body_records_round_trip_and_hash(tmp_path: Path) -> None:
@@ -50,12 +50,43 @@ def test_inbox_admission_is_idempotent_by_request_id(tmp_path: Path) -> None:
     inbox = Inbox(tmp_path)
     first, created = inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="shorter"))
     again, created_again = inbox.admit(
-        InboxRequest(request_id="r1", heinzel="hz-x", message="a different retry text")
+        InboxRequest(request_id="r1", heinzel="hz-x", message="shorter")
     )
     assert created and not created_again
     assert again.message == "shorter" and again.admitted_at == first.admitted_at
     assert [r.request_id for r in inbox.all()] == ["r1"]
     assert stat.S_IMODE(os.stat(tmp_path / "inbox" / "r1.json").st_mode) == 0o600
+
+
+def test_issue12_item13_a_request_id_reused_for_other_content_is_refused(tmp_path: Path) -> None:
+    """The same id asking something else would be answered for the first request and its
+    content would reach no turn: it is refused with a code, and the first stays as it was."""
+    import pytest
+
+    from hz_kernel.errors import HzError
+
+    inbox = Inbox(tmp_path)
+    inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", kind="wake"))
+    for other in (
+        InboxRequest(request_id="r1", heinzel="hz-x", kind="chat", message="shorter"),
+        InboxRequest(request_id="r1", heinzel="hz-x", kind="wake", message="now"),
+    ):
+        with pytest.raises(HzError) as caught:
+            inbox.admit(other)
+        assert caught.value.code == "HZS034"
+    (stored,) = inbox.all()
+    assert (stored.kind, stored.message) == ("wake", "")
+
+
+def test_issue12_item10_admission_marks_the_inbox_for_the_next_tick(tmp_path: Path) -> None:
+    """A marker under ``<home>/heinzel/undelivered/`` is left before the request's file."""
+    heinzel_dir = tmp_path / "hz-01M8RQXYP3E4E4YHD6CC4HSM66"
+    inbox = Inbox(heinzel_dir)
+    assert undelivered(tmp_path) == set()
+    inbox.admit(InboxRequest(request_id="r1", heinzel=heinzel_dir.name, message="hi"))
+    assert undelivered(tmp_path) == {heinzel_dir.name}
+    inbox.unmark()
+    assert undelivered(tmp_path) == set()
 
 
 def test_inbox_refuses_path_like_ids(tmp_path: Path) -> None:

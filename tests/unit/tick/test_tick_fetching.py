@@ -116,19 +116,12 @@ def test_a_failing_source_is_recorded_and_the_others_still_fetched(tmp_path: Pat
     assert missing.key not in staged.results
 
 
-def test_a_heinzel_input_reads_the_upstream_asset_as_a_document_section() -> None:
-    assets = {"weekly": ["doc:reports/weekly.md#summary", "doc:reports/weekly.md#section"]}
-    spec = {"source": "heinzel", "method": "approved_output", "args": {"heinzel": "weekly"}}
-    request = input_request({**spec, "args": {"heinzel": "weekly", "output": "section"}}, assets)
-    assert request == SourceRequest(
-        source="document",
-        method="section",
-        args={"path": "reports/weekly.md", "anchor": "section"},
+def test_a_heinzel_input_stays_a_request_of_the_heinzel_source() -> None:
+    """issue 12 item 6: read by its own adapter (approved text only), not as the document."""
+    args = {"heinzel": "weekly", "output": "section"}
+    spec = {"source": "heinzel", "method": "approved_output", "args": args}
+    assert input_request(spec) == SourceRequest(
+        source="heinzel", method="approved_output", args=args
     )
-    first = input_request({**spec, "args": {"heinzel": "weekly", "output": "other"}}, assets)
-    assert first is not None and first.args["anchor"] == "summary"
-    assert input_request({**spec, "args": {"heinzel": "nobody", "output": "x"}}, assets) is None
     plain = {"source": "git", "method": "commits", "args": {"repo": "."}}
-    assert input_request(plain, assets) == SourceRequest(
-        source="git", method="commits", args={"repo": "."}
-    )
+    assert input_request(plain) == SourceRequest(source="git", method="commits", args={"repo": "."})

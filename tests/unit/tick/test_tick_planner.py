@@ -71,6 +71,7 @@ def _plan(
     capped: bool = False,
     max_wakes: int = 10,
     now: datetime = NOW,
+    undelivered: set[str] | None = None,
 ) -> list[Any]:
     reads = upstreams(rows, _resolve)
     watches = watched(rows, reads, leave_out=busy or set())
@@ -95,6 +96,7 @@ def _plan(
         busy=busy or set(),
         capped=capped,
         max_wakes=max_wakes,
+        undelivered=undelivered or set(),
     )
     return plan_tick(ctx)
 
@@ -135,6 +137,45 @@ def test_a_reader_ignores_an_upstream_draft_until_it_is_approved() -> None:
     (plan,) = _plan(rows, results={"a": {"section": "new"}})
     assert plan.name == "b" and plan.moved == ["a"]
     assert plan.wakes[0].key == f"hz-b@a:{_fp({'section': 'new'})}"
+
+
+def test_a_heinzel_input_wakes_on_a_new_approval_even_while_a_draft_waits() -> None:
+    """issue 12 item 6: it reads only approved text, so a waiting draft holds nothing back."""
+    reads_a = {"source": "heinzel", "method": "approved_output",
+               "args": {"heinzel": "a", "output": "a"}}  # fmt: skip
+    rows = [_row("a", pending_draft="k2"), _row("b", inputs={"a": reads_a})]
+    (plan,) = _plan(rows, results={"a": {"approved": "fp1"}})
+    assert plan.name == "b" and plan.moved == ["a"]
+
+
+def test_an_input_with_nothing_to_show_is_no_move_until_it_has_something() -> None:
+    """issue 12 item 6: an upstream that approved nothing yet does not wake its reader."""
+    reads_a = {"source": "heinzel", "method": "approved_output",
+               "args": {"heinzel": "a", "output": "a"}}  # fmt: skip
+    rows = [_row("a"), _row("b", inputs={"a": reads_a})]
+    assert _plan(rows, results={"a": {}}) == []
+    (plan,) = _plan(rows, results={"a": {"approved": "fp1"}})
+    assert plan.name == "b" and plan.moved == ["a"]
+
+
+def test_a_marked_inbox_runs_a_turn_unless_one_runs_anyway() -> None:
+    """issue 12 item 10: requests admitted while another process held the spine are
+    delivered by the next tick; a paused heinzel keeps them, a busy one is deferred."""
+    marked = {"hz-quiet", "hz-due", "hz-paused", "hz-busy"}
+    rows = [
+        _row("quiet"),
+        _row("due", schedule="0 9 * * *", last_slot="2026-06-04T09:00"),
+        _row("paused", active=False),
+        _row("busy", awake_turn="T1"),
+    ]
+    plan = _plan(rows, undelivered=marked, busy={"hz-busy"})
+    assert [(p.name, p.action, len(p.wakes), p.reason) for p in plan] == [
+        ("due", "run", 1, None),
+        ("busy", "defer", 0, "busy"),
+        ("quiet", "run", 0, None),
+    ]
+    capped = _plan([_row("quiet")], undelivered={"hz-quiet"}, capped=True)
+    assert [(p.action, p.reason) for p in capped] == [("defer", "cap")]
 
 
 def test_only_max_wakes_run_and_the_rest_wait_oldest_first() -> None:
