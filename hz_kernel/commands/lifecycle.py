@@ -32,6 +32,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, read_nofollow
 from hz_kernel.store.session import HeldSession
+from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
     AmendmentDeclined,
     AmendmentProposed,
@@ -339,7 +340,8 @@ class LifecycleCommands(KernelCore):
                 raise UsageError(
                     "HZU035", "approve the first contract before amending it", row["name"]
                 )
-            check = check_amendment(current, proposed, by=by)
+            zone = user_zone(self.home.settings.heinzel.timezone)
+            check = check_amendment(current, proposed, by=by, zone=zone)
             if by == "heinzel":
                 declined = _declined_sources(held)
                 again = sorted(set(proposed.inputs) - set(current.inputs) & declined)

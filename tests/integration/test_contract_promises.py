@@ -1,0 +1,94 @@
+"""Issue 12 items 7 and 13: a contract's settings do what docs/contracts.md says, via ``hz``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hz_kernel.contracts import ContractError
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from tests.support.homes import World, make_world
+
+
+def _contract(
+    name: str,
+    *,
+    schedule: str | None = "0 15 * * FRI",
+    asset: str | None = None,
+    model: str | None = None,
+) -> str:
+    """A small contract reading the notes folder; ``asset`` adds a publish target."""
+    lines = ["---", f"name: {name}", "hz:"]
+    if schedule:
+        lines.append(f'  schedule: "{schedule}"')
+    lines += [
+        "  inputs:",
+        "    notes: {source: files, method: glob, args: {pattern: '*.md', root: notes}}",
+        "  requires: [files:read, documents:write]",
+    ]
+    if asset:
+        lines += ["  publishes:", f'    - {{capability: documents.place_draft, asset: "{asset}"}}']
+    if model:
+        lines += ["  agent:", f'    model: "{model}"']
+    lines += ["---", "# Notes", "", "### Goal", "", "Keep the notes summed up.", ""]
+    return "\n".join(lines)
+
+
+def _write(world: World, name: str, text: str) -> str:
+    path = world.root / f"{name}.prose.md"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return make_world(tmp_path)
+
+
+def test_a_cron_spelled_with_a_day_name_or_number_has_one_fingerprint(world: World) -> None:
+    """issue 12 item 7: ``0 15 * * 5`` and ``0 15 * * FRI`` give one intent fingerprint."""
+    made = [
+        json.loads(world.hz("heinzel", "new", _write(world, name, text), "--json").stdout)
+        for name, text in (
+            ("by-name", _contract("by-name", schedule="0 15 * * FRI")),
+            ("by-number", _contract("by-number", schedule="0 15 * * 5")),
+            ("by-range", _contract("by-range", schedule="0 15 * JAN-DEC 5-5")),
+        )
+    ]
+    assert len({m["fingerprint"] for m in made}) == 1
+    other = _contract("other-day", schedule="0 15 * * 4")
+    moved = json.loads(world.hz("heinzel", "new", _write(world, "other", other), "--json").stdout)
+    assert moved["fingerprint"] != made[0]["fingerprint"]
+
+
+def test_an_hourly_schedule_in_fewer_months_is_a_widening_amendment(world: World) -> None:
+    """issue 12 item 13: ``0 15 * * FRI`` → ``0 * * FEB-DEC *`` fires hourly, so it widens."""
+    world.hz("heinzel", "new", _write(world, "weekly", _contract("weekly")))
+    world.hz("approve", "weekly")
+    hourly = _write(world, "hourly", _contract("weekly", schedule="0 * * FEB-DEC *"))
+    proposed = json.loads(world.hz("heinzel", "amend", "weekly", hourly, "--json").stdout)
+    assert any(w.startswith("schedule: fires when it did not before") for w in proposed["widens"])
+    assert not any(n.startswith("schedule") for n in proposed["narrows"])
+    said = world.hz("heinzel", "amend", "weekly", hourly).stdout
+    assert "it widens: schedule: fires when it did not before" in said
+
+
+async def test_the_heinzel_may_narrow_its_schedule_but_never_widen_it(world: World) -> None:
+    """issue 12 item 13: the heinzel's own amendment is judged by the exact rule (HZC050)."""
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        made = await kernel.new(text=_contract("weekly"))
+        await kernel.approve(ref=made.id)
+        with pytest.raises(ContractError) as caught:
+            await kernel.amend(
+                ref="weekly", text=_contract("weekly", schedule="0 * * FEB-DEC *"), by="heinzel"
+            )
+        assert caught.value.code == "HZC050"
+        some_fridays = _contract("weekly", schedule="0 15 */7 * FRI")
+        narrower = await kernel.amend(ref="weekly", text=some_fridays, by="heinzel")
+        assert not narrower.widens and narrower.narrows
+    finally:
+        await kernel.close()
