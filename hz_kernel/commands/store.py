@@ -6,9 +6,11 @@ import os
 import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.contracts import ContractError, ContractVersions
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
@@ -99,11 +101,27 @@ class StoreCommands(KernelCore):
                 for x in await self.index.rows_of("questions", heinzel_id)
             ],
             pending_requests=len(pending),
+            **self._model_in_use(row, heinzel_dir),
             cost_month=api.CostByCause(
                 total=round(sum(c["usd"] for c in costs), 6),
                 by_cause={c["cause"]: round(c["usd"], 6) for c in costs},
             ),
         )
+
+    def _model_in_use(self, row: dict[str, Any], heinzel_dir: Path) -> dict[str, Any]:
+        """The model a turn would use now (the approved contract's, else the proposal's, else
+        the home's default), read from the contract the way a turn reads it."""
+        hz = row.get("hz") or {}
+        chosen = (hz.get("agent") or {}).get("model")
+        if row.get("contract_version"):
+            try:
+                compiled = ContractVersions(heinzel_dir).read(int(row["contract_version"]))[1]
+            except ContractError:
+                return {}
+            chosen = compiled.hz.agent.model
+        if chosen:
+            return {"model": chosen, "model_from": "contract"}
+        return {"model": self.home.settings.model.default, "model_from": "home"}
 
     # -- verify, prune -----------------------------------------------------------------
 

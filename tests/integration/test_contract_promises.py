@@ -11,6 +11,7 @@ from hz_kernel.contracts import ContractError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from tests.support.homes import World, make_world
+from tests.support.openai_stub import OpenAIStub, ToolCall
 
 
 def _contract(
@@ -92,3 +93,36 @@ async def test_the_heinzel_may_narrow_its_schedule_but_never_widen_it(world: Wor
         assert not narrower.widens and narrower.narrows
     finally:
         await kernel.close()
+
+
+DRAFT = {"output": "notes", "text": "## Notes\n- fixed the login bug\n", "report": "drafted 1"}
+
+
+def test_a_contract_without_a_model_uses_the_homes_default_and_says_so(world: World) -> None:
+    """issue 12 item 7: ``[model] default`` in hz.toml is the model of a contract that names none.
+
+    The turn calls it, and ``hz heinzel show`` (text and --json) says which
+    model the heinzel uses and where that came from.
+    """
+    asset = "doc:reports/notes.md#notes"
+    with OpenAIStub([ToolCall("draft", DRAFT)]) as stub:
+        settings = world.home / "hz.toml"
+        settings.write_text(settings.read_text() + f'\n[model]\ndefault = "{stub.spec()}"\n')
+        world.hz("heinzel", "new", _write(world, "notes", _contract("notes", asset=asset)))
+        world.hz("approve", "notes")
+        world.hz("heinzel", "wake", "notes", HZ_NOW="2026-12-01T10:00:00Z")
+        assert len(stub.requests) == 1
+    shown = json.loads(world.hz("heinzel", "show", "notes", "--json").stdout)
+    assert (shown["model"], shown["model_from"]) == (stub.spec(), "home")
+    assert (
+        f"model: {stub.spec()} (the home's default)" in world.hz("heinzel", "show", "notes").stdout
+    )
+    heinzel_id = shown["heinzel"]["id"]
+    attempts = [e for e in world.spine(heinzel_id) if e["kind"] == "attempt.started"]
+    assert [e["data"]["model"] for e in attempts] == [stub.spec()]
+
+    own = _contract("pinned", asset="doc:reports/pinned.md#pinned", model="local")
+    world.hz("heinzel", "new", _write(world, "pinned", own))
+    pinned = json.loads(world.hz("heinzel", "show", "pinned", "--json").stdout)
+    assert (pinned["model"], pinned["model_from"]) == ("local", "contract")
+    assert "model: local (set in the contract)" in world.hz("heinzel", "show", "pinned").stdout
