@@ -70,14 +70,15 @@ class CronShape:
     days: frozenset[DayKind]
     fixed_time: bool
     """True when the minute and hour fields start with a digit (see the module's note on DST)."""
+    days_digest: str
+    """SHA-256 of the sorted day kinds: the days, compactly, for the fingerprint."""
 
     def canonical(self) -> dict[str, object]:
         """A spelling-free form for the intent fingerprint: equal exactly when the slots are."""
-        days = ";".join(",".join(map(str, kind)) for kind in sorted(self.days))
         return {
             "minutes": sorted(self.minutes),
             "hours": sorted(self.hours),
-            "days": hashlib.sha256(days.encode()).hexdigest(),
+            "days": self.days_digest,
             "fixed_time": self.fixed_time,
         }
 
@@ -107,6 +108,7 @@ def cron_shape(expression: str) -> CronShape:
         hours=frozenset(parsed.hours),
         days=days,
         fixed_time=not (fields[0].startswith("*") or fields[1].startswith("*")),
+        days_digest=hashlib.sha256(repr(sorted(days)).encode()).hexdigest(),
     )
 
 

@@ -95,6 +95,7 @@ async def test_the_heinzel_may_narrow_its_schedule_but_never_widen_it(world: Wor
         await kernel.close()
 
 
+NOTES = "doc:reports/notes.md#notes"
 DRAFT = {"output": "notes", "text": "## Notes\n- fixed the login bug\n", "report": "drafted 1"}
 
 
@@ -126,3 +127,49 @@ def test_a_contract_without_a_model_uses_the_homes_default_and_says_so(world: Wo
     pinned = json.loads(world.hz("heinzel", "show", "pinned", "--json").stdout)
     assert (pinned["model"], pinned["model_from"]) == ("local", "contract")
     assert "model: local (set in the contract)" in world.hz("heinzel", "show", "pinned").stdout
+
+
+def test_two_heinzels_may_not_publish_into_one_asset(world: World) -> None:
+    """issue 12 item 7: the second heinzel is refused at ``new`` with HZC100 naming the first."""
+    world.hz("heinzel", "new", _write(world, "first", _contract("first", asset=NOTES)))
+    world.hz("approve", "first")
+    first_id = json.loads(world.hz("heinzel", "show", "first", "--json").stdout)["heinzel"]["id"]
+    for n, asset in enumerate((NOTES, f"doc:{world.root}/reports/notes.md#notes")):
+        refused = world.hz(
+            "heinzel", "new", _write(world, f"s{n}", _contract(f"second-{n}", asset=asset)),
+            check=False,
+        )  # fmt: skip
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("HZC100: ") and refused.stderr.count("\n") == 1
+        assert f"first ({first_id})" in refused.stderr and "Traceback" not in refused.stderr
+    listed = json.loads(world.hz("heinzel", "list", "--json").stdout)
+    assert [h["name"] for h in listed] == ["first"]
+    other = _contract("other-section", asset="doc:reports/notes.md#risks")
+    world.hz("heinzel", "new", _write(world, "other", other))
+
+
+def test_an_amendment_into_a_taken_asset_is_refused_at_amend_or_at_approval(world: World) -> None:
+    """issue 12 item 7: ``amend`` refuses a taken asset; of two pending claims, approval refuses
+    the second."""
+    for name in ("left", "right"):
+        world.hz("heinzel", "new", _write(world, name, _contract(name, asset=f"doc:{name}.md")))
+        world.hz("approve", name)
+    into_left = _write(world, "into-left", _contract("right", asset="doc:left.md"))
+    refused = world.hz("heinzel", "amend", "right", into_left, check=False)
+    assert refused.returncode == 1 and refused.stderr.startswith("HZC100: ")
+    assert "the heinzel left (" in refused.stderr
+
+    both = "doc:shared.md#both"
+    for name in ("left", "right"):
+        wider = _contract(name, asset=both).replace(
+            f'    - {{capability: documents.place_draft, asset: "{both}"}}',
+            f'    - {{capability: documents.place_draft, asset: "{both}"}}\n'
+            f'    - {{capability: documents.place_draft, asset: "doc:{name}.md"}}',
+        )
+        world.hz("heinzel", "amend", name, _write(world, f"{name}-both", wider))
+    world.hz("approve", "left")
+    late = world.hz("approve", "right", check=False)
+    assert late.returncode == 1 and late.stderr.startswith("HZC100: ")
+    assert "the heinzel left (" in late.stderr
+    shown = json.loads(world.hz("heinzel", "show", "right", "--json").stdout)
+    assert shown["heinzel"]["contract_version"] == 1 and shown["heinzel"]["pending_amendment"]
