@@ -210,3 +210,33 @@ def test_the_last_approved_text_is_framed_as_data_and_never_steers(world: World)
     assert "DRAFT (notes v1)" in draft
     for item in ("fixed the login bug", "shipped search", "reviewed the checkout flow"):
         assert f"- {item}" in draft
+
+
+def test_a_new_contract_version_renders_at_the_next_if_moved_slot(world: World) -> None:
+    """issue 12 item 7: after an approved amendment the next slot renders though nothing moved;
+    the slot after it skips again."""
+    daily = _contract("daily", schedule="0 9 * * *", asset=NOTES).replace(
+        "  inputs:", "  render_on_schedule: if-moved\n  inputs:"
+    )
+    world.hz("heinzel", "new", _write(world, "daily", daily), HZ_NOW="2026-12-01T08:00:00Z")
+    world.hz("approve", "daily", HZ_NOW="2026-12-01T08:00:00Z")
+
+    def tick(at: str) -> dict[str, list[dict[str, object]]]:
+        report = world.hz("tick", "--once", "--json", HZ_NOW=at).stdout
+        return json.loads(report)  # type: ignore[no-any-return]
+
+    assert [w["name"] for w in tick("2026-12-01T09:00:30Z")["woken"]] == ["daily"]
+    quiet = tick("2026-12-02T09:00:30Z")
+    assert quiet["woken"] == [] and [s["reason"] for s in quiet["skipped"]] == ["nothing-moved"]
+
+    amended = _write(world, "daily-v2", daily.replace("summed up.", "summed up, newest first."))
+    world.hz("heinzel", "amend", "daily", amended, HZ_NOW="2026-12-02T12:00:00Z")
+    world.hz("approve", "daily", HZ_NOW="2026-12-02T12:00:00Z")
+    changed = tick("2026-12-03T09:00:30Z")
+    assert changed["skipped"] == [] and [w["name"] for w in changed["woken"]] == ["daily"]
+    heinzel_id = json.loads(world.hz("heinzel", "show", "daily", "--json").stdout)["heinzel"]["id"]
+    started = [e for e in world.spine(heinzel_id) if e["kind"] == "turn.started"]
+    assert started[-1]["data"]["contract_version"] == 2  # type: ignore[index]
+
+    again = tick("2026-12-04T09:00:30Z")
+    assert again["woken"] == [] and [s["reason"] for s in again["skipped"]] == ["nothing-moved"]
