@@ -232,6 +232,10 @@ class HeinzelDetail(_Shape):
     pending_requests: int = 0
     cost_month: CostByCause = CostByCause(total=0.0, by_cause={})
     caps: TurnCaps | None = None
+    model: str | None = None
+    """The model this heinzel's turns use: its contract's ``agent.model``, else the home's."""
+    model_from: Literal["contract", "home"] | None = None
+    """Where ``model`` comes from: the contract, or the home's ``[model] default``."""
 
 
 class NewHeinzel(_Shape):

@@ -194,6 +194,9 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     out(f"{h.name}  {h.id}  {h.state}{'  DAMAGED' if h.damaged else ''}\n")
     versions = ", ".join(f"v{v}" for v in detail.contract_versions) or "none"
     out(f"contract: {h.contract_name or '-'} v{h.contract_version or '-'} (versions: {versions})\n")
+    if detail.model:
+        chosen = "set in the contract" if detail.model_from == "contract" else "the home's default"
+        out(f"model: {detail.model} ({chosen})\n")
     cost = detail.cost_month
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in cost.by_cause.items())
     out(f"cost this month: {cost.total:.2f} USD" + (f": {parts}" if parts else "") + "\n")

@@ -10,7 +10,9 @@ records only ids and fingerprints.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +35,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, read_nofollow
 from hz_kernel.store.session import HeldSession
+from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
     AmendmentDeclined,
     AmendmentProposed,
@@ -172,6 +175,7 @@ class LifecycleCommands(KernelCore):
         assert text is not None
         compiled = compile_contract(text, source=source)
         await self._check_name_free(compiled.name, compiled.namespace)
+        await self._check_assets_free(compiled.assets, None, source)
         heinzel_id = await self.create_heinzel(
             compiled.name,
             namespace=compiled.namespace,
@@ -208,6 +212,41 @@ class LifecycleCommands(KernelCore):
                 f"a heinzel named {name!r} already exists in namespace {namespace!r}",
                 name,
             )
+
+    async def _check_assets_free(
+        self, assets: Iterable[str], heinzel_id: str | None, place: str
+    ) -> None:
+        """Refuse an asset another heinzel already publishes into (``HZC100``), naming it.
+
+        Two heinzels writing one section would each place drafts into it. An
+        asset is the document's absolute path under the documents root and its
+        anchor, so a relative and an absolute spelling of one file are one
+        asset. Retired heinzels keep their claim: they may be unretired.
+        """
+        resolve = self.home.settings.documents.resolve
+        wanted = {_asset_identity(asset, resolve): asset for asset in assets}
+        if not wanted:
+            return
+        ends = [_like_tail(asset) for asset in wanted.values()]
+        rows = await self.index.fetch(
+            "",
+            "SELECT h.id, h.name, h.state, j.value AS asset "
+            "FROM heinzels h, json_each(h.assets) j WHERE h.id IS NOT ? AND ("
+            + " OR ".join("j.value LIKE ? ESCAPE '!'" for _ in ends)
+            + ") ORDER BY h.created_at",
+            (heinzel_id, *ends),
+        )
+        for row in rows:
+            asset = wanted.get(_asset_identity(str(row["asset"]), resolve))
+            if asset is not None:
+                retired = ", retired" if row["state"] == "retired" else ""
+                raise ContractError(
+                    "HZC100",
+                    f"{asset} is already published by the heinzel {row['name']} ({row['id']}"
+                    f"{retired}); two heinzels may not publish into one asset: publish "
+                    f"elsewhere, or amend {row['name']} to drop it",
+                    place,
+                )
 
     async def templates(self) -> api.TemplateList:
         return api.TemplateList(
@@ -260,7 +299,11 @@ class LifecycleCommands(KernelCore):
                         f"amend it with hz heinzel amend {compiled.name} {file}"
                     )
                 continue
-            made = await self.new(text=text, source=str(file), origin="import")
+            try:
+                made = await self.new(text=text, source=str(file), origin="import")
+            except ContractError as exc:
+                conflicts.append(exc.one_line())
+                continue
             await self.approve(ref=made.id)
             created.append(made.name)
         return api.ImportReport(created=created, unchanged=unchanged, conflicts=conflicts)
@@ -278,6 +321,7 @@ class LifecycleCommands(KernelCore):
     async def _approve_first(self, held: HeldSession, approver: str) -> api.Decision:
         proposal = _last_proposal(held)
         text, compiled = Proposals(held.dir).read(proposal)
+        await self._check_assets_free(compiled.assets, held.id, _name(held))
         ContractVersions(held.dir).write(1, text, compiled)
         await held.append(
             ContractApproved(version=1, fingerprint=compiled.fingerprint, approver=approver)
@@ -288,6 +332,9 @@ class LifecycleCommands(KernelCore):
         self, held: HeldSession, proposal: str, approver: str
     ) -> api.Decision:
         text, compiled = Proposals(held.dir).read(proposal)
+        current = _current_contract(held)
+        added = set(compiled.assets) - set(current.assets if current else ())
+        await self._check_assets_free(added, held.id, _name(held))
         versions = ContractVersions(held.dir)
         number = (versions.latest() or 0) + 1
         versions.write(number, text, compiled)
@@ -336,7 +383,10 @@ class LifecycleCommands(KernelCore):
                 raise UsageError(
                     "HZU035", "approve the first contract before amending it", row["name"]
                 )
-            check = check_amendment(current, proposed, by=by)
+            zone = user_zone(self.home.settings.heinzel.timezone)
+            check = check_amendment(current, proposed, by=by, zone=zone)
+            added = set(proposed.assets) - set(current.assets)
+            await self._check_assets_free(added, held.id, source)
             if by == "heinzel":
                 declined = _declined_sources(held)
                 again = sorted(set(proposed.inputs) - set(current.inputs) & declined)
@@ -406,6 +456,24 @@ class LifecycleCommands(KernelCore):
         async with self.holding(row["id"]) as held:
             await held.append(HeinzelRenamed(name=name, previous=row["name"]))
             return api.Decision(heinzel=held.id, what="rename", state=_state(held))
+
+
+def _asset_identity(asset: str, resolve: Callable[[str], Path]) -> tuple[str, str | None]:
+    """The file an asset ref names, as an absolute path under the documents root, and its anchor."""
+    path, _, anchor = asset.removeprefix("doc:").partition("#")
+    return os.path.abspath(resolve(path)), anchor or None
+
+
+def _like_tail(asset: str) -> str:
+    """A LIKE pattern for refs that end in the same file name and anchor (a cheap first cut)."""
+    path, hashmark, anchor = asset.removeprefix("doc:").partition("#")
+    tail = path.rsplit("/", 1)[-1] + hashmark + anchor
+    escaped = tail.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return "%" + escaped
+
+
+def _name(held: HeldSession) -> str:
+    return str(held.projection.heinzel["name"])
 
 
 def _state(held: HeldSession) -> str:

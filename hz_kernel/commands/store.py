@@ -11,6 +11,7 @@ from typing import Any
 from hz_kernel import api
 from hz_kernel.adapters.pricing import price_known
 from hz_kernel.clock import now_utc
+from hz_kernel.contracts import ContractError, ContractVersions
 from hz_kernel.contracts.model import DEFAULT_MAX_TOKENS, AgentSpec
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
@@ -78,6 +79,7 @@ class StoreCommands(KernelCore):
             if versions_dir.is_dir()
             else []
         )
+        model = self._model_in_use(row, heinzel_dir)
         return api.HeinzelDetail(
             heinzel=api.HeinzelSummary.model_validate({**summary[0], "failure": failure}),
             contract_versions=versions,
@@ -105,22 +107,22 @@ class StoreCommands(KernelCore):
                 for x in await self.index.rows_of("questions", heinzel_id)
             ],
             pending_requests=len(pending),
+            **model,
             cost_month=api.CostByCause(
                 total=round(sum(c["usd"] for c in costs), 6),
                 by_cause={c["cause"]: round(c["usd"], 6) for c in costs},
             ),
-            caps=self._caps(row, turns, month),
+            caps=self._caps(row, model.get("model"), turns, month),
         )
 
     def _caps(
-        self, row: dict[str, Any], turns: list[dict[str, Any]], month: str
+        self, row: dict[str, Any], model: str | None, turns: list[dict[str, Any]], month: str
     ) -> api.TurnCaps | None:
         """The caps a turn of this heinzel runs under, and whether its cost can be known."""
         hz = row.get("hz") or {}
-        if not hz:
+        if not hz or model is None:
             return None
         agent = hz.get("agent") or {}
-        model = str(agent.get("model") or self.home.settings.model.default)
         return api.TurnCaps(
             model=model,
             priced=price_known(model),
@@ -130,6 +132,21 @@ class StoreCommands(KernelCore):
                 int(t["tokens"] or 0) for t in turns if str(t["started_at"])[:7] == month
             ),
         )
+
+    def _model_in_use(self, row: dict[str, Any], heinzel_dir: Path) -> dict[str, Any]:
+        """The model a turn would use now (the approved contract's, else the proposal's, else
+        the home's default), read from the contract the way a turn reads it."""
+        hz = row.get("hz") or {}
+        chosen = (hz.get("agent") or {}).get("model")
+        if row.get("contract_version"):
+            try:
+                compiled = ContractVersions(heinzel_dir).read(int(row["contract_version"]))[1]
+            except ContractError:
+                return {}
+            chosen = compiled.hz.agent.model
+        if chosen:
+            return {"model": chosen, "model_from": "contract"}
+        return {"model": self.home.settings.model.default, "model_from": "home"}
 
     # -- verify, prune -----------------------------------------------------------------
 

@@ -97,6 +97,10 @@ SELECT (
                MAX(CASE WHEN status = 'approved' THEN decided_at END) AS approved_at,
                MAX(status = 'pending') AS pending
         FROM drafts WHERE heinzel = h.id GROUP BY output))
+    END,
+    CASE WHEN h.render_on_schedule = 'if-moved' THEN
+      h.contract_version > COALESCE((SELECT MAX(contract_version) FROM turns
+                                     WHERE heinzel = h.id AND cause IS NOT 'approval'), 0)
     END))
   FROM heinzels h WHERE h.contract_version IS NOT NULL
 ) AS rows,

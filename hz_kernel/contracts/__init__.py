@@ -8,13 +8,9 @@ refuses a widening written by the heinzel itself; ``ContractVersions`` keeps
 every version on disk.
 """
 
-from hz_kernel.contracts.amend import (
-    AmendmentCheck,
-    check_amendment,
-    compare_schedules,
-    schedule_slots,
-)
+from hz_kernel.contracts.amend import AmendmentCheck, check_amendment
 from hz_kernel.contracts.compile import compile_contract, intent_fingerprint
+from hz_kernel.contracts.cron import ScheduleChange, compare_schedules, cron_shape
 from hz_kernel.contracts.model import (
     CAPABILITIES,
     SOURCES,
@@ -56,6 +52,7 @@ __all__ = [
     "InputSpec",
     "OutputSpec",
     "PublishSpec",
+    "ScheduleChange",
     "ScheduleGuess",
     "TemplateInfo",
     "TemplateParam",
@@ -64,11 +61,11 @@ __all__ = [
     "compare_schedules",
     "compile_contract",
     "contract_from_sentence",
+    "cron_shape",
     "duration_seconds",
     "intent_fingerprint",
     "list_templates",
     "read_contract_file",
     "render_template",
     "schedule_from_sentence",
-    "schedule_slots",
 ]

@@ -8,11 +8,10 @@ write one (``HZC050``). This is the code that enforces that, not a prompt.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import tzinfo
 from typing import Literal
 
-from cronsim import CronSim
-
+from hz_kernel.contracts.cron import compare_schedules
 from hz_kernel.contracts.model import (
     CompiledContract,
     ContractError,
@@ -20,10 +19,6 @@ from hz_kernel.contracts.model import (
     InputSpec,
     duration_seconds,
 )
-
-REFERENCE_START = datetime(2024, 1, 1)
-"""A Monday; schedules are compared by their slots in the 28 days from here."""
-REFERENCE_DAYS = 28
 
 Author = Literal["heinzel", "user"]
 
@@ -58,9 +53,17 @@ class _Changes:
 
 
 def check_amendment(
-    current: CompiledContract, proposed: CompiledContract, *, by: Author
+    current: CompiledContract,
+    proposed: CompiledContract,
+    *,
+    by: Author,
+    zone: tzinfo | None = None,
 ) -> AmendmentCheck:
-    """Classify ``proposed`` against ``current``; refuse any widening written by the heinzel."""
+    """Classify ``proposed`` against ``current``; refuse any widening written by the heinzel.
+
+    ``zone`` is the zone the home reads schedules in (None: unknown, judged
+    as strictly as a zone with daylight saving).
+    """
     for field in ("name", "namespace"):
         before, after = getattr(current, field), getattr(proposed, field)
         if before != after:
@@ -76,7 +79,7 @@ def check_amendment(
     _compare_publishes(current, proposed, changes)
     _compare_agent(current, proposed, changes)
     _compare_approvers(current, proposed, changes)
-    _compare_schedule(current, proposed, changes)
+    _compare_schedule(current, proposed, changes, zone)
     _compare_outputs(current, proposed, changes)
     _compare_text(current, proposed, changes)
     check = AmendmentCheck(
@@ -163,7 +166,8 @@ def _compare_agent(
         verb = "rises" if rises else "lowers"
         changes.either(rises, f"agent.max_tokens: {verb} {old.max_tokens} → {new.max_tokens}")
     if new.model != old.model:
-        changes.widens.append(f"agent.model: changes {old.model} → {new.model}")
+        before, after = old.model or "the home's default", new.model or "the home's default"
+        changes.widens.append(f"agent.model: changes {before} → {after}")
 
 
 def _compare_approvers(
@@ -175,7 +179,7 @@ def _compare_approvers(
 
 
 def _compare_schedule(
-    current: CompiledContract, proposed: CompiledContract, changes: _Changes
+    current: CompiledContract, proposed: CompiledContract, changes: _Changes, zone: tzinfo | None
 ) -> None:
     old, new = current.hz.schedule, proposed.hz.schedule
     if old is None and new is not None:
@@ -183,15 +187,13 @@ def _compare_schedule(
     elif old is not None and new is None:
         changes.narrows.append(f"schedule: drops {old}")
     elif old is not None and new is not None:
-        verdict = compare_schedules(old, new)
-        if verdict == "more":
-            changes.widens.append(f"schedule: fires more often ({old} → {new})")
-        elif verdict == "earlier":
-            changes.widens.append(f"schedule: fires earlier ({old} → {new})")
-        elif verdict == "fewer":
-            changes.narrows.append(f"schedule: fires less often ({old} → {new})")
-        elif verdict == "later":
-            changes.narrows.append(f"schedule: fires later ({old} → {new})")
+        change = compare_schedules(old, new, zone=zone)
+        if change.verdict == "widens":
+            changes.widens.append(
+                f"schedule: fires when it did not before ({old} → {new}: {change.why})"
+            )
+        elif change.verdict == "narrows":
+            changes.narrows.append(f"schedule: fires only at some of its times ({old} → {new})")
     old_mode, new_mode = current.hz.render_on_schedule, proposed.hz.render_on_schedule
     if old_mode != new_mode:
         changes.either(new_mode == "always", f"render_on_schedule: {old_mode} → {new_mode}")
@@ -236,42 +238,3 @@ def _compare_text(current: CompiledContract, proposed: CompiledContract, changes
         if old[title] != new[title]:
             changes.neutral.append(f"body: changes ### {title}")
     changes.neutral.sort()
-
-
-# --- schedules ------------------------------------------------------------------------------
-
-
-def schedule_slots(expression: str) -> list[datetime]:
-    """Every time ``expression`` fires in the 28-day reference window, in order.
-
-    Built from the matching days times the hour and minute sets, so even
-    ``* * * * *`` (40,320 slots) costs a few milliseconds.
-    """
-    parsed = CronSim(expression, REFERENCE_START)
-    _, _, day_of_month, month, day_of_week = expression.split()
-    end = REFERENCE_START + timedelta(days=REFERENCE_DAYS)
-    days: list[datetime] = []
-    for day in CronSim(
-        f"0 0 {day_of_month} {month} {day_of_week}", REFERENCE_START - timedelta(minutes=1)
-    ):
-        if day >= end:
-            break
-        days.append(day)
-    return [
-        day.replace(hour=hour, minute=minute)
-        for day in days
-        for hour in sorted(parsed.hours)
-        for minute in sorted(parsed.minutes)
-    ]
-
-
-def compare_schedules(old: str, new: str) -> Literal["more", "earlier", "same", "later", "fewer"]:
-    """How ``new`` fires compared with ``old``: more or fewer slots, else earlier or later ones."""
-    before, after = schedule_slots(old), schedule_slots(new)
-    if len(after) != len(before):
-        return "more" if len(after) > len(before) else "fewer"
-    if any(n < o for o, n in zip(before, after, strict=True)):
-        return "earlier"
-    if any(n > o for o, n in zip(before, after, strict=True)):
-        return "later"
-    return "same"

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from hz_kernel.contracts.cron import cron_shape
 from hz_kernel.contracts.model import (
     CAPABILITY_IMPLIES,
     FORMAT_VERSION,
@@ -107,17 +108,21 @@ def compile_contract(text: str, *, source: str) -> CompiledContract:
 def intent_fingerprint(hz: HzTable, body: ContractBody) -> str:
     """SHA-256 of the material parts: the normalised hz table and the body's words.
 
-    Whitespace, HTML comments, key order, section order and empty sections do
-    not count; a changed value, input, capability or word does.
+    Whitespace, HTML comments, key order, section order, empty sections and
+    the spelling of a schedule (``FRI`` or ``5``, a range or its list) do not
+    count; a changed value, input, capability, slot or word does.
     """
     sections = sorted(
         [section.title.casefold(), _collapse(section.text)]
         for section in body.sections
         if _collapse(section.text)
     )
+    table = hz.model_dump(mode="json")
+    if hz.schedule is not None:
+        table["schedule"] = cron_shape(hz.schedule).canonical()
     material = {
         "format": FORMAT_VERSION,
-        "hz": hz.model_dump(mode="json"),
+        "hz": table,
         "preamble": _collapse(body.preamble),
         "sections": sections,
     }

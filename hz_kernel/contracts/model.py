@@ -23,8 +23,12 @@ from pydantic_core import PydanticCustomError
 
 from hz_kernel.errors import HzError
 
-FORMAT_VERSION = 1
-"""Version of the compiled form and of the fingerprint recipe; bumped only if either changes."""
+FORMAT_VERSION = 2
+"""Version of the compiled form and of the fingerprint recipe; bumped only if either changes.
+
+2: the fingerprint reads a schedule by its slots, not its spelling, and an
+unset ``agent.model`` stays unset (the home's default) instead of ``local``.
+Stored version-1 forms still load."""
 
 
 class ContractError(HzError):
@@ -436,10 +440,11 @@ Tokens = Annotated[int, Field(strict=True, ge=1000, le=10_000_000)]
 
 
 class AgentSpec(FrozenModel):
-    """Which model thinks, and the most one turn may spend: dollars where the model's price
-    is known, tokens on every model (the only cap a model without a known price has)."""
+    """Which model thinks (unset: the home's ``[model] default``), and the most one turn may
+    spend: dollars where the model's price is known, tokens on every model (the only cap a
+    model without a known price has)."""
 
-    model: ModelName = "local"
+    model: ModelName | None = None
     max_usd: Usd = 1.0
     max_tokens: Tokens = DEFAULT_MAX_TOKENS
 
@@ -498,7 +503,7 @@ class ContractBody(FrozenModel):
 class CompiledContract(FrozenModel):
     """A contract as hz uses it; ``fingerprint`` changes exactly when its meaning does."""
 
-    format: Literal[1] = FORMAT_VERSION
+    format: Literal[1, 2] = FORMAT_VERSION
     name: HeinzelName
     namespace: Namespace = "me"
     description: str | None = None

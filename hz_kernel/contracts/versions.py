@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hz_kernel.contracts.compile import compile_contract
-from hz_kernel.contracts.model import CompiledContract, ContractError
+from hz_kernel.contracts.model import FORMAT_VERSION, CompiledContract, ContractError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, is_regular_file, read_nofollow
 
 _VERSION_FILE = re.compile(r"v([1-9][0-9]{0,8})\.prose\.md")
@@ -105,6 +105,8 @@ class ContractVersions:
             raise ContractError(
                 "HZC081", f"the compiled form of version {number} is damaged", compiled_place
             ) from None
+        if compiled.format != FORMAT_VERSION:
+            compiled = _recompiled(text, compiled, compiled_place)
         return text, compiled
 
     def diff(self, a: int, b: int) -> str:
@@ -138,6 +140,19 @@ class ContractVersions:
             raise ContractError(
                 "HZC081", f"the text of version {number} is not UTF-8", str(path)
             ) from None
+
+
+def _recompiled(text: str, stored: CompiledContract, place: str) -> CompiledContract:
+    """A form stored by an older compiler, compiled again from its approved text.
+
+    The text is what the user approved; an older form may have filled in what
+    the text left open (``agent.model: local`` where the home's default is
+    meant). A text today's compiler refuses keeps its stored form.
+    """
+    try:
+        return compile_contract(text, source=place)
+    except ContractError:
+        return stored
 
 
 def text_diff(old: str, new: str, old_name: str, new_name: str) -> str:

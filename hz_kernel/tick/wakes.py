@@ -15,7 +15,9 @@ Rules, in the order they apply:
 * wakes due together coalesce into one turn: the newest schedule slot, every
   input that moved, every approved output that went stale;
 * a schedule slot of an ``if-moved`` contract with nothing moved is skipped
-  (``nothing-moved``); if an input could not be fetched the slot waits;
+  (``nothing-moved``), unless no turn has yet run under the contract's
+  current version (a new approved version renders once); if an input could
+  not be fetched the slot waits;
 * with the day's spending at the cap, turns are skipped (``cap``);
 * a heinzel whose work failed is left alone until its retry time
   (``backoff``, see ``hz_kernel.tick.failures``);
@@ -71,6 +73,8 @@ class HeinzelRow:
     pending_draft: str | None
     valid_for: dict[str, int] = field(default_factory=dict)
     approvals: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    contract_unrendered: bool = False
+    """An ``if-moved`` heinzel whose current contract version no turn has rendered under yet."""
 
     @property
     def inputs(self) -> dict[str, dict[str, Any]]:
@@ -87,7 +91,7 @@ class HeinzelRow:
         (
             heinzel_id, name, inactive, schedule, render_on_schedule, inputs, assets,
             last_slot, approved_at, awake_turn, waiting_turn, waiting_until, waiting_on,
-            pending_draft, waited_status, outputs, approvals,
+            pending_draft, waited_status, outputs, approvals, contract_unrendered,
         ) = row  # fmt: skip
         return cls(
             id=heinzel_id,
@@ -107,6 +111,7 @@ class HeinzelRow:
             pending_draft=pending_draft,
             valid_for=_valid_for(_json(outputs)) if outputs else {},
             approvals=_approvals(_json(approvals)) if approvals else {},
+            contract_unrendered=bool(contract_unrendered),
         )
 
 
@@ -431,7 +436,8 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     due_at = min((w.due_at for w in wakes if w.due_at), default=ctx.now)
     moved_inputs = sorted({w.input for w in moved if w.input})
     only_schedule = all(w.cause == "schedule" for w in wakes)
-    if wakes and only_schedule and row.render_on_schedule == "if-moved" and not row.awake_turn:
+    quiet = only_schedule and row.render_on_schedule == "if-moved" and not row.contract_unrendered
+    if wakes and quiet and not row.awake_turn:
         if failed:
             return PlannedTurn(
                 **base, action="defer", reason="source-failed", wakes=wakes, due_at=due_at

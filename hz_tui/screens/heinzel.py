@@ -140,6 +140,7 @@ class HeinzelScreen(Screen[None]):
             ("Heinzel", f"{summary.name}  ({summary.id})"),
             ("State", "damaged: run hz heinzel verify" if summary.damaged else summary.state),
             ("Contract", f"{contract} · versions: {versions}"),
+            ("Model", _model(detail)),
             ("Keeps", ", ".join(summary.assets) or "—"),
             ("Schedule", summary.schedule or "when an input moves"),
             ("Next due", display.due(summary.next_due)),
@@ -287,3 +288,12 @@ class HeinzelScreen(Screen[None]):
 def _request_id() -> str:
     """A fresh request id: one per message the user sends, never reused for another."""
     return f"cockpit-{ULID()}"
+
+
+def _model(detail: HeinzelDetail) -> str:
+    """Which model the heinzel's turns use, and whether its contract or the home chose it."""
+    if not detail.model:
+        return "—"
+    return f"{detail.model} · " + (
+        "set in the contract" if detail.model_from == "contract" else "the home's default"
+    )

@@ -24,7 +24,8 @@ async def _two_heinzels(home: Home) -> tuple[str, str]:
     try:
         ids = []
         for name in ("alpha", "beta"):
-            made = await kernel.new(template="weekly-report", params={"name": name})
+            params = {"name": name, "section": name}  # one heinzel per asset
+            made = await kernel.new(template="weekly-report", params=params)
             await kernel.approve(ref=made.id)
             ids.append(made.id)
     finally:

@@ -144,7 +144,8 @@ async def test_filtering_500_answers_from_the_index_without_opening_a_spine(home
     kernel = await Kernel.open(home)
     for n in range(500):
         document = "reports/weekly.md" if n % 50 == 0 else f"notes/n{n}.md"
-        text = render_template("digest", {"name": f"digest-{n:03d}", "document": document})
+        params = {"name": f"digest-{n:03d}", "document": document, "section": f"s{n}"}
+        text = render_template("digest", params)
         made = await kernel.new(text=text)
         if n % 2 == 0:
             await kernel.approve(ref=made.id)
@@ -159,8 +160,8 @@ async def test_filtering_500_answers_from_the_index_without_opening_a_spine(home
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout), result.stderr
 
-    rows, stderr = listing("--artifact", "doc:reports/weekly.md#digest")
-    assert len(rows) == 10 and "SPINES-OPENED 0" in stderr
+    rows, stderr = listing("--artifact", "doc:reports/weekly.md#s50")
+    assert [r["name"] for r in rows] == ["digest-050"] and "SPINES-OPENED 0" in stderr
     rows, stderr = listing("--state", "proposed")
     assert len(rows) == 250 and "SPINES-OPENED 0" in stderr
     rows, stderr = listing("--contract", "digest-004:1")

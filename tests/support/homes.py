@@ -65,10 +65,9 @@ def make_world(root: Path) -> World:
 
 
 def digest_contract(name: str = "notes-digest", model: str = "local") -> str:
-    text = render_template(
-        "digest", {"name": name, "notes": "notes", "document": "reports/digest.md"}
+    return render_template(
+        "digest", {"name": name, "notes": "notes", "document": "reports/digest.md", "model": model}
     )
-    return text.replace('model: "local"', f'model: "{model}"')
 
 
 def git(repo: Path, *args: str, when: str = "2026-10-27T10:00:00+00:00") -> str:

@@ -28,6 +28,7 @@ from hz_tui.screens.prompt import PromptScreen
 from hz_tui.turn_state import LiveTurn
 from hz_tui.widgets.composer import Composer
 from hz_tui.widgets.effect_ledger import EffectLedger
+from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.inbox import InboxList
 from hz_tui.widgets.lessons import LessonList
 from hz_tui.widgets.pending import PendingPanel
@@ -241,3 +242,21 @@ async def test_answer_retry_and_dismiss_through_dialogs(
     spine = world.home.heinzel_dir(heinzel) / "session.jsonl"
     kinds = [orjson.loads(line)["kind"] for line in spine.read_bytes().splitlines()]
     assert "question.answered" in kinds and "lesson.dismissed" in kinds
+
+
+async def test_the_page_says_which_model_the_heinzel_uses(tmp_path: Path) -> None:
+    """issue 12 item 7: the page shows the model, and that the home's default chose it."""
+    world = worlds.make_world(tmp_path)
+    settings = tmp_path / "home" / "hz.toml"
+    settings.write_text(settings.read_text() + '[model]\ndefault = "ollama:llama3"\n')
+    client = LocalClient(await Kernel.open(world.home, long_lived=True))
+    try:
+        heinzel = await new_heinzel(client, world)
+        app = CockpitApp(world.home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            page = await open_page(pilot, heinzel)
+            facts = text_of(page.query_one(Facts))
+            assert "ollama:llama3 · the home's default" in facts
+    finally:
+        await client.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, tzinfo
+from zoneinfo import ZoneInfo
+
 import pytest
 from contract_samples import WEEKLY
 
@@ -73,15 +76,28 @@ WIDENING = {
     "approvers lose someone": (("[owner]", "[theo]"), "approvers: changes owner → theo"),
     "schedule fires more often": (
         ('"0 15 * * FRI"', '"0 15 * * MON,FRI"'),
-        "schedule: fires more often (0 15 * * FRI → 0 15 * * MON,FRI)",
+        "schedule: fires when it did not before (0 15 * * FRI → 0 15 * * MON,FRI: it fires on "
+        "days the old one did not, like January 1 when it is a Monday)",
     ),
     "schedule fires earlier": (
         ('"0 15 * * FRI"', '"0 9 * * FRI"'),
-        "schedule: fires earlier (0 15 * * FRI → 0 9 * * FRI)",
+        "schedule: fires when it did not before (0 15 * * FRI → 0 9 * * FRI: "
+        "it adds hour 9 of the day)",
     ),
     "schedule moves to an earlier day": (
         ('"0 15 * * FRI"', '"0 15 * * TUE"'),
-        "schedule: fires earlier (0 15 * * FRI → 0 15 * * TUE)",
+        "schedule: fires when it did not before (0 15 * * FRI → 0 15 * * TUE: it fires on "
+        "days the old one did not, like January 1 when it is a Tuesday)",
+    ),
+    "schedule moves later": (
+        ('"0 15 * * FRI"', '"30 16 * * FRI"'),
+        "schedule: fires when it did not before (0 15 * * FRI → 30 16 * * FRI: "
+        "it adds minute 30 of the hour)",
+    ),
+    "schedule fires hourly in fewer months (issue 12)": (
+        ('"0 15 * * FRI"', '"0 * * FEB-DEC *"'),
+        "schedule: fires when it did not before (0 15 * * FRI → 0 * * FEB-DEC *: "
+        "it adds hours 0, 1, 2, 3, ... of the day)",
     ),
     "render on every slot": (
         ("render_on_schedule: if-moved", "render_on_schedule: always"),
@@ -151,15 +167,15 @@ NARROWING = {
         "max_usd: 0.5\n    max_tokens: 20000",
         "agent.max_tokens: lowers 100000 → 20000",
     ),
-    "a later schedule": (
-        '"0 15 * * FRI"',
-        '"30 16 * * FRI"',
-        "schedule: fires later (0 15 * * FRI → 30 16 * * FRI)",
-    ),
     "a rarer schedule": (
         '"0 15 * * FRI"',
-        '"0 15 1 * *"',
-        "schedule: fires less often (0 15 * * FRI → 0 15 1 * *)",
+        '"0 15 * 1-6 FRI"',
+        "schedule: fires only at some of its times (0 15 * * FRI → 0 15 * 1-6 FRI)",
+    ),
+    "the first friday only": (
+        '"0 15 * * FRI"',
+        '"0 15 * * FRI#1"',
+        "schedule: fires only at some of its times (0 15 * * FRI → 0 15 * * FRI#1)",
     ),
     "no schedule": ('  schedule: "0 15 * * FRI"\n', "", "schedule: drops 0 15 * * FRI"),
     "a publish target removed": (
@@ -239,17 +255,43 @@ def test_name_and_namespace_cannot_change_in_an_amendment(by: str) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "verdict"),
     [
-        ("0 9 * * *", "0 9 * * MON-FRI", "fewer"),
-        ("0 9 * * MON-FRI", "0 9 * * *", "more"),
-        ("0 9 * * *", "*/30 * * * *", "more"),
+        ("0 9 * * *", "0 9 * * MON-FRI", "narrows"),
+        ("0 9 * * MON-FRI", "0 9 * * *", "widens"),
+        ("0 9 * * *", "*/30 * * * *", "widens"),
         ("* * * * *", "* * * * *", "same"),
-        ("0 9 1 * *", "0 9 15 * *", "later"),
-        ("0 9 15 * *", "0 9 1 * *", "earlier"),
+        ("0 9 1 * *", "0 9 15 * *", "widens"),
         ("0 9 * * MON", "0 9 * * 1", "same"),
-        ("0 9 * * MON", "0 8 * * MON", "earlier"),
-        ("0 0 29 2 *", "0 9 * * *", "more"),
-        ("0 9 * * *", "0 9 * 7 *", "fewer"),
+        ("0 9 * * SUN", "0 9 * * 7", "same"),
+        ("0 9 * * MON", "0 8 * * MON", "widens"),
+        ("0 0 29 2 *", "0 9 * * *", "widens"),
+        ("0 9 * * *", "0 9 * 7 *", "narrows"),
+        ("0 15 * * FRI", "0 * * FEB-DEC *", "widens"),
+        ("0 0 1,15 * *", "0 0 1 * *", "narrows"),
+        ("0 0 1 * MON", "0 0 1 * *", "narrows"),
+        ("0 0 1 * *", "0 0 1 * MON", "widens"),
+        ("0 0 * * MON", "0 0 */7 * MON", "narrows"),
+        ("0 0 * * MON", "0 0 1,8 * MON", "widens"),
+        ("0 0 L * *", "0 0 LW * *", "widens"),
+        ("0 0 28-31 * *", "0 0 L * *", "narrows"),
+        ("0 0 * * 5L", "0 0 * * 5#5", "narrows"),
+        ("0 0 * * 5#5", "0 0 * * 5L", "widens"),
+        ("0 0 31 FEB,MAR *", "0 0 31 MAR *", "same"),
+        ("0-59 * * * *", "* * * * *", "same"),
+        ("0-59 0-23 * * *", "* * * * *", "same"),
     ],
 )
-def test_schedules_compare_by_their_slots_in_four_weeks(old: str, new: str, verdict: str) -> None:
-    assert compare_schedules(old, new) == verdict
+def test_schedules_compare_exactly_by_their_slots(old: str, new: str, verdict: str) -> None:
+    """issue 12 item 13: narrowing means every new slot is an old one, decided over the fields."""
+    assert compare_schedules(old, new, zone=UTC).verdict == verdict
+
+
+@pytest.mark.parametrize("zone", [None, ZoneInfo("Europe/Berlin")])
+def test_a_change_in_how_dst_nights_fire_is_never_narrowing_outside_utc(
+    zone: tzinfo | None,
+) -> None:
+    """issue 12 item 13: the time zone is handled, so a DST night can't add a slot."""
+    assert compare_schedules("* * * * *", "0 9 * * *", zone=UTC).verdict == "narrows"
+    change = compare_schedules("* * * * *", "0 9 * * *", zone=zone)
+    assert change.verdict == "widens" and "daylight-saving" in change.why
+    assert compare_schedules("0-59 0-23 * * *", "* * * * *", zone=zone).verdict == "widens"
+    assert compare_schedules("0 9 * * *", "0 9 * * MON", zone=zone).verdict == "narrows"

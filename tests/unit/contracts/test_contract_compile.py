@@ -59,7 +59,7 @@ def test_defaults_fill_what_a_minimal_contract_leaves_out() -> None:
     assert compiled.schedule is None
     assert compiled.hz.render_on_schedule == "always"
     assert compiled.hz.approvers == ("owner",)
-    assert compiled.hz.agent.model == "local"
+    assert compiled.hz.agent.model is None, "unset: the home's [model] default at turn time"
     assert compiled.inputs == {}
 
 

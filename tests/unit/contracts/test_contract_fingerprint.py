@@ -33,6 +33,8 @@ SAME_MEANING = {
         "[git:read, files:read, documents:write]", "[documents:write, git:read, files:read]"
     ),
     "cron spacing and case": WEEKLY.replace('"0 15 * * FRI"', '"0  15 * *   fri"'),
+    "cron weekday as a number (issue 12 item 7)": WEEKLY.replace('"0 15 * * FRI"', '"0 15 * * 5"'),
+    "cron list for a range": WEEKLY.replace('"0 15 * * FRI"', '"0 15 * JAN-DEC 5-5"'),
     "duration spelling": WEEKLY.replace("recheck: 1h", "recheck: 60m"),
     "explicit defaults": WEEKLY.replace("  approvers: [owner]\n", ""),
     "section order": WEEKLY.replace(
@@ -60,6 +62,9 @@ def test_approvers_are_a_set_of_handles() -> None:
 
 MATERIAL = {
     "schedule": ('"0 15 * * FRI"', '"0 16 * * FRI"'),
+    "schedule on one more day": ('"0 15 * * FRI"', '"0 15 * * FRI,SAT"'),
+    "schedule's daylight-saving behaviour": ('"0 15 * * FRI"', '"*/60 15 * * FRI"'),
+    "model left to the home's default": ("    model: local\n", ""),
     "schedule removed": ('  schedule: "0 15 * * FRI"\n', ""),
     "render mode": ("render_on_schedule: if-moved", "render_on_schedule: always"),
     "input arg": ("repo: /srv/checkout", "repo: /srv/payments"),
