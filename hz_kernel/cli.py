@@ -379,7 +379,8 @@ async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
         return 0
     widens = f"; it widens: {'; '.join(made.widens)}" if made.widens else ""
     sys.stdout.write(
-        f"proposed amendment {made.proposal}{widens}. Approve with: hz approve {args.name}\n"
+        f"proposed amendment {made.proposal}{widens}. "
+        f"Approve with: hz approve {args.name}@amendment:{made.proposal}\n"
     )
     return 0
 

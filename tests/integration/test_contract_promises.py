@@ -230,8 +230,9 @@ def test_a_new_contract_version_renders_at_the_next_if_moved_slot(world: World) 
     assert quiet["woken"] == [] and [s["reason"] for s in quiet["skipped"]] == ["nothing-moved"]
 
     amended = _write(world, "daily-v2", daily.replace("summed up.", "summed up, newest first."))
-    world.hz("heinzel", "amend", "daily", amended, HZ_NOW="2026-12-02T12:00:00Z")
-    world.hz("approve", "daily", HZ_NOW="2026-12-02T12:00:00Z")
+    said = world.hz("heinzel", "amend", "daily", amended, HZ_NOW="2026-12-02T12:00:00Z").stdout
+    approve_with = said.rsplit("hz approve ", 1)[1].strip()
+    world.hz("approve", approve_with, HZ_NOW="2026-12-02T12:00:00Z")
     changed = tick("2026-12-03T09:00:30Z")
     assert changed["skipped"] == [] and [w["name"] for w in changed["woken"]] == ["daily"]
     heinzel_id = json.loads(world.hz("heinzel", "show", "daily", "--json").stdout)["heinzel"]["id"]
