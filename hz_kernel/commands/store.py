@@ -14,7 +14,7 @@ from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
 from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import REQUEST_NAME, Inbox
-from hz_kernel.store.scan import scan_file
+from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
 from hz_kernel.vocabulary import ChainAccepted
 
@@ -140,28 +140,36 @@ class StoreCommands(KernelCore):
                 last_seq=0,
                 problems=[problem],
             )
+        seen = self.index.seen(heinzel_id)
+        if seen is not None and seen != (found.last_seq, found.last_hash):
+            found = scan_file(spine)
+        contradiction = index_break(seen, found)
+        breaks = [*found.breaks, *([contradiction] if contradiction else [])]
         row = await self.index.heinzel(heinzel_id)
         name = row["name"] if row else heinzel_id
         accepted_now = False
-        if accept and found.breaks:
+        if accept and breaks:
             async with self.holding(heinzel_id) as held:
-                marks = [b.model_dump(include={"seq", "offset", "problem"}) for b in found.breaks]
+                marks = [b.model_dump(include={"seq", "offset", "problem", "hash"}) for b in breaks]
                 await held.append(ChainAccepted(breaks=marks))
                 held.scan.accepted.extend(held.scan.breaks)
                 held.scan.breaks.clear()
-                held.projection.mark_damaged(False)
-                await held.sync_index()
+                held.accepted()
+                await held.sync_index(full=True)
             accepted_now = True
             found = scan_file(spine, collect=False)
+            settled = [*found.accepted, *([contradiction] if contradiction else [])]
+            breaks, contradiction = [], None
         else:
-            await self.index.set_damaged(heinzel_id, not found.intact)
-        problems = [api.ChainProblem(**b.model_dump()) for b in found.breaks] + [
-            api.ChainProblem(**b.model_dump(), accepted=True) for b in found.accepted
+            await self.index.set_damaged(heinzel_id, bool(breaks))
+            settled = found.accepted
+        problems = [api.ChainProblem(**b.model_dump()) for b in breaks] + [
+            api.ChainProblem(**b.model_dump(), accepted=True) for b in settled
         ]
         return api.VerifyReport(
             id=heinzel_id,
             name=str(name),
-            ok=found.intact,
+            ok=found.intact and contradiction is None,
             events=found.lines,
             bytes=found.size,
             last_seq=found.last_seq,

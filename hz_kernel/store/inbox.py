@@ -18,7 +18,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hz_kernel.errors import HzError
-from hz_kernel.store.fsutil import create_exclusive, ensure_private_dir, read_nofollow
+from hz_kernel.store.fsutil import (
+    NotRegularFile,
+    create_exclusive,
+    ensure_private_dir,
+    read_nofollow,
+    store_error,
+    store_io,
+)
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 REQUEST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json$")
@@ -58,9 +65,10 @@ class Inbox:
     def admit(self, request: InboxRequest) -> tuple[InboxRequest, bool]:
         """Write the request unless its id is taken; returns the stored request and whether new."""
         check_request_id(request.request_id)
-        ensure_private_dir(self.dir)
         path = self.dir / f"{request.request_id}.json"
-        created = create_exclusive(path, request.model_dump_json().encode())
+        with store_io(path):
+            ensure_private_dir(self.dir)
+            created = create_exclusive(path, request.model_dump_json().encode())
         if created:
             return request, True
         stored = self.get(request.request_id)
@@ -69,11 +77,15 @@ class Inbox:
         return stored, False
 
     def get(self, request_id: str) -> InboxRequest | None:
+        """The stored request; an entry that is a FIFO, socket or device is refused (HZS090)."""
         if not REQUEST_ID.match(request_id):
             return None
+        path = self.dir / f"{request_id}.json"
         try:
-            raw = read_nofollow(self.dir / f"{request_id}.json")
+            raw = read_nofollow(path)
             return InboxRequest.model_validate_json(raw)
+        except NotRegularFile as exc:
+            raise store_error(exc, path) from None
         except (OSError, ValidationError):
             return None
 
