@@ -26,6 +26,7 @@ from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_kernel.store.pruning import DailyPrune
 
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
 
@@ -194,8 +195,8 @@ async def cmd_prune(client: KernelClient, args: argparse.Namespace) -> int:
         _emit_json(report)
     else:
         sys.stdout.write(
-            f"removed {report.bodies_removed} bodies and {report.requests_removed} requests "
-            f"({report.bytes_freed} bytes)\n"
+            f"removed {report.bodies_removed} bodies, {report.requests_removed} requests and "
+            f"{report.sources_removed} cached source results ({report.bytes_freed} bytes)\n"
         )
     return 0
 
@@ -409,6 +410,7 @@ async def cmd_dismiss(client: KernelClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
+    prune = DailyPrune(partial(client.call, ops.PRUNE, ops.Empty()))
     while True:
         report = await client.call(ops.TICK, ops.Empty())
         if args.json:
@@ -424,6 +426,8 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
             sys.stderr.write(f"{problem.code}: {where}{problem.message}\n")
         if args.once:
             return 1 if report.problems else 0
+        if (failed := await prune()) is not None:
+            sys.stderr.write(failed.one_line() + "\n")
         sys.stdout.flush()
         await asyncio.sleep(args.interval)
 

@@ -16,6 +16,7 @@ from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import REQUEST_NAME, Inbox
 from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.tick.cache import SourceCache
 from hz_kernel.vocabulary import ChainAccepted
 
 
@@ -179,22 +180,29 @@ class StoreCommands(KernelCore):
         )
 
     async def prune(self, *, now: datetime | None = None) -> api.PruneReport:
-        """Delete expired turn bodies and delivered inbox files (``hz heinzel prune``).
+        """Delete expired turn bodies, delivered inbox files and cached source results.
 
         Only names hz writes, only regular files (never a link), only turns
         that have ended and requests that were delivered, older than
-        ``retention_days``. Running it twice removes nothing more.
+        ``retention_days``. A body something still needs is never removed,
+        whatever its age: the one holding a pending draft's text (its
+        approval learns from it), an open question's, and those of each
+        output's last approved draft and its approval (the next turn's
+        context, a reader of that output). Running it twice removes nothing
+        more.
         """
         days = self.home.settings.heinzel.retention_days
         if days == 0:
             return api.PruneReport(bodies_removed=0, requests_removed=0, bytes_freed=0)
-        cutoff = ((now or now_utc()) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+        moment = now or now_utc()
+        cutoff = (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
         ended = await self.index.fetch(
             "",
             "SELECT heinzel, turn FROM turns WHERE status IN ('finished', 'skipped') "
             "AND finished_at < ?",
             (cutoff,),
         )
+        needed = await self._bodies_needed()
         delivered = await self.index.fetch(
             "",
             "SELECT heinzel, request_id FROM requests WHERE status IN "
@@ -202,6 +210,8 @@ class StoreCommands(KernelCore):
         )
         bodies = removed_requests = freed = 0
         for row in ended:
+            if (row["heinzel"], row["turn"]) in needed:
+                continue
             path = body_path(self.home.heinzel_dir(row["heinzel"]), row["turn"])
             if BODY_NAME.match(path.name):
                 size = _unlink_regular(path)
@@ -211,8 +221,11 @@ class StoreCommands(KernelCore):
         cutoff_dt = datetime.fromisoformat(cutoff).replace(tzinfo=UTC)
         for row in delivered:
             inbox = Inbox(self.home.heinzel_dir(row["heinzel"]))
-            request = inbox.get(row["request_id"])
             path = inbox.dir / f"{row['request_id']}.json"
+            try:
+                request = inbox.get(row["request_id"])
+            except HzError:
+                continue
             if request is None or not REQUEST_NAME.match(path.name):
                 continue
             if request.admitted_at < cutoff_dt:
@@ -220,9 +233,28 @@ class StoreCommands(KernelCore):
                 if size is not None:
                     removed_requests += 1
                     freed += size
+        sources = SourceCache(self.home.sources_dir).prune(older_than=cutoff_dt)
         return api.PruneReport(
-            bodies_removed=bodies, requests_removed=removed_requests, bytes_freed=freed
+            bodies_removed=bodies,
+            requests_removed=removed_requests,
+            sources_removed=sources,
+            bytes_freed=freed,
         )
+
+    async def _bodies_needed(self) -> set[tuple[str, str]]:
+        """(heinzel, turn) of every body that prune must keep, whatever its age."""
+        rows = await self.index.fetch(
+            "",
+            "WITH last AS (SELECT d.heinzel, d.turn, d.key FROM drafts d "
+            "WHERE d.status = 'approved' AND d.seq = (SELECT MAX(e.seq) FROM drafts e "
+            "WHERE e.heinzel = d.heinzel AND e.asset IS d.asset AND e.status = 'approved')) "
+            "SELECT heinzel, turn FROM last "
+            "UNION SELECT k.heinzel, k.turn FROM keys k JOIN last l ON k.heinzel = l.heinzel "
+            "AND k.key = l.heinzel || '@approval:' || l.key "
+            "UNION SELECT heinzel, turn FROM drafts WHERE status = 'pending' "
+            "UNION SELECT heinzel, turn FROM questions WHERE status = 'pending'",
+        )
+        return {(r["heinzel"], r["turn"]) for r in rows if r["turn"]}
 
 
 def _unlink_regular(path: Path) -> int | None:

@@ -34,6 +34,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
 from hz_kernel.store.locks import FileLock
+from hz_kernel.store.pruning import DailyPrune
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -128,6 +129,13 @@ class DraftWatcher(Protocol):
     """How the tick notices drafts the user approved or rejected by editing the document."""
 
     async def observe_drafts(self, pending: list[tuple[str, str]]) -> list[str]: ...
+
+
+@runtime_checkable
+class Pruner(Protocol):
+    """The store's prune (``StoreCommands``), which a tick loop runs once a day."""
+
+    async def prune(self) -> object: ...
 
 
 def cap_notice_key(day: str) -> str:
@@ -429,6 +437,7 @@ async def run_tick_loop(
     that fails as a whole is reported as a problem and the loop goes on.
     """
     seconds = interval if interval is not None else tick_interval(kernel.home.settings)
+    prune = DailyPrune(kernel.prune) if isinstance(kernel, Pruner) else None
     while not stop_event.is_set():
         try:
             report = await kernel.tick_once()
@@ -438,6 +447,9 @@ async def run_tick_loop(
                 due=0,
                 problems=[TickProblem(code=exc.code, message=exc.message, place=exc.place)],
             )
+        if prune is not None and (failed := await prune()) is not None:
+            problem = TickProblem(code=failed.code, message=failed.message, place=failed.place)
+            report = report.model_copy(update={"problems": [*report.problems, problem]})
         if on_report is not None:
             on_report(report)
         with contextlib.suppress(TimeoutError):
