@@ -26,6 +26,7 @@ from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_kernel.store.fsutil import open_regular
 from hz_kernel.store.pruning import DailyPrune
 
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
@@ -214,8 +215,11 @@ def _params(items: Sequence[str] | None) -> dict[str, str] | None:
 
 
 def _read_text(path: str) -> str:
+    """A file the user named (a link is fine; a FIFO or device is refused, never read)."""
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
+        fd = open_regular(Path(path).expanduser(), os.O_RDONLY, follow=True)
+        with os.fdopen(fd, "rb") as file:
+            return file.read().decode("utf-8")
     except FileNotFoundError:
         raise HzError("HZU024", "no such file", path) from None
     except (OSError, UnicodeDecodeError) as exc:

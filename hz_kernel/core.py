@@ -207,7 +207,7 @@ class KernelCore:
         for heinzel_id in ids:
             proj, found = self._project_from_disk(heinzel_id)
             events += len(found.events) if found else 0
-            contradicts = found is not None and _contradicts(marks.get(heinzel_id), found)
+            contradicts = _contradicts(marks.get(heinzel_id), found)
             if proj.heinzel["damaged"] or contradicts:
                 damaged.append(heinzel_id)
             (contradicted if contradicts else projections).append(proj)
@@ -267,7 +267,7 @@ class KernelCore:
                     else:
                         locks.append(lock)
                 proj, found = self._project_from_disk(heinzel_id)
-                if found is not None and _contradicts(marks.get(heinzel_id), found):
+                if _contradicts(marks.get(heinzel_id), found):
                     contradicted.append(heinzel_id)
                 else:
                     projections.append(proj)
@@ -287,6 +287,8 @@ class KernelCore:
         return row
 
 
-def _contradicts(mark: SpineMark | None, found: SpineScan) -> bool:
-    """True when a spine read from disk contradicts the seq and hash its index mark holds."""
-    return mark is not None and index_break((mark[0], mark[3]), found) is not None
+def _contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
+    """True when a spine (None: unreadable) contradicts the seq and hash its index mark holds."""
+    if mark is None or not mark[0]:
+        return False
+    return found is None or index_break((mark[0], mark[3]), found) is not None

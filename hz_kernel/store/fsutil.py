@@ -54,7 +54,14 @@ def open_regular(path: Path, flags: int, mode: int = FILE_MODE, *, follow: bool 
     unless ``follow``.
     """
     extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
-    fd = os.open(path, flags | extra, mode)
+    try:
+        fd = os.open(path, flags | extra, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
+            st = os.stat(path, follow_symlinks=follow)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegularFile(path, file_kind(st.st_mode)) from None
+        raise
     try:
         st_mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(st_mode):

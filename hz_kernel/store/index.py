@@ -271,20 +271,42 @@ def index_error(exc: sqlite3.Error, path: Path) -> HzError:
 
     A full disk or a read-only home is said as such (HZS091, HZS092), never
     mistaken for a damaged index; only SQLite's "corrupt" and "not a
-    database" mean the file itself is bad (HZS094).
+    database" mean the file itself is bad (HZS094). SQLite reports a write
+    that found no space in its shared-memory file as a mere "disk I/O
+    error", so the file system is asked what is wrong.
     """
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return IndexDamaged(path, exc)
-    if name.startswith("SQLITE_FULL") or "disk is full" in str(exc):
-        return store_error(OSError(errno.ENOSPC, str(exc)), path)
-    if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH", "SQLITE_CANTOPEN")):
-        if name.startswith("SQLITE_CANTOPEN") and os.access(path.parent, os.W_OK):
-            return HzError("HZS070", f"cannot open the index ({exc})", str(path))
+    cause = _file_system_trouble(path.parent)
+    if name.startswith("SQLITE_FULL"):
+        cause = errno.ENOSPC
+    if cause is not None and name.startswith(
+        ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")
+    ):
+        return store_error(OSError(cause, str(exc)), path)
+    if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
         return store_error(OSError(errno.EACCES, str(exc)), path)
     if name.startswith("SQLITE_IOERR"):
         return HzError("HZS093", f"input/output error on the index ({exc})", str(path))
-    return HzError("HZS070", f"the index failed ({exc})", str(path))
+    return HzError("HZS070", f"cannot use the index ({exc})", str(path))
+
+
+#: Less free space than this on the index's file system counts as a full disk.
+_NEARLY_FULL = 256 * 1024
+
+
+def _file_system_trouble(directory: Path) -> int | None:
+    """ENOSPC or EROFS when the file system holding ``directory`` is full or read-only."""
+    try:
+        vfs = os.statvfs(directory)
+    except OSError:
+        return None
+    if vfs.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    if vfs.f_bavail * vfs.f_frsize < _NEARLY_FULL:
+        return errno.ENOSPC
+    return None
 
 
 def check_index_files(path: Path) -> None:

@@ -23,6 +23,7 @@ HZ = [sys.executable, "-m", "hz_kernel.cli"]
 DRAFTED_AT = "2026-12-01T09:00:00Z"
 #: A coded line: what hz prints on stderr for every error.
 CODED = re.compile(r"^HZ[A-Z][0-9]{3}: ")
+CODED_ANYWHERE = re.compile(r"HZ[A-Z][0-9]{3}: ")
 
 
 @dataclass
@@ -52,14 +53,21 @@ class Drafted:
         self, *args: str, now: str = DRAFTED_AT, timeout: float = 60, **env: str
     ) -> subprocess.CompletedProcess[str]:
         """Run the real ``hz``; a run that outlives ``timeout`` fails the test (it hung)."""
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-        full = {**clean, "HZ_HOME": str(self.home), "HZ_NOW": now, **env}
         try:
             return subprocess.run(
-                [*HZ, *args], capture_output=True, text=True, env=full, timeout=timeout
+                [*HZ, *args],
+                capture_output=True,
+                text=True,
+                env={**self.hz_env(now), **env},
+                timeout=timeout,
             )
         except subprocess.TimeoutExpired:
             raise AssertionError(f"hz {' '.join(args)} hung for {timeout}s") from None
+
+    def hz_env(self, now: str = DRAFTED_AT) -> dict[str, str]:
+        """The environment of an ``hz`` run on this home, its clock pinned to ``now``."""
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+        return {**clean, "HZ_HOME": str(self.home), "HZ_NOW": now}
 
     def events(self) -> list[dict[str, object]]:
         return [orjson.loads(line) for line in self.spine.read_bytes().splitlines()]
@@ -106,4 +114,5 @@ def coded_only(result: subprocess.CompletedProcess[str]) -> None:
     for line in result.stderr.splitlines():
         assert CODED.match(line), result.stderr
     if result.returncode != 0:
-        assert result.stderr.strip(), "an error exit must say why"
+        said = result.stderr + result.stdout
+        assert CODED_ANYWHERE.search(said), f"an error exit must say why: {said!r}"
