@@ -9,6 +9,7 @@ tick loop prunes on its own once a day.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -20,6 +21,9 @@ import pytest
 import time_machine
 from ulid import ULID
 
+from hz_kernel.commands.tick import run_tick_loop
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
 from hz_kernel.store.pruning import PRUNE_EVERY, DailyPrune
 from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import (
@@ -176,3 +180,26 @@ async def test_the_loops_prune_runs_once_a_day(monkeypatch: pytest.MonkeyPatch) 
         await daily()
         await daily()
     assert len(calls) == 2
+
+
+async def test_the_daemons_tick_loop_prunes_on_its_own(
+    world: Drafted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12 item 9: the loop the daemon and the cockpit run prunes without being asked."""
+    monkeypatch.setenv("HZ_HOME", str(world.home))
+    monkeypatch.setenv("HZ_NOW", LATER)
+    request = next((world.heinzel_dir / "inbox").glob("*.json"))
+    kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
+    stop = asyncio.Event()
+    loop = asyncio.create_task(run_tick_loop(kernel, 0.05, stop))
+    try:
+        for _ in range(600):
+            if not request.exists():
+                break
+            await asyncio.sleep(0.1)
+        assert not request.exists(), "the loop never pruned the delivered request"
+        assert _body(world, world.draft_turn()).is_file()
+    finally:
+        stop.set()
+        await loop
+        await kernel.close()
