@@ -29,6 +29,8 @@ from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
+from hz_kernel.store.fsutil import open_regular
+from hz_kernel.store.pruning import DailyPrune
 
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
 
@@ -293,8 +295,8 @@ async def cmd_prune(client: KernelClient, args: argparse.Namespace) -> int:
         _emit_json(report)
     else:
         sys.stdout.write(
-            f"removed {report.bodies_removed} bodies and {report.requests_removed} requests "
-            f"({report.bytes_freed} bytes)\n"
+            f"removed {report.bodies_removed} bodies, {report.requests_removed} requests and "
+            f"{report.sources_removed} cached source results ({report.bytes_freed} bytes)\n"
         )
     return 0
 
@@ -312,8 +314,11 @@ def _params(items: Sequence[str] | None) -> dict[str, str] | None:
 
 
 def _read_text(path: str) -> str:
+    """A file the user named (a link is fine; a FIFO or device is refused, never read)."""
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
+        fd = open_regular(Path(path).expanduser(), os.O_RDONLY, follow=True)
+        with os.fdopen(fd, "rb") as file:
+            return file.read().decode("utf-8")
     except FileNotFoundError:
         raise UsageError("HZU024", "no such file", path) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -513,6 +518,7 @@ async def cmd_dismiss(client: KernelClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
+    prune = DailyPrune(partial(client.call, ops.PRUNE, ops.Empty()))
     while True:
         report = await client.call(ops.TICK, ops.Empty())
         if args.json:
@@ -529,6 +535,8 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
             sys.stderr.write(f"{problem.code}: {where}{problem.message}\n")
         if args.once:
             return 1 if report.problems else 0
+        if (failed := await prune()) is not None:
+            sys.stderr.write(failed.one_line() + "\n")
         await asyncio.sleep(args.interval)
 
 

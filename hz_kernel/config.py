@@ -6,12 +6,14 @@ Every value has a default, so a home without the file works.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import open_regular
 
 
 class _Section(BaseModel):
@@ -79,9 +81,15 @@ class Settings(_Section):
 
 
 def load_settings(path: Path) -> Settings:
-    """Read and validate ``hz.toml``; a missing file gives the defaults."""
+    """Read and validate ``hz.toml``; a missing file gives the defaults.
+
+    A link to a settings file is fine (dotfile managers make them); a FIFO,
+    socket or device is refused at once rather than read (it would block).
+    """
     try:
-        raw = path.read_bytes()
+        fd = open_regular(path, os.O_RDONLY, follow=True)
+        with os.fdopen(fd, "rb") as file:
+            raw = file.read()
     except FileNotFoundError:
         return Settings()
     except OSError as exc:

@@ -22,10 +22,18 @@ from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.observe import Observation, Observer
 from hz_kernel.store.envelope import Event
-from hz_kernel.store.index import Index, SpineStat, stale_spines, stat_spine
+from hz_kernel.store.fsutil import store_io
+from hz_kernel.store.index import (
+    Index,
+    IndexDamaged,
+    SpineMark,
+    SpineStat,
+    stale_spines,
+    stat_spine,
+)
 from hz_kernel.store.locks import FileLock
 from hz_kernel.store.projection import Projection
-from hz_kernel.store.scan import SpineScan, scan_file
+from hz_kernel.store.scan import SpineScan, index_break, scan_file
 from hz_kernel.store.session import HeldSession, project
 from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
 from hz_kernel.tick.schedule import SlotClock, user_zone
@@ -69,13 +77,18 @@ class KernelCore:
         embedded cockpit releases each session after its command (another
         process may write that spine in between) and runs turns inline.
         """
-        home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with store_io(home.heinzel_root):
+            home.heinzel_root.mkdir(mode=0o700, parents=True, exist_ok=True)
         index = await Index.open(home.index_path)
         kernel: Self | None = None
         try:
             kernel = cls(home, index, long_lived=long_lived)
             if reconcile:
-                await kernel.reconcile()
+                try:
+                    await kernel.reconcile()
+                except IndexDamaged:
+                    await index.recreate()
+                    await kernel.reconcile()
         except BaseException:
             # The index's connection runs a thread that keeps the process alive until closed.
             await (index.close() if kernel is None else kernel.close())
@@ -103,11 +116,17 @@ class KernelCore:
                 heinzel_id, self.home.heinzel_dir(heinzel_id), self.index, self.observe
             )
             self.sessions[heinzel_id] = held
-            row = held.projection.heinzel
-            if self.index.seen(heinzel_id) != (row["seq"], row["last_hash"]):
-                await held.sync_index(full=True)
-            else:
-                held.projection.dirty.clear()
+            try:
+                row = held.projection.heinzel
+                if await held.check_against_index():
+                    held.projection.dirty.clear()
+                elif self.index.seen(heinzel_id) != (row["seq"], row["last_hash"]):
+                    await held.sync_index(full=True)
+                else:
+                    held.projection.dirty.clear()
+            except BaseException:
+                self.release(heinzel_id)
+                raise
         return held
 
     def release(self, heinzel_id: str) -> None:
@@ -165,24 +184,44 @@ class KernelCore:
         spines = self.home.spine_paths()
         stale, stats = stale_spines(marks, spines)
         await self.index.forget(set(marks) - set(spines))
-        return await self._rebuild([h for h in stale if h in spines], stats, skip_busy=True)
+        return await self._rebuild([h for h in stale if h in spines], stats, marks, skip_busy=True)
 
     async def reindex(self) -> api.ReindexReport:
-        """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``)."""
+        """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``).
+
+        A damaged index file (a malformed page, not a database) is replaced
+        by a new one first. A spine that contradicts what the index saw (cut
+        off, last line changed) keeps its last known rows, marked damaged:
+        a rebuild never makes damage silent.
+        """
         started = time.perf_counter()
         ids = self.home.heinzel_ids()
         stats = {i: stat_spine(self.home.heinzel_dir(i) / SPINE_NAME) for i in ids}
-        await self.index.forget(set(await self.index.spine_marks()) - set(ids))
+        try:
+            marks = await self.index.spine_marks()
+        except IndexDamaged:
+            await self.index.recreate()
+            marks = {}
         events = 0
         damaged: list[str] = []
         projections: list[Projection] = []
+        contradicted: list[Projection] = []
         for heinzel_id in ids:
             proj, found = self._project_from_disk(heinzel_id)
             events += len(found.events) if found else 0
-            if proj.heinzel["damaged"]:
+            contradicts = _contradicts(marks.get(heinzel_id), found)
+            if proj.heinzel["damaged"] or contradicts:
                 damaged.append(heinzel_id)
-            projections.append(proj)
-        await self.index.write(projections, stats, full=True, everything=True)
+            (contradicted if contradicts else projections).append(proj)
+        try:
+            await self.index.forget(set(marks) - set(ids))
+            await self.index.write(projections, stats, full=True, everything=not contradicted)
+        except IndexDamaged:
+            await self.index.recreate()
+            projections, contradicted = projections + contradicted, []
+            await self.index.write(projections, stats, full=True, everything=True)
+        for proj in contradicted:
+            await self.index.mark_damaged(proj.id, stats.get(proj.id))
         return api.ReindexReport(
             heinzels=len(ids),
             events=events,
@@ -205,9 +244,20 @@ class KernelCore:
         return project(heinzel_id, heinzel_dir, found), found
 
     async def _rebuild(
-        self, ids: list[str], stats: dict[str, SpineStat | None], *, skip_busy: bool
+        self,
+        ids: list[str],
+        stats: dict[str, SpineStat | None],
+        marks: dict[str, SpineMark],
+        *,
+        skip_busy: bool,
     ) -> list[str]:
+        """Rebuild the rows of ``ids`` from their spines, checking each against its mark.
+
+        A spine that contradicts the seq and hash the index saw is not
+        projected over its rows: it is marked damaged and its rows stay.
+        """
         projections: list[Projection] = []
+        contradicted: list[str] = []
         locks: list[FileLock] = []
         try:
             for heinzel_id in ids:
@@ -218,12 +268,18 @@ class KernelCore:
                             continue
                     else:
                         locks.append(lock)
-                projections.append(self._project_from_disk(heinzel_id)[0])
+                proj, found = self._project_from_disk(heinzel_id)
+                if _contradicts(marks.get(heinzel_id), found):
+                    contradicted.append(heinzel_id)
+                else:
+                    projections.append(proj)
             await self.index.write(projections, stats, full=True)
+            for heinzel_id in contradicted:
+                await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))
         finally:
             for lock in locks:
                 lock.release()
-        return [p.id for p in projections]
+        return [p.id for p in projections] + contradicted
 
     async def resolve(self, ref: str) -> dict[str, Any]:
         """The index row of a heinzel named by id or name (``HZU010`` when unknown)."""
@@ -231,3 +287,10 @@ class KernelCore:
         if row is None:
             raise UsageError("HZU010", "no heinzel with that name or id", ref[:80])
         return row
+
+
+def _contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
+    """True when a spine (None: unreadable) contradicts the seq and hash its index mark holds."""
+    if mark is None or not mark[0]:
+        return False
+    return found is None or index_break((mark[0], mark[3]), found) is not None

@@ -18,8 +18,9 @@ from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
 from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import REQUEST_NAME, Inbox
-from hz_kernel.store.scan import scan_file
+from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.tick.cache import SourceCache
 from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.vocabulary import ChainAccepted
 
@@ -183,28 +184,36 @@ class StoreCommands(KernelCore):
                 last_seq=0,
                 problems=[problem],
             )
+        seen = self.index.seen(heinzel_id)
+        if seen is not None and seen != (found.last_seq, found.last_hash):
+            found = scan_file(spine)
+        contradiction = index_break(seen, found)
+        breaks = [*found.breaks, *([contradiction] if contradiction else [])]
         row = await self.index.heinzel(heinzel_id)
         name = row["name"] if row else heinzel_id
         accepted_now = False
-        if accept and found.breaks:
+        if accept and breaks:
             async with self.holding(heinzel_id) as held:
-                marks = [b.model_dump(include={"seq", "offset", "problem"}) for b in found.breaks]
+                marks = [b.model_dump(include={"seq", "offset", "problem", "hash"}) for b in breaks]
                 await held.append(ChainAccepted(breaks=marks))
                 held.scan.accepted.extend(held.scan.breaks)
                 held.scan.breaks.clear()
-                held.projection.mark_damaged(False)
-                await held.sync_index()
+                held.accepted()
+                await held.sync_index(full=True)
             accepted_now = True
             found = scan_file(spine, collect=False)
+            settled = [*found.accepted, *([contradiction] if contradiction else [])]
+            breaks, contradiction = [], None
         else:
-            await self.index.set_damaged(heinzel_id, not found.intact)
-        problems = [api.ChainProblem(**b.model_dump()) for b in found.breaks] + [
-            api.ChainProblem(**b.model_dump(), accepted=True) for b in found.accepted
+            await self.index.set_damaged(heinzel_id, bool(breaks))
+            settled = found.accepted
+        problems = [api.ChainProblem(**b.model_dump()) for b in breaks] + [
+            api.ChainProblem(**b.model_dump(), accepted=True) for b in settled
         ]
         return api.VerifyReport(
             id=heinzel_id,
             name=str(name),
-            ok=found.intact,
+            ok=found.intact and contradiction is None,
             events=found.lines,
             bytes=found.size,
             last_seq=found.last_seq,
@@ -214,22 +223,29 @@ class StoreCommands(KernelCore):
         )
 
     async def prune(self, *, now: datetime | None = None) -> api.PruneReport:
-        """Delete expired turn bodies and delivered inbox files (``hz heinzel prune``).
+        """Delete expired turn bodies, delivered inbox files and cached source results.
 
         Only names hz writes, only regular files (never a link), only turns
         that have ended and requests that were delivered, older than
-        ``retention_days``. Running it twice removes nothing more.
+        ``retention_days``. A body something still needs is never removed,
+        whatever its age: the one holding a pending draft's text (its
+        approval learns from it), an open question's, and those of each
+        output's last approved draft and its approval (the next turn's
+        context, a reader of that output). Running it twice removes nothing
+        more.
         """
         days = self.home.settings.heinzel.retention_days
         if days == 0:
             return api.PruneReport(bodies_removed=0, requests_removed=0, bytes_freed=0)
-        cutoff = ((now or now_utc()) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
+        moment = now or now_utc()
+        cutoff = (moment - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S")
         ended = await self.index.fetch(
             "",
             "SELECT heinzel, turn FROM turns WHERE status IN ('finished', 'skipped') "
             "AND finished_at < ?",
             (cutoff,),
         )
+        needed = await self._bodies_needed()
         delivered = await self.index.fetch(
             "",
             "SELECT heinzel, request_id FROM requests WHERE status IN "
@@ -237,6 +253,8 @@ class StoreCommands(KernelCore):
         )
         bodies = removed_requests = freed = 0
         for row in ended:
+            if (row["heinzel"], row["turn"]) in needed:
+                continue
             path = body_path(self.home.heinzel_dir(row["heinzel"]), row["turn"])
             if BODY_NAME.match(path.name):
                 size = _unlink_regular(path)
@@ -246,8 +264,11 @@ class StoreCommands(KernelCore):
         cutoff_dt = datetime.fromisoformat(cutoff).replace(tzinfo=UTC)
         for row in delivered:
             inbox = Inbox(self.home.heinzel_dir(row["heinzel"]))
-            request = inbox.get(row["request_id"])
             path = inbox.dir / f"{row['request_id']}.json"
+            try:
+                request = inbox.get(row["request_id"])
+            except HzError:
+                continue
             if request is None or not REQUEST_NAME.match(path.name):
                 continue
             if request.admitted_at < cutoff_dt:
@@ -255,9 +276,28 @@ class StoreCommands(KernelCore):
                 if size is not None:
                     removed_requests += 1
                     freed += size
+        sources = SourceCache(self.home.sources_dir).prune(older_than=cutoff_dt)
         return api.PruneReport(
-            bodies_removed=bodies, requests_removed=removed_requests, bytes_freed=freed
+            bodies_removed=bodies,
+            requests_removed=removed_requests,
+            sources_removed=sources,
+            bytes_freed=freed,
         )
+
+    async def _bodies_needed(self) -> set[tuple[str, str]]:
+        """(heinzel, turn) of every body that prune must keep, whatever its age."""
+        rows = await self.index.fetch(
+            "",
+            "WITH last AS (SELECT d.heinzel, d.turn, d.key FROM drafts d "
+            "WHERE d.status = 'approved' AND d.seq = (SELECT MAX(e.seq) FROM drafts e "
+            "WHERE e.heinzel = d.heinzel AND e.asset IS d.asset AND e.status = 'approved')) "
+            "SELECT heinzel, turn FROM last "
+            "UNION SELECT k.heinzel, k.turn FROM keys k JOIN last l ON k.heinzel = l.heinzel "
+            "AND k.key = l.heinzel || '@approval:' || l.key "
+            "UNION SELECT heinzel, turn FROM drafts WHERE status = 'pending' "
+            "UNION SELECT heinzel, turn FROM questions WHERE status = 'pending'",
+        )
+        return {(r["heinzel"], r["turn"]) for r in rows if r["turn"]}
 
 
 def _unlink_regular(path: Path) -> int | None:

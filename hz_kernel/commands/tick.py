@@ -43,6 +43,7 @@ from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
 from hz_kernel.store.inbox import undelivered
 from hz_kernel.store.locks import FileLock, SpineBusy
+from hz_kernel.store.pruning import DailyPrune
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -149,6 +150,13 @@ class DraftWatcher(Protocol):
 #: Codes that mean "another process is writing this spine": contention, not a failure.
 BUSY_CODES = frozenset({"HZS010"})
 _log = logging.getLogger("hz.tick")
+
+
+@runtime_checkable
+class Pruner(Protocol):
+    """The store's prune (``StoreCommands``), which a tick loop runs once a day."""
+
+    async def prune(self) -> object: ...
 
 
 def cap_notice_key(day: str) -> str:
@@ -566,6 +574,7 @@ async def run_tick_loop(
     the loop goes on; ``pulse`` learns of every tick that finished.
     """
     seconds = interval if interval is not None else tick_interval(kernel.home.settings)
+    prune = DailyPrune(kernel.prune) if isinstance(kernel, Pruner) else None
     while not stop_event.is_set():
         try:
             report = await kernel.tick_once()
@@ -586,6 +595,9 @@ async def run_tick_loop(
         else:
             if pulse is not None:
                 pulse.beat()
+        if prune is not None and (failed := await prune()) is not None:
+            problem = TickProblem(code=failed.code, message=failed.message, place=failed.place)
+            report = report.model_copy(update={"problems": [*report.problems, problem]})
         if on_report is not None:
             on_report(report)
         with contextlib.suppress(TimeoutError):

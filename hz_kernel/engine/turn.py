@@ -335,6 +335,11 @@ class TurnRunner:
     async def _walk(self, state: TurnState) -> str:
         """The remaining steps. Each boundary yields to the event loop, so a message, a
         wake or a stop that arrived meanwhile is taken in between two steps."""
+        assert self.body is not None
+        if self.body.size == 0 and "think" in state.done and "act" not in state.done:
+            # The body was deleted: the inputs and the outcome are gone. Those steps are
+            # replay-safe, so they run again rather than acting on nothing.
+            state.done = []
         self._reload(state)
         try:
             if "gather" not in state.done:

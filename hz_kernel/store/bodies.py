@@ -10,6 +10,8 @@ hash, so a pruned body is a visible gap and never a break in the chain.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -20,7 +22,16 @@ from typing import Any
 import orjson
 
 from hz_kernel.store.envelope import utc_stamp
-from hz_kernel.store.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+from hz_kernel.store.fsutil import (
+    FILE_MODE,
+    NotRegularFile,
+    ensure_private_dir,
+    fsync_dir,
+    open_regular,
+    read_nofollow,
+    store_error,
+    store_io,
+)
 
 TURN_ID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 BODY_NAME = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}\.jsonl$")
@@ -37,11 +48,13 @@ class BodyWriter:
         if not TURN_ID.match(turn):
             raise ValueError(f"not a turn id: {turn!r}")
         self.path = body_path(heinzel_dir, turn)
-        ensure_private_dir(self.path.parent)
-        created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-        if created:
-            fsync_dir(self.path.parent)
+        self._fd = -1
+        with store_io(self.path):
+            ensure_private_dir(self.path.parent)
+            created = not self.path.exists()
+            self._fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+            if created:
+                fsync_dir(self.path.parent)
         self._digest = hashlib.sha256()
         self.size = 0
         self._resume()
@@ -59,13 +72,23 @@ class BodyWriter:
         os.lseek(self._fd, whole, os.SEEK_SET)
 
     def write(self, record_type: str, **fields: Any) -> None:
+        """Append one record; on a full disk the partial record is cut off and HZS091 raised."""
         line = orjson.dumps({"ts": utc_stamp(), "type": record_type, **fields}) + b"\n"
-        os.write(self._fd, line)
+        try:
+            written = os.write(self._fd, line)
+            if written != len(line):
+                raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.size)
+                os.lseek(self._fd, self.size, os.SEEK_SET)
+            raise store_error(exc, self.path) from None
         self._digest.update(line)
         self.size += len(line)
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        with store_io(self.path):
+            os.fsync(self._fd)
 
     @property
     def hash(self) -> str:
@@ -79,19 +102,19 @@ class BodyWriter:
 
 
 def read_body(heinzel_dir: Path, turn: str) -> list[dict[str, Any]] | None:
-    """Every whole record of a body, or None when the body is gone (pruned or never written)."""
+    """Every whole record of a body, or None when the body is gone (pruned or never written).
+
+    A body that is a FIFO, socket or device is refused with HZS090, never read.
+    """
     if not TURN_ID.match(turn):
         return None
+    path = body_path(heinzel_dir, turn)
     try:
-        fd = os.open(body_path(heinzel_dir, turn), os.O_RDONLY | os.O_NOFOLLOW)
+        data = read_nofollow(path)
+    except NotRegularFile as exc:
+        raise store_error(exc, path) from None
     except OSError:
         return None
-    try:
-        data = b""
-        while chunk := os.read(fd, 1 << 20):
-            data += chunk
-    finally:
-        os.close(fd)
     return list(_records(data))
 
 

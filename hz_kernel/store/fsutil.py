@@ -7,12 +7,99 @@ permission and durability rules live in one place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+
+from hz_kernel.errors import HzError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+_NO_PERMISSION = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+class NotRegularFile(OSError):
+    """A path hz reads is a FIFO, socket, device or directory: refused instead of opened."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"it is a {kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """A word for what a mode says a path is (for messages)."""
+    for test, word in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "device"),
+        (stat.S_ISBLK, "device"),
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISLNK, "symbolic link"),
+    ):
+        if test(mode):
+            return word
+    return "regular file" if stat.S_ISREG(mode) else "special file"
+
+
+def open_regular(path: Path, flags: int, mode: int = FILE_MODE, *, follow: bool = False) -> int:
+    """``os.open`` that never blocks on a FIFO nor opens a socket, device or directory.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once; the ``fstat`` that
+    follows refuses anything but a regular file (``NotRegularFile``). The
+    returned descriptor is back in blocking mode. Links are not followed
+    unless ``follow``.
+    """
+    extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags | extra, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
+            st = os.stat(path, follow_symlinks=follow)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotRegularFile(path, file_kind(st.st_mode)) from None
+        raise
+    try:
+        st_mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(st_mode):
+            raise NotRegularFile(path, file_kind(st_mode))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def store_error(exc: OSError, path: Path | str) -> HzError:
+    """The coded error for a failed read or write under the home, saying what went wrong.
+
+    A full disk and a permission problem (including a read-only file
+    system) get their own codes, so the user is never told that a file is
+    damaged when the disk is merely full.
+    """
+    place = str(path)
+    if exc.errno in _NO_SPACE:
+        return HzError("HZS091", "no space left on the device; free some and try again", place)
+    if exc.errno in _NO_PERMISSION:
+        what = "the file system is read-only" if exc.errno == errno.EROFS else "permission denied"
+        return HzError("HZS092", f"{what}; hz needs to write here", place)
+    if isinstance(exc, NotRegularFile):
+        return HzError("HZS090", f"refused: {exc.strerror}", place)
+    if exc.errno == errno.ELOOP:
+        return HzError("HZS090", "refused: it is a symbolic link, not a regular file", place)
+    return HzError("HZS093", f"input/output error ({exc.strerror or type(exc).__name__})", place)
+
+
+@contextlib.contextmanager
+def store_io(path: Path | str) -> Iterator[None]:
+    """Turn an ``OSError`` raised inside into ``store_error`` for ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        raise store_error(exc, getattr(exc, "filename", None) or path) from None
 
 
 def fsync_dir(path: Path) -> None:
@@ -38,13 +125,8 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old or the new file, never a mix.
-
-    Temp file in the same directory, fsync, rename over the target, fsync the
-    directory. The file is 0600.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def _write_temp(tmp: Path, data: bytes) -> None:
+    """Write and fsync a new private temp file; on failure (a full disk) nothing is left behind."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
     try:
         view = memoryview(data)
@@ -52,8 +134,22 @@ def atomic_write(path: Path, data: bytes) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old or the new file, never a mix.
+
+    Temp file in the same directory, fsync, rename over the target, fsync the
+    directory. The file is 0600.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _write_temp(tmp, data)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -70,12 +166,7 @@ def create_exclusive(path: Path, data: bytes) -> bool:
     writer wins, a retry finds the file and leaves it alone.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_temp(tmp, data)
     try:
         os.link(tmp, path)
         created = True
@@ -97,8 +188,13 @@ def is_regular_file(path: Path) -> bool:
 
 
 def read_nofollow(path: Path) -> bytes:
-    """Read a whole file, refusing to follow a symbolic link at the last component."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    """Read a whole regular file, refusing a link at the last component, a FIFO or a device.
+
+    Refusals are ``OSError`` (``NotRegularFile`` for the special files), so
+    callers that treat an unreadable file as missing keep doing so, and none
+    of them can hang on a FIFO.
+    """
+    fd = open_regular(path, os.O_RDONLY)
     try:
         chunks: list[bytes] = []
         while chunk := os.read(fd, 1 << 20):

@@ -33,10 +33,13 @@ from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import (
     FILE_MODE,
+    NotRegularFile,
     create_exclusive,
     ensure_private_dir,
     fsync_dir,
     read_nofollow,
+    store_error,
+    store_io,
 )
 
 REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -98,14 +101,15 @@ class Inbox:
         would be answered for the second, whose content would reach no turn.
         """
         check_request_id(request.request_id)
-        ensure_private_dir(self.dir)
         path = self.dir / f"{request.request_id}.json"
-        stored = self.get(request.request_id) if path.exists() else None
-        if stored is None:
-            self.mark()
-            if create_exclusive(path, request.model_dump_json().encode()):
-                return request, True
-            stored = self.get(request.request_id)
+        with store_io(path):
+            ensure_private_dir(self.dir)
+            stored = self.get(request.request_id) if path.exists() else None
+            if stored is None:
+                self.mark()
+                if create_exclusive(path, request.model_dump_json().encode()):
+                    return request, True
+                stored = self.get(request.request_id)
         if stored is None:
             raise HzError("HZS031", "request file exists but cannot be read", str(path))
         if not stored.same_content(request):
@@ -130,11 +134,15 @@ class Inbox:
             os.unlink(self.marker)
 
     def get(self, request_id: str) -> InboxRequest | None:
+        """The stored request; an entry that is a FIFO, socket or device is refused (HZS090)."""
         if not REQUEST_ID.match(request_id):
             return None
+        path = self.dir / f"{request_id}.json"
         try:
-            raw = read_nofollow(self.dir / f"{request_id}.json")
+            raw = read_nofollow(path)
             return InboxRequest.model_validate_json(raw)
+        except NotRegularFile as exc:
+            raise store_error(exc, path) from None
         except (OSError, ValidationError):
             return None
 

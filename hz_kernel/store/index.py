@@ -16,9 +16,12 @@ while holding that spine's lock, so it can never race its writer.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +30,7 @@ import aiosqlite
 import orjson
 
 from hz_kernel.errors import HzError
-from hz_kernel.store.fsutil import FILE_MODE
+from hz_kernel.store.fsutil import FILE_MODE, file_kind, store_error
 
 if TYPE_CHECKING:
     from hz_kernel.store.projection import Projection
@@ -223,6 +226,10 @@ _EXTRA_DDL = (
 )
 
 
+#: What the index keeps per spine: (seq, size, mtime_ns, hash of the line at that seq).
+SpineMark = tuple[int, int | None, int | None, str | None]
+
+
 @dataclass(frozen=True, slots=True)
 class SpineStat:
     size: int
@@ -245,6 +252,83 @@ def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
     return out
 
 
+_INDEX_FILES = ("", "-wal", "-shm")
+
+
+class IndexDamaged(HzError):
+    """The index file is not a usable database (malformed page, not SQLite): rebuild it."""
+
+    def __init__(self, path: Path, exc: sqlite3.Error) -> None:
+        super().__init__(
+            "HZS094",
+            f"the index is damaged ({exc}); hz heinzel reindex rebuilds it from the spines",
+            str(path),
+        )
+
+
+def index_error(exc: sqlite3.Error, path: Path) -> HzError:
+    """The coded error for a failed index operation, by SQLite's own error name.
+
+    A full disk or a read-only home is said as such (HZS091, HZS092), never
+    mistaken for a damaged index; only SQLite's "corrupt" and "not a
+    database" mean the file itself is bad (HZS094). SQLite reports a write
+    that found no space in its shared-memory file as a mere "disk I/O
+    error", so the file system is asked what is wrong.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return IndexDamaged(path, exc)
+    cause = _file_system_trouble(path.parent)
+    if name.startswith("SQLITE_FULL"):
+        cause = errno.ENOSPC
+    if cause is not None and name.startswith(
+        ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")
+    ):
+        return store_error(OSError(cause, str(exc)), path)
+    if name.startswith(("SQLITE_READONLY", "SQLITE_PERM", "SQLITE_AUTH")):
+        return store_error(OSError(errno.EACCES, str(exc)), path)
+    if name.startswith("SQLITE_IOERR"):
+        return HzError("HZS093", f"input/output error on the index ({exc})", str(path))
+    return HzError("HZS070", f"cannot use the index ({exc})", str(path))
+
+
+#: Less free space than this on the index's file system counts as a full disk.
+_NEARLY_FULL = 256 * 1024
+
+
+def _file_system_trouble(directory: Path) -> int | None:
+    """ENOSPC or EROFS when the file system holding ``directory`` is full or read-only."""
+    try:
+        vfs = os.statvfs(directory)
+    except OSError:
+        return None
+    if vfs.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    if vfs.f_bavail * vfs.f_frsize < _NEARLY_FULL:
+        return errno.ENOSPC
+    return None
+
+
+def check_index_files(path: Path) -> None:
+    """Refuse an index (or its WAL files) that is a directory, FIFO, socket, device or link.
+
+    SQLite would follow a link and block on a FIFO; hz never opens either.
+    """
+    for suffix in _INDEX_FILES:
+        candidate = path.with_name(path.name + suffix)
+        try:
+            mode = os.lstat(candidate).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise HzError(
+                "HZS090",
+                f"the index is a {file_kind(mode)}, not a regular file; move it away and hz "
+                "rebuilds it from the spines",
+                str(candidate),
+            )
+
+
 class IndexQueries:
     """The read side of the index: what a listing, a page or a tick asks of it.
 
@@ -254,6 +338,7 @@ class IndexQueries:
 
     conn: aiosqlite.Connection
     queries: int
+    path: Path
 
     async def is_current(self, spines: dict[str, Path]) -> bool:
         """True when the index has seen every spine as it is now (size and mtime) and no other."""
@@ -261,16 +346,19 @@ class IndexQueries:
 
     async def fetch(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         self.queries += 1
-        async with self.conn.execute(sql, params) as cur:
-            rows = await cur.fetchall()
+        try:
+            async with self.conn.execute(sql, params) as cur:
+                rows = await cur.fetchall()
+        except sqlite3.Error as exc:
+            raise index_error(exc, self.path) from None
         shape = _BY_NAME.get(table)
         if shape is None:
             return [dict(r) for r in rows]
         return [_decode_row(shape, r) for r in rows]
 
-    async def spine_marks(self) -> dict[str, tuple[int, int | None, int | None]]:
-        rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns FROM spines")
-        return {r["heinzel"]: (r["seq"], r["size"], r["mtime_ns"]) for r in rows}
+    async def spine_marks(self) -> dict[str, SpineMark]:
+        rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns, hash FROM spines")
+        return {r["heinzel"]: (r["seq"], r["size"], r["mtime_ns"], r["hash"]) for r in rows}
 
     async def list_heinzels(
         self,
@@ -335,7 +423,7 @@ class IndexQueries:
 
 
 def stale_spines(
-    marks: dict[str, tuple[int, int | None, int | None]], spines: dict[str, Path]
+    marks: dict[str, SpineMark], spines: dict[str, Path]
 ) -> tuple[list[str], dict[str, SpineStat | None]]:
     """Heinzels whose spine differs from the index's mark (or has none), and every stat taken.
 
@@ -355,14 +443,18 @@ def stale_spines(
 class IndexReader(IndexQueries):
     """A read-only connection to ``index.sqlite``, for listing without opening the kernel."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+        self.path = path
         self.conn = conn
         self.queries = 0
 
     @classmethod
     async def open(cls, path: Path) -> IndexReader | None:
-        """The reader; None when there is no index of this schema yet (the kernel builds it)."""
-        if not path.is_file():
+        """The reader; None when there is no usable index of this schema (the kernel builds it)."""
+        try:
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return None
+        except OSError:
             return None
         try:
             conn = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
@@ -378,10 +470,23 @@ class IndexReader(IndexQueries):
         if version != SCHEMA_VERSION:
             await conn.close()
             return None
-        return cls(conn)
+        return cls(path, conn)
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+def remove_index_files(path: Path) -> None:
+    """Delete a damaged index and its WAL files: it is derived, the spines rebuild it."""
+    for suffix in _INDEX_FILES:
+        candidate = path.with_name(path.name + suffix)
+        try:
+            if stat.S_ISREG(os.lstat(candidate).st_mode):
+                candidate.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise store_error(exc, candidate) from None
 
 
 class Index(IndexQueries):
@@ -392,28 +497,56 @@ class Index(IndexQueries):
         self.conn = conn
         self.writer = writer
         self.queries = 0
+        self.recreated = False
 
     @classmethod
     async def open(cls, path: Path) -> Index:
-        fresh = not path.exists()
-        if fresh:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+        """Open the index, creating it; a damaged file is replaced by an empty one.
+
+        The caller (the kernel) then rebuilds the rows from the spines, as it
+        does for any spine the index has not seen. ``recreated`` says so.
+        """
+        check_index_files(path)
+        try:
+            return await cls._connect(path)
+        except IndexDamaged:
+            remove_index_files(path)
+            index = await cls._connect(path)
+            index.recreated = True
+            return index
+
+    @classmethod
+    async def _connect(cls, path: Path) -> Index:
+        if not path.exists():
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
+            except OSError as exc:
+                raise store_error(exc, path) from None
         try:
             conn = await aiosqlite.connect(path, isolation_level=None)
-        except Exception as exc:
-            raise HzError("HZS070", f"cannot open the index ({exc})", str(path)) from None
+        except sqlite3.Error as exc:
+            raise index_error(exc, path) from None
         conn.row_factory = aiosqlite.Row
-        writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            await conn.close()
+            raise index_error(exc, path) from None
         index = cls(path, conn, writer)
         try:
             await index._prepare()
-        except sqlite3.DatabaseError as exc:
-            await conn.close()
-            writer.close()
-            raise HzError(
-                "HZS071", f"the index is not a database ({exc}); delete it to rebuild", str(path)
-            ) from None
+        except sqlite3.Error as exc:
+            await index.close()
+            raise index_error(exc, path) from None
         return index
+
+    async def recreate(self) -> None:
+        """Replace the index file by an empty one in place (``hz heinzel reindex`` on damage)."""
+        await self.close()
+        remove_index_files(self.path)
+        fresh = await Index._connect(self.path)
+        self.conn, self.writer = fresh.conn, fresh.writer
+        self.recreated = True
 
     async def _prepare(self) -> None:
         w = self.writer
@@ -434,6 +567,29 @@ class Index(IndexQueries):
     async def close(self) -> None:
         await self.conn.close()
         self.writer.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; a failure rolls back and becomes a coded error."""
+        w = self.writer
+        try:
+            w.execute("BEGIN")
+            try:
+                yield w
+                w.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    w.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise index_error(exc, self.path) from None
+
+    def _one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        try:
+            row: tuple[Any, ...] | None = self.writer.execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise index_error(exc, self.path) from None
+        return row
 
     # -- writing -----------------------------------------------------------------------
 
@@ -478,10 +634,7 @@ class Index(IndexQueries):
                     st.mtime_ns if st else None,
                 )
             )
-            proj.dirty.clear()
-        w = self.writer
-        w.execute("BEGIN")
-        try:
+        with self._transaction() as w:
             if everything:
                 for table in ALL_TABLES:
                     w.execute(f"DELETE FROM {table.name}")
@@ -492,44 +645,46 @@ class Index(IndexQueries):
             for table in ALL_TABLES:
                 if batches[table.name]:
                     w.executemany(table.upsert_sql(), batches[table.name])
-            w.execute("COMMIT")
-        except BaseException:
-            w.execute("ROLLBACK")
-            raise
+        for proj in projections:
+            proj.dirty.clear()
 
     async def forget(self, heinzel_ids: Iterable[str]) -> None:
         ids = [(i,) for i in heinzel_ids]
         if not ids:
             return
-        self.writer.execute("BEGIN")
-        for table in ALL_TABLES:
-            column = "id" if table is HEINZELS else "heinzel"
-            self.writer.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", ids)
-        self.writer.execute("COMMIT")
+        with self._transaction() as w:
+            for table in ALL_TABLES:
+                column = "id" if table is HEINZELS else "heinzel"
+                w.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", ids)
 
     async def clear(self) -> None:
-        self.writer.execute("BEGIN")
-        for table in ALL_TABLES:
-            self.writer.execute(f"DELETE FROM {table.name}")
-        self.writer.execute("COMMIT")
+        with self._transaction() as w:
+            for table in ALL_TABLES:
+                w.execute(f"DELETE FROM {table.name}")
+
+    async def mark_damaged(self, heinzel_id: str, st: SpineStat | None) -> None:
+        """Flag a heinzel damaged and note the spine's stat, keeping the seq and hash last seen.
+
+        The kept seq and hash are what the next look at the spine compares
+        with, so the damage stays visible until the user accepts it.
+        """
+        with self._transaction() as w:
+            w.execute("UPDATE heinzels SET damaged = 1 WHERE id = ?", (heinzel_id,))
+            w.execute(
+                "UPDATE spines SET size = ?, mtime_ns = ? WHERE heinzel = ?",
+                (st.size if st else None, st.mtime_ns if st else None, heinzel_id),
+            )
 
     def seen(self, heinzel_id: str) -> tuple[int, str | None] | None:
         """The seq and hash the index has seen for a spine (the writer's own, cheap check)."""
-        row = self.writer.execute(
-            "SELECT seq, hash FROM spines WHERE heinzel = ?", (heinzel_id,)
-        ).fetchone()
+        row = self._one("SELECT seq, hash FROM spines WHERE heinzel = ?", (heinzel_id,))
         return (int(row[0]), row[1]) if row else None
 
     def spent_on(self, day: str) -> float:
         """USD recorded on ``day`` across all heinzels (the writer's cap check, cheap)."""
-        row = self.writer.execute(
-            "SELECT COALESCE(SUM(usd), 0) FROM costs WHERE day = ?", (day,)
-        ).fetchone()
-        return float(row[0])
+        row = self._one("SELECT COALESCE(SUM(usd), 0) FROM costs WHERE day = ?", (day,))
+        return float(row[0]) if row else 0.0
 
     async def set_damaged(self, heinzel_id: str, damaged: bool) -> None:
-        self.writer.execute(
-            "UPDATE heinzels SET damaged = ? WHERE id = ?", (int(damaged), heinzel_id)
-        )
-
-    # -- reading -----------------------------------------------------------------------
+        with self._transaction() as w:
+            w.execute("UPDATE heinzels SET damaged = ? WHERE id = ?", (int(damaged), heinzel_id))

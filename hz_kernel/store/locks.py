@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from hz_kernel.errors import HzError
-from hz_kernel.store.fsutil import FILE_MODE
+from hz_kernel.store.fsutil import FILE_MODE, open_regular, read_nofollow, store_error
 
 
 class SpineBusy(HzError):
@@ -32,7 +32,7 @@ class SpineBusy(HzError):
 def read_holder(path: Path) -> int | None:
     """The pid written by the current (or last) holder, if readable."""
     try:
-        raw = path.read_bytes()[:32].strip()
+        raw = read_nofollow(path)[:32].strip()
     except OSError:
         return None
     return int(raw) if raw.isdigit() else None
@@ -46,14 +46,20 @@ class FileLock:
         self._fd: int | None = None
 
     def acquire(self) -> FileLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        """Take the lock; a lock path that is a link, FIFO, socket or device is refused (HZS090)."""
+        try:
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            raise store_error(exc, self.path) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise SpineBusy(self.path, read_holder(self.path)) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        # The pid only names the holder: a full disk that refuses it must not refuse the lock.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
         return self
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,8 +24,11 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event, line_hash
+from hz_kernel.store.fsutil import open_regular, store_error
 
-Problem = Literal["edited", "missing", "reordered", "unreadable", "not-an-object", "too-long"]
+Problem = Literal[
+    "edited", "missing", "reordered", "unreadable", "not-an-object", "too-long", "truncated"
+]
 
 
 class ChainBreak(BaseModel):
@@ -38,9 +40,21 @@ class ChainBreak(BaseModel):
     offset: int
     problem: Problem
     detail: str
+    #: The hash of the line at ``offset`` as it is now, so an acceptance covers these bytes only.
+    hash: str = ""
 
     def matches(self, accepted: dict[str, object]) -> bool:
-        return accepted.get("offset") == self.offset and accepted.get("problem") == self.problem
+        """True when ``accepted`` (a ``chain.accepted`` mark) covers this break as it is now.
+
+        A mark pins the line's hash: a line edited again after ``verify
+        --accept`` is a new break. Marks written before hashes were pinned
+        match by place and problem alone.
+        """
+        return (
+            accepted.get("offset") == self.offset
+            and accepted.get("problem") == self.problem
+            and accepted.get("hash", self.hash) == self.hash
+        )
 
 
 class TornTail(BaseModel):
@@ -75,23 +89,25 @@ class SpineScan:
 
 
 def read_spine_bytes(path: Path) -> bytes:
-    """The spine's bytes; a missing file reads as empty, anything not a file is an error."""
+    """The spine's bytes; a missing file reads as empty, anything not a file is an error.
+
+    A FIFO, socket, device, directory or link is refused at once (never
+    opened for a blocking read), so a hostile spine cannot hang a listing.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return b""
     except OSError as exc:
         reason = f"spine is not a readable regular file ({exc.strerror})"
         raise HzError("HZS011", reason, str(path)) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise HzError("HZS011", "spine is not a regular file", str(path))
         chunks: list[bytes] = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
         return b"".join(chunks)
-    except IsADirectoryError:
-        raise HzError("HZS011", "spine is a directory, not a file", str(path)) from None
+    except OSError as exc:
+        raise store_error(exc, path) from None
     finally:
         os.close(fd)
 
@@ -195,7 +211,11 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
         if isinstance(decoded, str):
             result.breaks.append(
                 ChainBreak(
-                    seq=None, offset=pos, problem=decoded, detail=_describe(decoded, len(line))
+                    seq=None,
+                    offset=pos,
+                    problem=decoded,
+                    detail=_describe(decoded, len(line)),
+                    hash=digest,
                 )
             )
             prev_bad = True
@@ -210,6 +230,7 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
                             offset=pos,
                             problem="missing",
                             detail=f"seq {prev_seq + 1}..{seq - 1} missing before seq {seq}",
+                            hash=digest,
                         )
                     )
                 else:
@@ -219,6 +240,7 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
                             offset=prev_offset,
                             problem="edited",
                             detail=f"seq {prev_seq} no longer matches the hash seq {seq} recorded",
+                            hash=prev_hash,
                         )
                     )
             elif seq != prev_seq + 1 and not prev_bad:
@@ -228,6 +250,7 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
                         offset=pos,
                         problem="reordered",
                         detail=f"seq {seq} follows seq {prev_seq}",
+                        hash=digest,
                     )
                 )
             if decoded["kind"] == "chain.accepted":
@@ -262,6 +285,45 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
             ).append(brk)
         result.breaks = open_breaks
     return result
+
+
+def index_break(seen: tuple[int, str | None] | None, found: SpineScan) -> ChainBreak | None:
+    """What the index knows that the spine contradicts: lines cut off, or a line changed.
+
+    The chain cannot see a spine cut at a line boundary, nor an edit of its
+    last line (no later line records its hash). The index can: it keeps
+    the seq and hash of the last line it saw. A spine that ends before that
+    seq, or whose line at that seq hashes differently, is damaged. Needs
+    ``found.events`` unless the seq the index saw is the spine's last.
+    """
+    if seen is None or not seen[0]:
+        return None
+    seq, digest = seen
+    if seq > found.last_seq:
+        return ChainBreak(
+            seq=seq,
+            offset=found.valid_end,
+            problem="truncated",
+            detail=f"the spine ends at seq {found.last_seq}, the index saw seq {seq}: "
+            "lines were cut off",
+        )
+    if seq == found.last_seq:
+        here = found.last_hash
+        offset = found.events[-1].offset if found.events else found.valid_end
+    else:
+        event = next((e for e in found.events if e.seq == seq), None)
+        if event is None:
+            return None
+        here, offset = event.hash, event.offset
+    if digest is None or here == digest:
+        return None
+    return ChainBreak(
+        seq=seq,
+        offset=offset,
+        problem="edited",
+        detail=f"seq {seq} changed after it was written (the index saw another hash)",
+        hash=here,
+    )
 
 
 def scan_file(path: Path, *, collect: bool = True) -> SpineScan:

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import orjson
 
+from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation, Observer
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.fsutil import read_nofollow
 from hz_kernel.store.index import Index, stat_spine
 from hz_kernel.store.projection import Projection
-from hz_kernel.store.scan import SpineScan
+from hz_kernel.store.scan import ChainBreak, SpineScan, index_break
 from hz_kernel.store.spine import SpineWriter
-from hz_kernel.vocabulary import EventData
+from hz_kernel.vocabulary import ChainAccepted, EventData
 
 
 def contract_loader(heinzel_dir: Path) -> object:
@@ -62,10 +63,31 @@ class HeldSession:
         assert self.writer.opened_scan is not None
         self.scan = self.writer.opened_scan
         self.projection = project(heinzel_id, heinzel_dir, self.scan)
+        #: Set when the spine contradicts the index (cut off, last line changed): see ``append``.
+        self.index_break: ChainBreak | None = None
 
     @property
     def damaged(self) -> bool:
         return bool(self.projection.heinzel["damaged"])
+
+    async def check_against_index(self) -> bool:
+        """Compare the spine with the seq and hash the index saw; True if it contradicts them.
+
+        A contradicted spine is marked damaged in the index, whose rows (the
+        last state known good) are kept, and only ``chain.accepted`` may be
+        written until the user accepts what happened.
+        """
+        self.index_break = index_break(self.index.seen(self.id), self.scan)
+        if self.index_break is None:
+            return False
+        self.projection.mark_damaged(True)
+        await self.index.mark_damaged(self.id, stat_spine(self.writer.path))
+        return True
+
+    def accepted(self) -> None:
+        """The user accepted the damage: the spine as it is now is the record again."""
+        self.index_break = None
+        self.projection.mark_damaged(False)
 
     async def sync_index(self, *, full: bool = False) -> None:
         stats = {self.id: stat_spine(self.writer.path)}
@@ -81,6 +103,13 @@ class HeldSession:
         flush: bool = True,
     ) -> Event:
         """Append durably, fold into the projection, then (by default) update the index."""
+        if self.index_break is not None and payload.kind != ChainAccepted.kind:
+            raise HzError(
+                "HZS095",
+                f"the spine contradicts the index ({self.index_break.detail}); nothing is "
+                "written until you look with hz heinzel verify and accept it (--accept)",
+                str(self.writer.path),
+            )
         event = self.writer.append(payload, turn=turn, key=key, ts=ts)
         self.scan.events.append(event)
         self.projection.apply(event)

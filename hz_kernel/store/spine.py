@@ -8,6 +8,7 @@ followed by ``fsync``. Readers use ``scan.scan_file`` and never need the lock.
 
 from __future__ import annotations
 
+import errno
 import os
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,13 @@ from hz_kernel import crashpoints
 from hz_kernel.errors import HzError
 from hz_kernel.home import SPINE_NAME
 from hz_kernel.store.envelope import Event, encode_data, line_hash
-from hz_kernel.store.fsutil import FILE_MODE, ensure_private_dir, fsync_dir
+from hz_kernel.store.fsutil import (
+    ensure_private_dir,
+    fsync_dir,
+    open_regular,
+    store_error,
+    store_io,
+)
 from hz_kernel.store.locks import FileLock
 from hz_kernel.store.repair import keep_and_cut
 from hz_kernel.store.scan import SpineScan, read_spine_bytes, scan
@@ -44,15 +51,14 @@ class SpineWriter:
         return writer
 
     def _open(self) -> None:
-        ensure_private_dir(self.dir)
+        with store_io(self.dir):
+            ensure_private_dir(self.dir)
         self.lock.acquire()
         try:
             data = read_spine_bytes(self.path)
             found = scan(data, self.path)
             created = not self.path.exists()
-            self._fd = os.open(
-                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE
-            )
+            self._fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             if created:
                 fsync_dir(self.dir)
             self.last_seq, self.last_hash = found.last_seq, found.last_hash
@@ -68,6 +74,9 @@ class SpineWriter:
                 )
                 found.events.append(repaired)
                 found.torn = None
+        except OSError as exc:
+            self.close()
+            raise store_error(exc, getattr(exc, "filename", None) or self.path) from None
         except BaseException:
             self.close()
             raise
@@ -89,8 +98,13 @@ class SpineWriter:
             payload.kind, data, seq=seq, prev=self.last_hash, turn=turn, key=key, ts=ts
         )
         offset = os.lseek(self._fd, 0, os.SEEK_END)
-        os.write(self._fd, line + b"\n")
-        os.fsync(self._fd)
+        try:
+            if os.write(self._fd, line + b"\n") != len(line) + 1:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._cut_back(offset)
+            raise store_error(exc, self.path) from None
         digest = line_hash(line)
         event = Event(
             1, seq, _ts_of(line), self.last_hash, turn, payload.kind, key, data, offset, digest
@@ -99,6 +113,20 @@ class SpineWriter:
         step = event.data.get("step")
         crashpoints.reached(payload.kind, f"{payload.kind}:{step}" if step else payload.kind)
         return event
+
+    def _cut_back(self, offset: int) -> None:
+        """Remove a line that did not become durable (a full disk), so the chain stays whole.
+
+        Truncating frees space, so it works on a full disk; if even that
+        fails, the writer closes and the next open cuts the torn tail.
+        """
+        if self._fd is None:
+            return
+        try:
+            os.ftruncate(self._fd, offset)
+            os.fsync(self._fd)
+        except OSError:
+            self.close()
 
     def close(self) -> None:
         if self._fd is not None:

@@ -1,0 +1,122 @@
+"""Issue 12 item 11, damage is never silent: what the chain alone cannot see, the index can.
+
+Each test edits a real spine the way a user (or a bad disk) would and runs
+the real ``hz``: the heinzel stays listed and is marked damaged, a wake is
+refused with ``HZE001``, ``verify`` names the seq, and ``verify --accept``
+records the acceptance. Each test's name says the promise it pins.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.drafted import Drafted, build_drafted, coded_only, copy_drafted
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> Drafted:
+    return build_drafted(tmp_path_factory.mktemp("drafted"))
+
+
+@pytest.fixture
+def world(original: Drafted, tmp_path: Path) -> Drafted:
+    return copy_drafted(original, tmp_path / "world")
+
+
+def _lines(world: Drafted) -> list[bytes]:
+    return world.spine.read_bytes().splitlines(keepends=True)
+
+
+def _assert_damaged_at(world: Drafted, seq: int) -> None:
+    """verify names ``seq``; list shows the heinzel, damaged; a wake is refused with HZE001."""
+    verified = world.hz("heinzel", "verify", "--json")
+    coded_only(verified)
+    assert verified.returncode == 1
+    assert verified.stderr.startswith("HZS033: dig: ")
+    assert f"(seq {seq})" in verified.stderr
+    (report,) = json.loads(verified.stdout)
+    assert report["ok"] is False and report["problems"][0]["seq"] == seq
+
+    listed = world.hz("heinzel", "list", "--json")
+    coded_only(listed)
+    (row,) = json.loads(listed.stdout)
+    assert row["name"] == "dig" and row["damaged"] is True
+
+    woken = world.hz("heinzel", "wake", "dig")
+    coded_only(woken)
+    assert woken.returncode == 1 and woken.stderr.startswith("HZE001: ")
+
+
+def test_an_edit_of_the_last_line_is_damage_the_index_sees(world: Drafted) -> None:
+    """Issue 12 item 11: no later line records the last line's hash; the index does."""
+    lines = _lines(world)
+    before = len(world.events())
+    lines[-1] = lines[-1].replace(b'"disposition":"drafted"', b'"disposition":"nothing"')
+    world.spine.write_bytes(b"".join(lines))
+    _assert_damaged_at(world, before)
+
+
+def test_a_spine_cut_at_a_line_boundary_is_damage(world: Drafted) -> None:
+    """Issue 12 item 11: a spine shorter than the index knows is damaged, not a new truth."""
+    lines = _lines(world)
+    world.spine.write_bytes(b"".join(lines[:-3]))
+    _assert_damaged_at(world, len(lines))
+
+
+def test_a_spine_truncated_to_zero_bytes_stays_listed_as_damaged(world: Drafted) -> None:
+    """Issue 12 item 11: an emptied spine never makes its heinzel vanish from the listing."""
+    count = len(_lines(world))
+    world.spine.write_bytes(b"")
+    _assert_damaged_at(world, count)
+    shown = world.hz("heinzel", "show", "dig")
+    assert shown.returncode == 0 and "DAMAGED" in shown.stdout
+
+
+def test_damage_survives_every_later_look_until_it_is_accepted(world: Drafted) -> None:
+    """Issue 12 item 11: other commands and a reindex keep the damage; only --accept settles it."""
+    lines = _lines(world)
+    world.spine.write_bytes(b"".join(lines[:-1]))
+    refused = world.hz("heinzel", "pause", "dig")
+    coded_only(refused)
+    assert refused.returncode == 1 and refused.stderr.startswith("HZS095: ")
+    assert world.hz("heinzel", "reindex").returncode == 0
+    _assert_damaged_at(world, len(lines))
+
+    accepted = world.hz("heinzel", "verify", "dig", "--accept", "--json")
+    assert accepted.returncode == 0, accepted.stderr
+    (report,) = json.loads(accepted.stdout)
+    assert report["accepted_now"] and [p["problem"] for p in report["problems"]] == ["truncated"]
+    assert world.events()[-1]["kind"] == "chain.accepted"
+    assert world.hz("heinzel", "verify").returncode == 0
+    (row,) = json.loads(world.hz("heinzel", "list", "--json").stdout)
+    assert row["damaged"] is False
+
+
+def test_a_line_edited_again_after_accept_is_damage_again(world: Drafted) -> None:
+    """Issue 12 item 11: an acceptance covers the bytes the user saw, not the next edit."""
+    lines = _lines(world)
+    lines[2] = lines[2].replace(b'"kind":"', b'"kind": "', 1)
+    world.spine.write_bytes(b"".join(lines))
+    assert world.hz("heinzel", "verify", "dig").returncode == 1
+    assert world.hz("heinzel", "verify", "dig", "--accept").returncode == 0
+    assert world.hz("heinzel", "verify", "dig").returncode == 0
+
+    lines = _lines(world)
+    lines[2] = lines[2].replace(b'"kind": "', b'"kind":  "', 1)
+    world.spine.write_bytes(b"".join(lines))
+    verified = world.hz("heinzel", "verify", "dig")
+    coded_only(verified)
+    assert verified.returncode == 1 and "(seq 3)" in verified.stderr
+
+
+def test_the_last_line_edited_after_accept_is_damage_again(world: Drafted) -> None:
+    """Issue 12 item 11: after --accept the index holds the accepted last line; its edit shows."""
+    world.spine.write_bytes(b"".join(_lines(world)[:-1]))
+    assert world.hz("heinzel", "verify", "dig", "--accept").returncode == 0
+    lines = _lines(world)
+    lines[-1] = lines[-1].replace(b'"problem":"truncated"', b'"problem":"edited"')
+    world.spine.write_bytes(b"".join(lines))
+    _assert_damaged_at(world, len(lines))
