@@ -494,9 +494,13 @@ def _described(exc: BaseException) -> str:
 
 
 def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) -> TickProblem:
-    """A failure as the tick reports it: a coded error as it is, anything else as ``HZT120``."""
+    """A failure as the tick reports it: a coded error as it is, anything else as ``HZT120``.
+
+    The place starts with the heinzel's name, so a line names whose work failed.
+    """
     if isinstance(exc, HzError):
-        return TickProblem(code=exc.code, message=exc.message, place=exc.place, heinzel=heinzel)
+        place = f"{name}: {exc.place}" if name and exc.place else exc.place or name
+        return TickProblem(code=exc.code, message=exc.message, place=place, heinzel=heinzel)
     return TickProblem(
         code="HZT120",
         message=f"the tick's work for this heinzel failed: {_described(exc)}",
