@@ -91,6 +91,13 @@ async def resolve_waiting(
     if not items:
         if verb == "approve":
             raise UsageError("HZU033", "nothing of this heinzel waits for approval", label)
+        if row["state"] == "proposed":
+            raise UsageError(
+                "HZU034",
+                "a proposed first contract cannot be declined: approve it (hz approve "
+                f"{label}) or drop the heinzel (hz heinzel retire {label})",
+                label,
+            )
         raise UsageError("HZU034", "nothing of this heinzel waits to be declined", label)
     if len(items) > 1:
         raise UsageError("HZU036", f"{len(items)} items wait; name one: {refs}", label)

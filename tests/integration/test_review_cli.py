@@ -145,3 +145,19 @@ def test_issue12_item4_with_two_waiting_the_error_lists_a_ref_for_each(world: Wo
     assert draft_keys(world) == []
     missing = world.hz("approve", refs[1], check=False, HZ_NOW=NOW)
     assert missing.returncode == 2 and missing.stderr.startswith("HZU033: notes-digest: ")
+
+
+def test_issue12_item4_reject_by_name_of_a_proposed_first_contract_says_how_to_drop_it(
+    tmp_path: Path,
+) -> None:
+    """A proposed v1 waits (``hz approve`` takes it), so "nothing waits" would be false."""
+    world = make_world(tmp_path)
+    contract = tmp_path / "digest.prose.md"
+    contract.write_text(digest_contract())
+    world.hz("heinzel", "new", str(contract), HZ_NOW=NOW)
+    refused = world.hz("reject", "notes-digest", "--reason", "wrong folder", check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("HZU034: notes-digest: "), refused.stderr
+    assert "nothing of this heinzel waits" not in refused.stderr
+    assert "hz heinzel retire notes-digest" in refused.stderr
+    assert "proposed" in world.hz("heinzel", "list").stdout
