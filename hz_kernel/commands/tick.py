@@ -210,10 +210,7 @@ class TickCommands(KernelCore):
             raise
         except Exception as exc:
             raise HzError("HZT121", f"the tick failed: {_described(exc)}") from exc
-        problems = [
-            TickProblem(code=e.code, message=e.message, place=e.place)
-            for e in staged.errors.values()
-        ] + observed
+        problems = observed
         return report.model_copy(
             update={
                 "fetches": fetcher.fetches - fetches,
@@ -292,7 +289,8 @@ class TickCommands(KernelCore):
             crashpoints.reached("tick:after-fetch")
             ctx.moves = _moves(rows, watches, staged)
             ctx.done_keys |= await self._done_keys(ctx.candidates() - ctx.done_keys)
-        return plan_tick(ctx), staged, spent, noticed, observed
+        readers = _source_readers(staged, groups, rows)
+        return plan_tick(ctx), staged, spent, noticed, readers + observed
 
     async def _observe_drafts(self, rows: list[HeinzelRow], now: datetime) -> list[TickProblem]:
         """Approvals made in the documents, one heinzel at a time: one failure stays its own."""
@@ -491,6 +489,23 @@ def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, s
 
 def _described(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _source_readers(
+    staged: Staged, groups: dict[str, list[Watch]], rows: list[HeinzelRow]
+) -> list[TickProblem]:
+    """Each source that could not be read, its place led by the heinzels that read it.
+
+    A source is fetched once for all its readers, so the problem is no one
+    heinzel's (``heinzel`` stays empty), but the line must say whose path to fix.
+    """
+    names = {row.id: row.name for row in rows}
+    problems: list[TickProblem] = []
+    for key, error in staged.errors.items():
+        readers = ", ".join(sorted({names.get(w.heinzel, w.heinzel) for w in groups[key]}))
+        place = f"{readers}: {error.place}" if error.place else readers
+        problems.append(TickProblem(code=error.code, message=error.message, place=place))
+    return problems
 
 
 def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) -> TickProblem:

@@ -98,14 +98,14 @@ def test_issue12_item6_a_reader_never_sees_a_draft_and_wakes_on_the_approval(
 
 
 def test_issue12_item6_an_unknown_upstream_or_output_is_a_coded_problem(world: World) -> None:
-    """A reader naming a heinzel or an output that does not exist gets a coded error."""
+    """A reader naming a heinzel or an output that does not exist gets a coded error naming it."""
     _made(world, "top", contract("top", inputs={"notes": FILES}))
     _made(world, "nobody-reader", contract("nobody-reader", inputs=_reads("nobody")))
     _made(world, "typo-reader", contract("typo-reader", inputs=_reads("top", "tpo")))
     problems = {(p["code"], p["place"]) for p in _tick(world)["problems"]}
     assert problems == {
-        ("HZT110", "heinzel:approved_output"),
-        ("HZT111", "heinzel:approved_output"),
+        ("HZT110", "nobody-reader: heinzel:approved_output"),
+        ("HZT111", "typo-reader: heinzel:approved_output"),
     }
 
 

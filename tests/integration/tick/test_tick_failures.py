@@ -130,3 +130,39 @@ def test_a_tick_that_fails_as_a_whole_is_one_coded_line(world: World) -> None:
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("HZT121: the tick failed: "), result.stderr
+
+
+def test_a_source_that_cannot_be_read_names_the_heinzels_that_read_it(world: World) -> None:
+    """Issue 12 item 12: a problem names whose work it stops, a failed source too.
+
+    Without the name, ``HZT020: /home/me/notes: …`` leaves the user to guess which
+    heinzel has the wrong path (the tick reads each source once for all its readers).
+    """
+    hourly_digest(world, "fine")
+    world.hz(
+        "heinzel",
+        "new",
+        "--template",
+        "digest",
+        "--param",
+        "name=lost",
+        "--param",
+        f"notes={world.root / 'no-such-folder'}",
+        "--param",
+        "document=lost.md",
+        "--param",
+        "section=lost",
+        "--param",
+        "schedule=0 * * * *",
+        HZ_NOW=SLOT_DUE_AT,
+    )
+    world.hz("approve", "lost", HZ_NOW=SLOT_DUE_AT)
+
+    code, report, stderr = _tick(world, SLOT_DUE_AT)
+    assert code == 1
+    problems = report["problems"]
+    assert isinstance(problems, list)
+    assert [(p["code"], p["heinzel"]) for p in problems] == [("HZT020", None)]
+    assert problems[0]["place"] == f"lost: {world.root / 'no-such-folder'}"
+    assert stderr.strip().splitlines()[-1].startswith("HZT020: lost: ")
+    assert "fine" in _names(report["woken"])
