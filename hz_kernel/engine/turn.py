@@ -765,7 +765,7 @@ class TurnRunner:
             return await self._finish(state, "failed", reason="stream_truncated", step="think")
         except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
             await self._attempt_failed(state, exc.code, exc.message, 0)
-            return await self._finish(state, "failed", reason=exc.code, step="think")
+            return await self._finish(state, "failed", reason=exc.one_line()[:500], step="think")
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
         self.body.write("outcome", outcome=outcome_json)

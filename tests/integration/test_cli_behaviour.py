@@ -355,3 +355,25 @@ def test_control_characters_in_recorded_text_never_reach_the_terminal(tmp_path: 
     as_json = hz(home, "heinzel", "lessons", "weekly", "--json")
     assert not RAW_CONTROL.search(as_json.stdout)
     assert json.loads(as_json.stdout)[0]["lesson"] == "No \x1b[2J\x1b]0;pwned\x07 \x9b31m"
+
+
+def test_a_turn_failed_by_the_model_says_why_in_show(tmp_path: Path) -> None:
+    """issue 12 item 14 (error-codes.md): a failed turn records its coded line, not a bare code.
+
+    A bare ``HZE020`` in ``hz heinzel show`` leaves the user to guess which server
+    failed and how; the line names it, as a source failure's line does.
+    """
+    world = make_world(tmp_path)
+    unreachable = {"OLLAMA_BASE_URL": "http://127.0.0.1:9/v1"}
+    made = hz(
+        world.home, "heinzel", "new", "--template", "digest",
+        "--param", f"notes={world.notes}", "--param", "model=ollama:nothing",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert hz(world.home, "approve", "digest").returncode == 0
+    woke = hz(world.home, "heinzel", "wake", "digest", **unreachable)
+    assert woke.returncode == 1
+    shown = json.loads(hz(world.home, "heinzel", "show", "digest", "--json").stdout)
+    reason = shown["turns"][-1]["reason"]
+    assert reason.startswith("HZE020: think: ") and len(reason) > len("HZE020: think: "), reason
+    assert reason in hz(world.home, "heinzel", "show", "digest").stdout
