@@ -611,6 +611,7 @@ class TurnCommands(KernelCore):
             return await super().approve(ref=exact, approver=approver)  # type: ignore[misc]
         draft = await self._draft(item.key)
         assert draft is not None
+        await self._check_intact(heinzel_id)
         path, _ = self._draft_path(str(draft["asset"]))
         MarkdownDocuments().approve_draft(path, item.key)
         await self._learn_from(heinzel_id, item.key)
@@ -627,6 +628,7 @@ class TurnCommands(KernelCore):
         (cause ``approval``) that sees the reason alone; it may become a lesson.
         """
         heinzel_id, item = await self._named(ref, "reject")
+        await self._check_intact(heinzel_id)
         request = (
             self._admit(
                 heinzel_id,
@@ -663,6 +665,12 @@ class TurnCommands(KernelCore):
             declined=True,
             state=str(row and row["state"]),
         )
+
+    async def _check_intact(self, heinzel_id: str) -> None:
+        """Refuse a decision on a damaged spine before the document changes (none is recorded)."""
+        async with self.holding(heinzel_id) as held:
+            if held.damaged:
+                self._check_row(held.projection.heinzel)
 
     async def _learn_from(self, heinzel_id: str, key: str) -> str | None:
         """Record what the user did with a draft; an approval runs the learning turn.

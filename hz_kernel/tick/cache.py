@@ -20,7 +20,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from hz_kernel.adapters.sources.base import FetchResult, SourceRequest, as_utc
-from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir
+from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import (
+    atomic_write,
+    ensure_private_dir,
+    file_kind,
+    fsync_dir,
+    store_io,
+)
 
 CACHE_FILE = re.compile(r"[0-9a-f]{64}\.json")
 LEFTOVER_TEMP = re.compile(r"\.[0-9a-f]{64}\.json\.\d+\.tmp")
@@ -37,9 +44,20 @@ class SourceCache:
         return self.dir / f"{request.cache_key()}.json"
 
     def put(self, result: FetchResult) -> None:
-        """Store ``result`` atomically, replacing the previous one for the same request."""
-        ensure_private_dir(self.dir)
-        atomic_write(self.path_for(result.request), result.model_dump_json().encode("utf-8"))
+        """Store ``result`` atomically, replacing the previous one for the same request.
+
+        A cache folder that is a FIFO, socket, file or link is refused with
+        ``HZS090`` (never followed nor written through); any other failure
+        is the store's coded error.
+        """
+        with store_io(self.dir):
+            ensure_private_dir(self.dir)
+            mode = os.lstat(self.dir).st_mode
+            if not stat.S_ISDIR(mode):
+                raise HzError(
+                    "HZS090", f"refused: it is a {file_kind(mode)}, not a directory", str(self.dir)
+                )
+            atomic_write(self.path_for(result.request), result.model_dump_json().encode("utf-8"))
 
     def get(self, request: SourceRequest) -> FetchResult | None:
         """The cached result for ``request``; None when absent, unreadable or damaged."""

@@ -120,3 +120,27 @@ def test_the_last_line_edited_after_accept_is_damage_again(world: Drafted) -> No
     lines[-1] = lines[-1].replace(b'"problem":"truncated"', b'"problem":"edited"')
     world.spine.write_bytes(b"".join(lines))
     _assert_damaged_at(world, len(lines))
+
+
+@pytest.mark.parametrize("verb", ["approve", "reject"])
+@pytest.mark.parametrize("damage", ["cut", "edited"])
+def test_a_decision_on_a_damaged_spine_is_refused_before_the_document_changes(
+    world: Drafted, verb: str, damage: str
+) -> None:
+    """Issue 12 item 11: approve/reject on a damaged spine says HZE001 and changes nothing.
+
+    Today a cut spine answers "approved" (the tag line is deleted, nothing is
+    recorded) and an edited one deletes the tag line, then says HZE001.
+    """
+    lines = _lines(world)
+    if damage == "cut":
+        world.spine.write_bytes(b"".join(lines[:-3]))
+    else:
+        lines[3] = lines[3].replace(b'"data":{', b'"data":{"x":1,', 1)
+        world.spine.write_bytes(b"".join(lines))
+    before = world.document.read_bytes()
+    decided = world.hz(verb, "dig")
+    coded_only(decided)
+    assert decided.returncode == 1
+    assert decided.stderr.startswith("HZE001: dig: ")
+    assert world.document.read_bytes() == before

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import stat
 from collections.abc import Callable
@@ -178,3 +179,18 @@ def test_an_interrupted_turn_whose_body_is_gone_runs_again(world: Drafted) -> No
     finished = [e for e in world.events() if e["kind"] == "turn.finished" and e["turn"] == turn]
     assert [e["data"]["disposition"] for e in finished] == ["drafted"]  # type: ignore[index]
     assert world.hz("heinzel", "verify").returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "symlink"])
+def test_a_source_cache_that_is_not_a_directory_is_refused_with_its_code(
+    world: Drafted, kind: str
+) -> None:
+    """Issue 12 item 11: a FIFO, socket or link to a file as the source cache; never HZX001."""
+    sources = world.home / "heinzel" / "sources"
+    shutil.rmtree(sources)
+    _replace(sources, kind)
+    for command in (("heinzel", "wake", "dig"), ("tick", "--once")):
+        result = world.hz(*command, now="2026-12-02T09:00:00Z", timeout=30)
+        coded_only(result)
+        assert result.returncode == 1
+        assert f"HZS090: {sources}: refused" in result.stderr + result.stdout
