@@ -61,6 +61,9 @@ MAX_BODY_BYTES = 1 << 20
 #: Replayed items per write, so a long replay is paced by the socket.
 REPLAY_PAGE = 256
 _BUSY_CODES = frozenset({"HZS010"})
+#: Kernel errors that refuse what the request asked (a malformed request id, an id reused
+#: for other content): the client's to fix, never a server failure.
+_REFUSED_INPUT_CODES = {"HZS030": 400, "HZS034": 409}
 
 
 @dataclass
@@ -94,7 +97,7 @@ def error_status(error: HzError) -> int:
         return 400
     if error.code in _BUSY_CODES:
         return 409
-    return 500
+    return _REFUSED_INPUT_CODES.get(error.code, 500)
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:

@@ -10,6 +10,7 @@ import pytest
 from daemon_helpers import discovery, hz, make_home, one_coded_line
 
 from hz_kernel.client import LocalClient
+from hz_kernel.daemon.app import error_status
 from hz_kernel.daemon.protocol import (
     EVENTS_PATH,
     HEALTH_PATH,
@@ -124,6 +125,11 @@ async def test_bad_requests_get_typed_errors(shared_home: Home, raw: httpx.Async
     assert unknown_field.status_code == 422 and unknown_field.json()["place"] == "nope"
     not_json = await raw.post(OP_PREFIX + "heinzel.list", content=b"{", headers=headers)
     assert not_json.status_code == 422 and _code(not_json) == "HZD010"
+    bad_id = {"ref": "h0", "message": "hi", "request_id": "../../escape"}
+    refused = await raw.post(OP_PREFIX + "heinzel.chat", json=bad_id, headers=headers)
+    assert refused.status_code == 400, "issue 12: bad input is the client's, never a 500"
+    assert error_status(HzError("HZS030", "bad request id")) == 400
+    assert error_status(HzError("HZS034", "request id used for other content")) == 409
     too_big = await raw.post(OP_PREFIX + "heinzel.show", content=b" " * (2 << 20), headers=headers)
     assert too_big.status_code == 413 and _code(too_big) == "HZD012"
     for path in (OP_PREFIX + "heinzel.nothing", "/v1/nowhere", "/"):
