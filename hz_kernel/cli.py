@@ -425,12 +425,16 @@ async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
     if report.status == "none":
         sys.stdout.write(f"{args.name}: no turn ran\n")
         return 0
+    if report.disposition == "failed":
+        sys.stdout.write(f"{args.name}: failed\n")
+        sys.stderr.write(f"{report.reason or report.report or 'the turn failed'}\n")
+        return 1
     outcome = report.disposition or report.status
     reason = f" ({report.reason})" if report.reason else ""
     sys.stdout.write(
         f"{args.name}: {outcome}{reason}: {report.report or ''}\n".replace(": \n", "\n")
     )
-    return 1 if report.disposition == "failed" else 0
+    return 0
 
 
 async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:

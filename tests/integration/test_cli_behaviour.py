@@ -274,8 +274,9 @@ def test_a_missing_repository_is_named_in_the_error(tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr
     assert hz(world.home, "approve", "weekly-report").returncode == 0
     woke = hz(world.home, "heinzel", "wake", "weekly-report")
-    assert woke.returncode == 1
-    assert f"HZT030: {plain}: not a git repository" in woke.stdout
+    assert woke.returncode == 1 and woke.stdout == "weekly-report: failed\n"
+    (line,) = woke.stderr.splitlines()
+    assert line.startswith(f"HZT030: {plain}: not a git repository"), "one coded line on stderr"
     shown = hz(world.home, "heinzel", "show", "weekly-report")
     assert f"HZT030: {plain}" in shown.stdout
 
