@@ -889,13 +889,23 @@ class TurnRunner:
             await self._place_draft(state, outcome)
         elif isinstance(outcome, LessonsOutcome):
             known = set(self.held.projection.lessons)
+            active = {
+                _rule(str(row.get("lesson") or ""))
+                for row in self.held.projection.lessons.values()
+                if not row.get("dismissed")
+            }
             document = [
                 str(i.get("content", "")) for i in state.inputs if i["name"] != "rejection_reason"
             ]
             for n, lesson in enumerate(outcome.lessons):
                 lesson_id = f"L-{state.turn[-8:]}-{n}"
-                if lesson_id in known or quotes_document(lesson.lesson, document):
+                if (
+                    lesson_id in known
+                    or _rule(lesson.lesson) in active
+                    or quotes_document(lesson.lesson, document)
+                ):
                     continue
+                active.add(_rule(lesson.lesson))
                 hunks = "\n".join(lesson.hunks)
                 await self.held.append(
                     LessonRecorded(
@@ -1153,3 +1163,11 @@ def _staged_fingerprints(keys: list[str], inputs: Mapping[str, object]) -> dict[
         if name in inputs and fingerprint:
             staged[name] = fingerprint
     return staged
+
+
+def _rule(lesson: str) -> str:
+    """A lesson's wording compared as a rule: the same words, whatever the case and spacing.
+
+    Two approvals with the same kind of edit teach one lesson, not two.
+    """
+    return " ".join(lesson.casefold().split()).rstrip(".")

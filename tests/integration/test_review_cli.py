@@ -161,3 +161,13 @@ def test_issue12_item4_reject_by_name_of_a_proposed_first_contract_says_how_to_d
     assert "nothing of this heinzel waits" not in refused.stderr
     assert "hz heinzel retire notes-digest" in refused.stderr
     assert "proposed" in world.hz("heinzel", "list").stdout
+
+
+def test_the_same_rule_taught_twice_is_one_lesson(world: World) -> None:
+    """A lesson the heinzel already holds is not recorded again (found by the new-user pass)."""
+    world.hz("reject", "notes-digest", "--reason", "shorter", HZ_NOW=NOW)
+    assert lessons(world) == ["Keep drafts shorter."]
+    world.hz("heinzel", "wake", "notes-digest", HZ_NOW="2026-12-01T09:10:00Z")
+    assert draft_keys(world), "a second draft waits"
+    world.hz("reject", "notes-digest", "--reason", "Shorter", HZ_NOW="2026-12-01T09:15:00Z")
+    assert lessons(world) == ["Keep drafts shorter."]
