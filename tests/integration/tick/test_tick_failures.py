@@ -122,14 +122,15 @@ def test_an_interrupted_turn_whose_body_was_deleted_does_not_stop_the_others(
     assert rows["b-fine"]["failure"] is None
 
 
-def test_a_tick_that_fails_as_a_whole_is_one_coded_line(world: World) -> None:
-    """Issue 12 item 12: an unexpected fault under the whole tick is ``HZT121``, not HZX001."""
+def test_a_broken_source_cache_is_one_coded_line_naming_its_reader(world: World) -> None:
+    """Issue 12 item 12: a source cache that cannot be written is a coded line naming the
+    heinzel whose input it stops (it once failed the whole tick); never HZX001."""
     hourly_digest(world, "digest")
-    source_cache_is_a_file(world)
+    cache = source_cache_is_a_file(world)
     result = world.hz("tick", "--once", check=False, HZ_NOW=SLOT_DUE_AT)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("HZT121: the tick failed: "), result.stderr
+    assert lines == [f"HZS090: digest: {cache}: refused: it is a regular file, not a directory"]
 
 
 def test_a_source_that_cannot_be_read_names_the_heinzels_that_read_it(world: World) -> None:
