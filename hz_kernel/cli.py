@@ -33,6 +33,8 @@ from hz_kernel.store.fsutil import open_regular
 from hz_kernel.store.pruning import DailyPrune
 
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
+#: Adds commands to the main parser from outside the kernel (``hz serve``, by ``hz_tui.entry``).
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
 #: The exit code of a command whose reader went away (``hz ... | head``): 128 + SIGPIPE,
 #: what a shell reports for a program that a broken pipe ended.
@@ -544,7 +546,7 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
         await asyncio.sleep(args.interval)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     parser = _Parser(prog="hz", description="Durable agents that keep documents true.")
     parser.add_argument("--home", help="the hz home (default: $HZ_HOME or the user data dir)")
     sub = parser.add_subparsers(dest="group", parser_class=_Parser)
@@ -690,6 +692,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))
     register_daemon(sub)
+    for register in commands:
+        register(sub)
 
     p = sub.add_parser(
         "demo",
@@ -784,11 +788,18 @@ async def _demo(explicit_root: str | None, cockpit: Cockpit | None) -> int:
     return await _cockpit(str(world.home.root), cockpit, beside=[committing])
 
 
-def main(argv: Sequence[str] | None = None, *, cockpit: Cockpit | None = None) -> int:
-    parser = build_parser()
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    cockpit: Cockpit | None = None,
+    commands: Sequence[Register] = (),
+) -> int:
+    parser = build_parser(commands)
     args = parser.parse_args(argv)
     job: Coroutine[Any, Any, int]
-    if args.group in (None, "demo") and not (sys.stdin.isatty() and sys.stdout.isatty()):
+    # A Textual driver named in the environment draws elsewhere (``hz serve``'s browser tabs).
+    screen = (sys.stdin.isatty() and sys.stdout.isatty()) or bool(os.environ.get("TEXTUAL_DRIVER"))
+    if args.group in (None, "demo") and not screen:
         sys.stderr.write("HZU062: the cockpit needs a terminal; hz --help lists the commands\n")
         return 2
     if args.group is None:

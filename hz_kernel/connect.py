@@ -65,6 +65,15 @@ async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
     return await connect(home)
 
 
+async def ensure_daemon(home: Home) -> str:
+    """Adopt the home's daemon or start one (as ``hz daemon start``); a line saying which."""
+    from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
+
+    report = await lifecycle.start(home)
+    verb = "attached to the running daemon" if report.adopted else "started the daemon"
+    return f"{verb} (pid {report.pid}) at {report.address}"
+
+
 async def feed_edge(client: KernelClient) -> int:
     """The feed's current last seq: take it before starting work you mean to ``follow``."""
     if isinstance(client, LocalClient):

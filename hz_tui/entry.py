@@ -37,4 +37,6 @@ def main() -> int:
         from hz_kernel.cli import main as kernel_main
     finally:
         gc.enable()
-    return kernel_main(cockpit=run_cockpit)
+    from hz_tui.serve import register as register_serve
+
+    return kernel_main(cockpit=run_cockpit, commands=[register_serve])
