@@ -144,6 +144,14 @@ def build_app(gate: Gate, command: str) -> web.Application:
         }
 
     async def protect(request: web.Request, response: web.StreamResponse) -> None:
+        # Nothing but this server: no third-party fonts (the stock page asks Google for one),
+        # no framing, no referrer that could carry the login code.
+        response.headers.setdefault(
+            "content-security-policy",
+            f"default-src 'self'; connect-src 'self' ws://{request.host}; "
+            "script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; font-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+        )
         response.headers.setdefault("x-frame-options", "DENY")
         response.headers.setdefault("referrer-policy", "no-referrer")
 

@@ -189,8 +189,10 @@ def test_without_the_session_nothing_is_served(tmp_path: Path) -> None:
         session = cookie.split(";")[0]
         status, _, body = served.get(served.login_path, Host=here)
         assert (status, body.split(":")[0]) == (403, "HZD132"), "the code is spent"
-        status, _, page = served.get("/", Host=here, Cookie=session)
+        status, headers, page = served.get("/", Host=here, Cookie=session)
         assert status == 200 and f"ws://{here}/ws" in page
+        policy = headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
         token = orjson.loads((home / "daemon.json").read_bytes())["token"]
         assert token not in page
         status, _, _ = served.get("/static/js/textual.js", Host=here, Cookie=session)
