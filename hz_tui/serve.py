@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import hmac
 import ipaddress
 import secrets
@@ -192,15 +191,28 @@ def cockpit_command(home: Home) -> str:
 
 
 async def cmd_serve(home: Home, args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from hz_kernel.connect import ensure_daemon
 
     host = loopback_host(args.host)
-    daemon = await ensure_daemon(home)
-    sock, hosts, address = _listen(host, args.port)
-    gate = Gate(hosts, int(address.rsplit(":", 1)[1]))
-    runner = web.AppRunner(build_app(gate, cockpit_command(home)), access_log=None)
+    sock, hosts, address = _listen(host, args.port)  # a taken port starts nothing
+    try:
+        daemon = await ensure_daemon(home)
+        gate = Gate(hosts, sock.getsockname()[1])
+        banner = (
+            f"{daemon}\nserving the cockpit at {address}; log in once with:\n"
+            f"{address}{gate.login_path()}\n(Ctrl+C stops serving; the daemon keeps running)\n"
+        )
+        await _serve(build_app(gate, cockpit_command(home)), sock, banner)
+    finally:
+        sock.close()
+    return 0
+
+
+async def _serve(app: web.Application, sock: socket.socket, banner: str) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT or SIGTERM; open sessions are then told to quit."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -208,19 +220,13 @@ async def cmd_serve(home: Home, args: argparse.Namespace) -> int:
         await web.SockSite(runner, sock, shutdown_timeout=SHUTDOWN_GRACE_S).start()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        sys.stdout.write(
-            f"{daemon}\nserving the cockpit at {address}; log in once with:\n"
-            f"{address}{gate.login_path()}\n(Ctrl+C stops serving; the daemon keeps running)\n"
-        )
+        sys.stdout.write(banner)
         sys.stdout.flush()
         await stop.wait()
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         await runner.cleanup()
-        with contextlib.suppress(OSError):
-            sock.close()
-    return 0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,6 +16,7 @@ import http.client
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -221,3 +222,25 @@ def test_serve_refuses_a_non_loopback_host(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("HZD130: --host 0.0.0.0: ") and "Traceback" not in result.stderr
     assert not (home / "daemon.json").exists(), "nothing started for a refused address"
+
+
+def test_serve_refuses_a_taken_port_before_starting_anything(tmp_path: Path) -> None:
+    """Issue 13 item 6: a port already in use is one coded line, and no daemon is started."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [str(HZ), "serve", "--port", str(port)],
+            env=_env(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"HZD135: 127.0.0.1:{port}: cannot listen")
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not (home / "daemon.json").exists()
