@@ -18,6 +18,7 @@ from ulid import ULID
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.observe import Observation, Observer
@@ -53,6 +54,8 @@ class KernelCore:
         self.observers: list[Observer] = []
         self._slot_clocks: dict[str, SlotClock] = {}
         self.opened_at = now_utc()
+        self.admission = AdmissionController.from_settings(home.settings.daemon)
+        """The one gate every turn and model attempt of this kernel passes (``[daemon]``)."""
 
     def slot_clock(self, zone: str | None) -> SlotClock:
         """The schedule cache for ``zone`` (the tick's and the listing's next-due answers)."""
@@ -60,6 +63,14 @@ class KernelCore:
         if name not in self._slot_clocks:
             self._slot_clocks[name] = SlotClock(user_zone(name))
         return self._slot_clocks[name]
+
+    def queued_heinzels(self) -> dict[str, str]:
+        """The heinzels with a turn waiting for admission in this kernel, and why."""
+        return {
+            ticket.owner: ticket.blocked_by or "capacity"
+            for ticket in self.admission.tickets("turn")
+            if ticket.admitted_at is None
+        }
 
     def observe(self, observation: Observation) -> None:
         """Tell every observer (the daemon's feed, an embedded cockpit) what just happened."""
@@ -101,6 +112,7 @@ class KernelCore:
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.admission.close()
         for session in list(self.sessions.values()):
             session.close()
         self.sessions.clear()
