@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
@@ -40,6 +41,9 @@ from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
 from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.vocabulary import EventData, HeinzelCreated
 
+#: The turn engine (pydantic-ai and the model adapters): seconds of imports.
+ENGINE_MODULE = "hz_kernel.engine.turn"
+
 
 class KernelCore:
     """One home's kernel core. Open it with ``await Kernel.open(home)``; close it when done."""
@@ -54,6 +58,9 @@ class KernelCore:
         self.observers: list[Observer] = []
         self._slot_clocks: dict[str, SlotClock] = {}
         self.opened_at = now_utc()
+        self.warming: asyncio.Future[object] | None = None
+        """A long-lived kernel loads the turn engine in a thread at open: importing it
+        inside the first turn would hold the event loop (and every client) for seconds."""
         self.admission = AdmissionController.from_settings(home.settings.daemon)
         """The one gate every turn and model attempt of this kernel passes (``[daemon]``)."""
 
@@ -104,6 +111,10 @@ class KernelCore:
             # The index's connection runs a thread that keeps the process alive until closed.
             await (index.close() if kernel is None else kernel.close())
             raise
+        if long_lived:
+            kernel.warming = asyncio.ensure_future(
+                asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+            )
         return kernel
 
     async def close(self) -> None:
@@ -113,6 +124,8 @@ class KernelCore:
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
         await self.admission.close()
+        if self.warming is not None:
+            await asyncio.gather(self.warming, return_exceptions=True)
         for session in list(self.sessions.values()):
             session.close()
         self.sessions.clear()
