@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -103,7 +102,7 @@ class TurnCommands(KernelCore):
 
     def turn_activity(self) -> list[api.TurnActivity]:
         """The turns this kernel runs (oldest admission first), then those queued, in order."""
-        now = time.monotonic()
+        now = now_utc()
         activity: list[api.TurnActivity] = []
         for ticket in self.admission.tickets("turn"):
             held = self.sessions.get(ticket.owner)
@@ -117,7 +116,7 @@ class TurnCommands(KernelCore):
                         name=name,
                         turn=turn,
                         queued=ticket.blocked_by or "capacity",
-                        elapsed_s=round(now - ticket.queued_at, 3),
+                        elapsed_s=_seconds_since(ticket.since, now),
                     )
                 )
                 continue
@@ -129,7 +128,7 @@ class TurnCommands(KernelCore):
                     name=name,
                     turn=turn,
                     step=next((step for step in STEP_NAMES if step not in done), "finish"),
-                    elapsed_s=round(now - ticket.admitted_at, 3),
+                    elapsed_s=_seconds_since(ticket.admitted_since or ticket.since, now),
                     usd=round(state.usd, 6) if state is not None else 0.0,
                     tokens=state.tokens if state is not None else 0,
                 )
@@ -824,6 +823,11 @@ class _Stopped(Exception):
 
 
 _log = logging.getLogger("hz.turns")
+
+
+def _seconds_since(moment: datetime, now: datetime) -> float:
+    """Seconds from ``moment`` to ``now`` on the kernel's clock (never negative if it stepped)."""
+    return round(max(0.0, (now - moment).total_seconds()), 3)
 
 
 def _uncancel() -> None:

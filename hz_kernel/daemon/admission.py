@@ -104,8 +104,11 @@ class Ticket:
     kind: Kind
     owner: str
     deadline: datetime | None
+    since: datetime
+    """When it asked, on the kernel's clock (what a status shows elapsed times from)."""
     queued_at: float = field(default_factory=time.monotonic)
     admitted_at: float | None = None
+    admitted_since: datetime | None = None
     blocked_by: Blocker | None = None
     decision: Decision | None = None
     aborted: bool = False
@@ -215,10 +218,11 @@ class AdmissionController:
     async def _admitted(
         self, kind: Kind, owner: str, deadline: datetime | None, on_wait: OnWait | None
     ) -> AsyncIterator[Ticket]:
-        ticket = Ticket(kind, owner, deadline)
+        ticket = Ticket(kind, owner, deadline, self._clock())
         await self._admit(ticket, on_wait)
         ticket.task = asyncio.current_task()
         ticket.admitted_at = time.monotonic()
+        ticket.admitted_since = self._clock()
         self._running.add(ticket)
         self._ensure_monitor()
         try:
