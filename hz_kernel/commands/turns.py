@@ -195,9 +195,10 @@ class TurnCommands(KernelCore):
         from_step: str | None = None,
     ) -> str:
         turn = str(ULID())
-        deadline = now_utc() + timedelta(seconds=self.home.settings.heinzel.turn_timeout_s)
         request_ids = [w.request_id for w in wakes if w.request_id]
         with self._registered(held, turn) as runner:
+            # After the runner (its first one loads the engine, which is no time of the turn's).
+            deadline = now_utc() + timedelta(seconds=self.home.settings.heinzel.turn_timeout_s)
 
             async def start() -> TurnState:
                 return await runner.start(
