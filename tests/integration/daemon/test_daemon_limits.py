@@ -133,6 +133,10 @@ async def test_issue13_item2_one_turn_at_a_time_with_four_queued_and_said_so(
     assert {t["name"] for t in listed} == set(ids)
     assert max(s["turns_queued"] for source, s in samples if source == "health") >= 3
     assert samples[-1][1]["turns_running"] == 0 and samples[-1][1]["turns_queued"] == 0
+    plain = hz(world.home, "daemon", "status")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines()[1].startswith("turns 0 running, 0 queued (max 1)  attempts 0")
+    assert "(floor 0 MB)" in plain.stdout
 
     intervals = []
     queued = []
