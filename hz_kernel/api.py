@@ -54,9 +54,62 @@ class HeinzelSummary(_Shape):
     seq: int = 0
     failure: HeinzelFailure | None = None
     """The tick's last failure of this heinzel's work, until it next succeeds."""
+    queued: Literal["capacity", "low-memory"] | None = None
+    """Why a turn of this heinzel waits for the kernel's admission now (None: none waits)."""
 
 
-class KernelStatus(_Shape):
+class TurnActivity(_Shape):
+    """One turn a kernel runs now, or holds in its admission queue."""
+
+    heinzel: str
+    name: str
+    turn: str | None = None
+    queued: Literal["capacity", "low-memory"] | None = None
+    """Why it waits for a slot; None once it runs."""
+    step: str | None = None
+    """The step it is in (running turns only)."""
+    elapsed_s: float = 0.0
+    """Running: seconds since it was admitted; queued: seconds it has waited."""
+    usd: float = 0.0
+    """Its cost so far (a think step adds its cost when it ends)."""
+    tokens: int = 0
+
+
+class TickStatus(_Shape):
+    """The kernel's tick loop: when it last ticked, when it ticks next, what it left undone."""
+
+    interval_s: float
+    ticks: int = 0
+    """Ticks finished since the loop started."""
+    last_at: str | None = None
+    next_at: str | None = None
+    error: str | None = None
+    """The coded line of the last tick that failed as a whole, until one finishes."""
+    woken: int = 0
+    skipped: list[str] = []
+    """What the last tick skipped, as ``name (reason)``."""
+    deferred: list[str] = []
+    """What the last tick put off, as ``name (reason)``."""
+
+
+class KernelLoad(_Shape):
+    """What a kernel runs now, what waits, and under which limits, sampled when asked."""
+
+    turns_running: int = 0
+    turns_queued: int = 0
+    attempts_running: int = 0
+    attempts_queued: int = 0
+    max_concurrent_turns: int | None = None
+    max_concurrent_attempts: int | None = None
+    memory_floor_mb: int | None = None
+    memory_available_mb: int | None = None
+    turns: list[TurnActivity] = []
+    """Running turns first (oldest first), then queued ones in admission order."""
+    tick: TickStatus | None = None
+    """None where no tick loop runs in the kernel's process."""
+
+
+class KernelStatus(KernelLoad):
     """Where the kernel behind a client runs and how it is doing, sampled when asked."""
 
     embedded: bool
@@ -67,9 +120,6 @@ class KernelStatus(_Shape):
     started_at: str
     uptime_s: float
     heinzels: int
-    turns_running: int = 0
-    turns_queued: int = 0
-    memory_available_mb: int | None = None
 
 
 class HeinzelList(_Shape):

@@ -93,13 +93,13 @@ class LocalClient:
     async def status(self) -> KernelStatus:
         kernel = self.kernel
         return KernelStatus(
+            **dict(kernel.load()),
             embedded=True,
             pid=os.getpid(),
             protocol=PROTOCOL_VERSION,
             started_at=stamp(kernel.opened_at),
             uptime_s=round((now_utc() - kernel.opened_at).total_seconds(), 3),
             heinzels=len(kernel.home.heinzel_ids()),
-            turns_running=len(kernel.tasks),
         )
 
     async def warm(self) -> None:

@@ -43,11 +43,15 @@ class DaemonSettings(_Section):
 
     The host must be a loopback address; the daemon refuses any other at
     start. ``unix_socket`` serves on ``<home>/daemon.sock`` instead of TCP.
-    ``min_free_memory_mb`` defaults to the larger of 1024 MB and an eighth of RAM.
+    Every kernel (the daemon's and an embedded one) admits work under the
+    limits here: ``max_concurrent_turns`` turns and ``max_concurrent_attempts``
+    model requests at once, and nothing new while free memory is under
+    ``min_free_memory_mb`` (default: the larger of 1024 MB and an eighth of RAM).
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
     max_concurrent_turns: int = Field(default=4, ge=1, le=256)
+    max_concurrent_attempts: int = Field(default=4, ge=1, le=256)
     min_free_memory_mb: int | None = Field(default=None, ge=0, le=1_048_576)
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)

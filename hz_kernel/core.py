@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Self
@@ -18,6 +19,7 @@ from ulid import ULID
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.observe import Observation, Observer
@@ -39,6 +41,9 @@ from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
 from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.vocabulary import EventData, HeinzelCreated
 
+#: The turn engine (pydantic-ai and the model adapters): seconds of imports.
+ENGINE_MODULE = "hz_kernel.engine.turn"
+
 
 class KernelCore:
     """One home's kernel core. Open it with ``await Kernel.open(home)``; close it when done."""
@@ -53,6 +58,11 @@ class KernelCore:
         self.observers: list[Observer] = []
         self._slot_clocks: dict[str, SlotClock] = {}
         self.opened_at = now_utc()
+        self.warming: asyncio.Future[object] | None = None
+        """A long-lived kernel loads the turn engine in a thread at open: importing it
+        inside the first turn would hold the event loop (and every client) for seconds."""
+        self.admission = AdmissionController.from_settings(home.settings.daemon)
+        """The one gate every turn and model attempt of this kernel passes (``[daemon]``)."""
 
     def slot_clock(self, zone: str | None) -> SlotClock:
         """The schedule cache for ``zone`` (the tick's and the listing's next-due answers)."""
@@ -60,6 +70,14 @@ class KernelCore:
         if name not in self._slot_clocks:
             self._slot_clocks[name] = SlotClock(user_zone(name))
         return self._slot_clocks[name]
+
+    def queued_heinzels(self) -> dict[str, str]:
+        """The heinzels with a turn waiting for admission in this kernel, and why."""
+        return {
+            ticket.owner: ticket.blocked_by or "capacity"
+            for ticket in self.admission.tickets("turn")
+            if ticket.admitted_at is None
+        }
 
     def observe(self, observation: Observation) -> None:
         """Tell every observer (the daemon's feed, an embedded cockpit) what just happened."""
@@ -93,6 +111,10 @@ class KernelCore:
             # The index's connection runs a thread that keeps the process alive until closed.
             await (index.close() if kernel is None else kernel.close())
             raise
+        if long_lived:
+            kernel.warming = asyncio.ensure_future(
+                asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+            )
         return kernel
 
     async def close(self) -> None:
@@ -101,6 +123,9 @@ class KernelCore:
             task.cancel()
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.admission.close()
+        if self.warming is not None:
+            await asyncio.gather(self.warming, return_exceptions=True)
         for session in list(self.sessions.values()):
             session.close()
         self.sessions.clear()

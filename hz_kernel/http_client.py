@@ -18,7 +18,7 @@ import httpx
 from httpx_sse import aconnect_sse
 from pydantic import TypeAdapter, ValidationError
 
-from hz_kernel.api import KernelStatus
+from hz_kernel.api import KernelLoad, KernelStatus
 from hz_kernel.daemon.feed import FeedReset
 from hz_kernel.daemon.protocol import (
     EVENTS_PATH,
@@ -116,6 +116,7 @@ class HttpClient:
     async def status(self) -> KernelStatus:
         health = await self.health()
         return KernelStatus(
+            **{name: getattr(health, name) for name in KernelLoad.model_fields},
             embedded=False,
             pid=health.pid,
             protocol=health.protocol,
@@ -123,9 +124,6 @@ class HttpClient:
             started_at=health.started_at,
             uptime_s=health.uptime_s,
             heinzels=health.heinzels,
-            turns_running=health.turns_running,
-            turns_queued=health.turns_queued,
-            memory_available_mb=health.memory_available_mb,
         )
 
     async def warm(self) -> None:

@@ -6,6 +6,7 @@ through ``KernelClient`` and the operations table, never directly.
 
 from __future__ import annotations
 
+from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.store import StoreCommands
@@ -18,3 +19,19 @@ __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
+
+    def load(self) -> api.KernelLoad:
+        """What this kernel runs and holds queued now, under which limits (status, health)."""
+        admission = self.admission
+        return api.KernelLoad(
+            turns_running=admission.running("turn"),
+            turns_queued=admission.queued("turn"),
+            attempts_running=admission.running("attempt"),
+            attempts_queued=admission.queued("attempt"),
+            max_concurrent_turns=admission.max_turns,
+            max_concurrent_attempts=admission.max_attempts,
+            memory_floor_mb=admission.floor_mb,
+            memory_available_mb=admission.sample_memory(),
+            turns=self.turn_activity(),
+            tick=self.tick_status(),
+        )

@@ -25,8 +25,9 @@ from hz_kernel.tick.schedule import SlotClock
 #: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
 RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 
-#: Filled beside the index's columns: today's cost by the query, failures from the tick's record.
-_NOT_COLUMNS = frozenset({"cost_today", "failure"})
+#: Filled beside the index's columns: today's cost by the query, failures from the tick's
+#: record, the admission queue from the kernel that runs the turns.
+_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued"})
 _SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f not in _NOT_COLUMNS]
 _SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
@@ -43,8 +44,10 @@ async def list_summaries(
     where: dict[str, str] | None = None,
     ids: list[str] | None = None,
     failures: Mapping[str, api.HeinzelFailure] | None = None,
+    queued: Mapping[str, str] | None = None,
 ) -> list[api.HeinzelSummary]:
-    """The summaries that match every filter given, sorted by name, with their failures."""
+    """The summaries that match every filter given, sorted by name, with their failures
+    and why a turn of theirs waits for admission (``queued``: heinzel id to reason)."""
     name, version = split_contract(contract)
     now = now_utc()
     rows = await index.list_heinzels(
@@ -61,6 +64,9 @@ async def list_summaries(
     if failures:
         for row in rows:
             row["failure"] = failures.get(row["id"])
+    if queued:
+        for row in rows:
+            row["queued"] = queued.get(row["id"])
     return _SUMMARIES.validate_python(rows)
 
 

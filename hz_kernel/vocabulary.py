@@ -172,6 +172,18 @@ class AttemptFailed(EventData):
     output_size: int = 0
 
 
+class TurnQueued(EventData):
+    """A turn that must wait for the kernel's limits before it (re)starts: why, never what.
+
+    Written when the wait begins, with the turn's id; the next ``turn.started``
+    (or ``turn.resumed``) of that turn is its admission.
+    """
+
+    kind: ClassVar[str] = "turn.queued"
+    reason: Literal["capacity", "low-memory"]
+    keys: list[str] = []
+
+
 class TurnWaiting(EventData):
     kind: ClassVar[str] = "turn.waiting"
     step: Step

@@ -65,6 +65,11 @@ def usd(amount: float) -> str:
     return f"${amount:.2f}"
 
 
+def queued(reason: str) -> str:
+    """Why a turn waits for the kernel's admission: ``queued: capacity``, ``queued: low memory``."""
+    return f"queued: {reason.replace('-', ' ')}"
+
+
 def clock(value: str | None) -> str:
     """A stored UTC time as ``YYYY-MM-DD HH:MM`` (the spine's own zone)."""
     moment = parse_time(value)

@@ -157,6 +157,9 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
 
 
 def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
+    if item.queued:
+        # What it waits for now says more than how its last turn went; it sorts first.
+        return Cell(display.queued(item.queued), palette.warn, order=(0, float("-inf")))
     if not item.last_turn_at:
         return Cell("—", palette.muted, order=(1, ()))
     stamp = display.parse_time(item.last_turn_at)

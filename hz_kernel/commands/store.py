@@ -46,6 +46,7 @@ class StoreCommands(KernelCore):
             where=where,
             ids=ids,
             failures=read_failures(failures_path(self.home.heinzel_root)),
+            queued=self.queued_heinzels(),
         )
         return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
 
@@ -82,7 +83,9 @@ class StoreCommands(KernelCore):
         )
         model = self._model_in_use(row, heinzel_dir)
         return api.HeinzelDetail(
-            heinzel=api.HeinzelSummary.model_validate({**summary[0], "failure": failure}),
+            heinzel=api.HeinzelSummary.model_validate(
+                {**summary[0], "failure": failure, "queued": self.queued_heinzels().get(heinzel_id)}
+            ),
             contract_versions=versions,
             inputs=row.get("inputs") or {},
             turns=[

@@ -27,16 +27,16 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import chain
 from typing import Protocol, runtime_checkable
 
 import orjson
 
-from hz_kernel import crashpoints
+from hz_kernel import api, crashpoints
 from hz_kernel.adapters.sources import default_registry
 from hz_kernel.adapters.sources.base import as_utc
-from hz_kernel.clock import now_utc
+from hz_kernel.clock import now_utc, stamp
 from hz_kernel.config import Settings
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
@@ -182,6 +182,8 @@ class TickCommands(KernelCore):
 
     spine_opens: int = 0
     """Sessions this kernel opened so far; a tick reports how many it caused."""
+    pulse: TickPulse | None = None
+    """The beat of the tick loop running on this kernel, if one does (``run_tick_loop``)."""
 
     _fetcher: SourceFetcher
     _ledger: FailureLedger
@@ -228,6 +230,24 @@ class TickCommands(KernelCore):
         """What a tick would do now, without doing it (fetches are staged all the same)."""
         plan, _, _, _, _ = await self._plan(as_utc(now or now_utc()), zone)
         return plan
+
+    def tick_status(self) -> api.TickStatus | None:
+        """The loop's last tick, its next and what the last one left undone (None: no loop)."""
+        pulse = self.pulse
+        if pulse is None:
+            return None
+        report = pulse.report
+        last = pulse.last_at
+        return api.TickStatus(
+            interval_s=pulse.interval,
+            ticks=pulse.ticks,
+            last_at=stamp(last) if last is not None else None,
+            next_at=stamp(last + timedelta(seconds=pulse.interval)) if last is not None else None,
+            error=pulse.error,
+            woken=len(report.woken) if report is not None else 0,
+            skipped=[f"{s.name} ({s.reason})" for s in report.skipped] if report else [],
+            deferred=[f"{d.name} ({d.reason})" for d in report.deferred] if report else [],
+        )
 
     def failure_ledger(self) -> FailureLedger:
         """The home's record of failed heinzels, read once by this kernel (the one ticking)."""
@@ -557,11 +577,16 @@ class TickPulse:
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self.last = time.monotonic()
+        self.last_at: datetime | None = None
+        """When the last tick finished, on the kernel's clock (what the kernel page shows)."""
+        self.report: TickReport | None = None
         self.ticks = 0
         self.error: str | None = None
 
-    def beat(self) -> None:
+    def beat(self, report: TickReport | None = None) -> None:
         self.last = time.monotonic()
+        self.last_at = now_utc()
+        self.report = report
         self.ticks += 1
         self.error = None
 
@@ -593,6 +618,7 @@ async def run_tick_loop(
     the loop goes on; ``pulse`` learns of every tick that finished.
     """
     seconds = interval if interval is not None else tick_interval(kernel.home.settings)
+    kernel.pulse = pulse = pulse or TickPulse(seconds)
     prune = DailyPrune(kernel.prune) if isinstance(kernel, Pruner) else None
     while not stop_event.is_set():
         try:
@@ -604,16 +630,14 @@ async def run_tick_loop(
                 else HzError("HZT121", f"the tick failed: {_described(exc)}")
             )
             _log.info("the tick failed", exc_info=exc)
-            if pulse is not None:
-                pulse.failed(error.one_line())
+            pulse.failed(error.one_line())
             report = TickReport(
                 at=now_utc(),
                 due=0,
                 problems=[TickProblem(code=error.code, message=error.message, place=error.place)],
             )
         else:
-            if pulse is not None:
-                pulse.beat()
+            pulse.beat(report)
         if prune is not None and (failed := await prune()) is not None:
             problem = TickProblem(code=failed.code, message=failed.message, place=failed.place)
             report = report.model_copy(update={"problems": [*report.problems, problem]})

@@ -16,6 +16,7 @@ import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,19 +24,23 @@ from ulid import ULID
 
 from hz_kernel import api
 from hz_kernel.adapters.documents import DraftStatus, MarkdownDocuments
+from hz_kernel.clock import now_utc
 from hz_kernel.commands.waiting import Verb, WaitingItem, resolve_waiting, short_key
 from hz_kernel.core import KernelCore
+from hz_kernel.daemon.admission import AdmissionAborted, AdmissionTimeout, Blocker
 from hz_kernel.engine.wakes import Wake, request_key, retry_key
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox, InboxRequest, check_request_id
 from hz_kernel.store.locks import SpineBusy
 from hz_kernel.store.session import HeldSession
+from hz_kernel.terms import STEP_NAMES
 from hz_kernel.vocabulary import (
     DraftRejected,
     LessonDismissed,
     QuestionAnswered,
     SkipReason,
+    TurnQueued,
     TurnRequested,
     TurnSkipped,
     TurnSteered,
@@ -43,7 +48,7 @@ from hz_kernel.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from hz_kernel.engine.turn import TurnRunner
+    from hz_kernel.engine.turn import TurnRunner, TurnState
 
 
 def _runner(kernel: KernelCore, held: HeldSession) -> TurnRunner:
@@ -94,6 +99,41 @@ class TurnCommands(KernelCore):
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return None
+
+    def turn_activity(self) -> list[api.TurnActivity]:
+        """The turns this kernel runs (oldest admission first), then those queued, in order."""
+        now = now_utc()
+        activity: list[api.TurnActivity] = []
+        for ticket in self.admission.tickets("turn"):
+            held = self.sessions.get(ticket.owner)
+            name = str(held.projection.heinzel["name"]) if held is not None else ticket.owner
+            runner = self._running.get(ticket.owner)
+            turn = runner.turn if runner is not None else None
+            if ticket.admitted_at is None:
+                activity.append(
+                    api.TurnActivity(
+                        heinzel=ticket.owner,
+                        name=name,
+                        turn=turn,
+                        queued=ticket.blocked_by or "capacity",
+                        elapsed_s=_seconds_since(ticket.since, now),
+                    )
+                )
+                continue
+            state = runner.state if runner is not None else None
+            done = state.done if state is not None else []
+            activity.append(
+                api.TurnActivity(
+                    heinzel=ticket.owner,
+                    name=name,
+                    turn=turn,
+                    step=next((step for step in STEP_NAMES if step not in done), "finish"),
+                    elapsed_s=_seconds_since(ticket.admitted_since or ticket.since, now),
+                    usd=round(state.usd, 6) if state is not None else 0.0,
+                    tokens=state.tokens if state is not None else 0,
+                )
+            )
+        return activity
 
     def running_turn(self, heinzel_id: str) -> str | None:
         """The turn of this heinzel that runs in this kernel now, if any."""
@@ -155,15 +195,55 @@ class TurnCommands(KernelCore):
         from_step: str | None = None,
     ) -> str:
         turn = str(ULID())
+        request_ids = [w.request_id for w in wakes if w.request_id]
         with self._registered(held, turn) as runner:
-            request_ids = [w.request_id for w in wakes if w.request_id]
-            state = await runner.start(
-                turn, wakes, request_ids=request_ids, parent_turn=parent_turn, from_step=from_step
-            )
-            await runner.run(state)
+            # After the runner (its first one loads the engine, which is no time of the turn's).
+            deadline = now_utc() + timedelta(seconds=self.home.settings.heinzel.turn_timeout_s)
+
+            async def start() -> TurnState:
+                return await runner.start(
+                    turn,
+                    wakes,
+                    request_ids=request_ids,
+                    parent_turn=parent_turn,
+                    from_step=from_step,
+                    deadline=deadline,
+                )
+
+            try:
+                async with self._admitted(held, turn, deadline, [w.key for w in wakes]):
+                    await runner.run(await start())
+            except AdmissionTimeout as refused:
+                await runner.abandon(await start(), refused.one_line())
+            except AdmissionAborted as aborted:
+                if runner.state is None:
+                    raise
+                await runner.abandon(runner.state, aborted.one_line())
+            except asyncio.CancelledError:
+                if not runner.stopping or turn in held.projection.turns:
+                    raise
+                _uncancel()
+                await runner.abandon(await start(), "stopped")
         if runner.stopping:
             raise _Stopped(turn)
         return turn
+
+    @contextlib.asynccontextmanager
+    async def _admitted(
+        self, held: HeldSession, turn: str, deadline: datetime, keys: list[str]
+    ) -> AsyncIterator[None]:
+        """Hold one of the kernel's turn slots; a turn that must wait journals why first.
+
+        A turn that gets no slot before ``deadline`` (``HZD060``) or is
+        stopped while it waits starts and ends at once, abandoned, so its
+        keys are settled as a stopped or timed-out turn's would be.
+        """
+
+        async def queued(reason: Blocker) -> None:
+            await held.append(TurnQueued(reason=reason, keys=keys), turn=turn)
+
+        async with self.admission.turn(held.id, deadline, on_wait=queued):
+            yield
 
     @contextlib.contextmanager
     def _registered(self, held: HeldSession, turn: str) -> Iterator[TurnRunner]:
@@ -226,13 +306,26 @@ class TurnCommands(KernelCore):
         return last
 
     async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
+        from hz_kernel.engine.turn import TurnState, timeout_s
+
         state = _load_state(held, turn)
-        if state is None:
+        if not isinstance(state, TurnState):
             return
+        left = timeout_s(state, self.home.settings.heinzel.turn_timeout_s) - state.ran_s
+        deadline = now_utc() + timedelta(seconds=max(left, 1.0))
         with self._registered(held, turn) as runner:
-            resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]
-            if resumed is not None:
-                await runner.run(resumed)
+            try:
+                async with self._admitted(held, turn, deadline, state.keys):
+                    resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]
+                    if resumed is not None:
+                        await runner.run(resumed)
+            except (AdmissionTimeout, AdmissionAborted) as refused:
+                await runner.abandon(state, refused.one_line())
+            except asyncio.CancelledError:
+                if not runner.stopping:
+                    raise
+                _uncancel()
+                await runner.abandon(state, "stopped")
 
     def _steering(self, held: HeldSession, turn: str) -> Callable[[], Awaitable[list[str]]]:
         """The think step's steering queue: pending ``steer`` messages, journalled on delivery."""
@@ -731,6 +824,18 @@ class _Stopped(Exception):
 
 
 _log = logging.getLogger("hz.turns")
+
+
+def _seconds_since(moment: datetime, now: datetime) -> float:
+    """Seconds from ``moment`` to ``now`` on the kernel's clock (never negative if it stepped)."""
+    return round(max(0.0, (now - moment).total_seconds()), 3)
+
+
+def _uncancel() -> None:
+    """A stop cancelled this task to reach a waiting turn; the turn is ended, not the task."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 def _hash(text: str) -> str:

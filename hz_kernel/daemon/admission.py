@@ -1,15 +1,20 @@
-"""The admission controller: one FIFO gate for turns, model attempts and tool runs.
+"""The admission controller: one FIFO gate for a kernel's turns and model attempts.
 
-A turn takes one of ``max_concurrent_turns`` slots for as long as it runs.
-Model attempts and tool runs inside a turn reuse their turn's slot (asking
-for a second one could deadlock a full house) but, like turns, never start
-while free memory is under the floor. Waiting work keeps the deadline it
-came with; every decision records why it waited or why it was refused
-(capacity, low memory, timeout). While anything waits or runs, memory is
-sampled every ``poll_s``: a low sample blocks new work and aborts running
-work, which then sees ``AdmissionAborted`` instead of a bare cancellation.
+Every kernel owns one (the daemon's and an embedded one alike), built from
+``[daemon]``: a turn takes one of ``max_concurrent_turns`` slots for as long
+as it runs, and each model request inside it one of
+``max_concurrent_attempts`` (a separate pool: a turn waiting for an
+attempt slot holds no attempt slot, so the two never deadlock). Neither
+starts while free memory is under the floor. Waiting work keeps the
+deadline it came with; every decision records why it waited or why it was
+refused (capacity, low memory, timeout). While anything waits or runs,
+memory is sampled every ``poll_s``: a low sample blocks new work and
+aborts running work, which then sees ``AdmissionAborted`` instead of a
+bare cancellation.
 
-These are resource controls, not a sandbox.
+Free memory is ``psutil``'s estimate of what can be used without swapping
+(Linux ``MemAvailable``; free plus inactive pages on macOS; available
+physical memory on Windows). These are resource controls, not a sandbox.
 """
 
 from __future__ import annotations
@@ -18,47 +23,42 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Literal
 
+import psutil
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.clock import now_utc
 from hz_kernel.config import DaemonSettings
 from hz_kernel.errors import HzError
 
-Kind = Literal["turn", "attempt", "tool"]
+Kind = Literal["turn", "attempt"]
 Blocker = Literal["capacity", "low-memory"]
 Reason = Literal["free", "capacity", "low-memory", "timeout", "cancelled"]
 
-MEMINFO = Path("/proc/meminfo")
 FLOOR_MIN_MB = 1024
 POLL_SECONDS = 0.25
-
-
-def _meminfo_mb(key: str) -> int | None:
-    try:
-        text = MEMINFO.read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) // 1024
-    return None
+_MB = 1 << 20
 
 
 def memory_available_mb() -> int | None:
-    """Linux ``MemAvailable`` in MB; None where it cannot be read (no floor is enforced)."""
-    return _meminfo_mb("MemAvailable")
+    """Memory available to new work, in MB; None where it cannot be read (no floor is enforced)."""
+    try:
+        return int(psutil.virtual_memory().available) // _MB
+    except (OSError, RuntimeError):
+        return None
 
 
 def default_floor_mb() -> int:
     """The larger of 1024 MB and an eighth of the machine's RAM."""
-    total = _meminfo_mb("MemTotal")
-    return max(FLOOR_MIN_MB, (total or 0) // 8)
+    try:
+        total = int(psutil.virtual_memory().total) // _MB
+    except (OSError, RuntimeError):
+        total = 0
+    return max(FLOOR_MIN_MB, total // 8)
 
 
 class Decision(BaseModel):
@@ -93,6 +93,10 @@ class AdmissionAborted(HzError):
         self.ticket = ticket
 
 
+#: Told once, before a ticket starts to wait, why it waits (a turn journals it).
+OnWait = Callable[[Blocker], Awaitable[None]]
+
+
 @dataclass(eq=False)
 class Ticket:
     """One piece of admitted (or waiting) work."""
@@ -100,8 +104,11 @@ class Ticket:
     kind: Kind
     owner: str
     deadline: datetime | None
-    slot: bool
+    since: datetime
+    """When it asked, on the kernel's clock (what a status shows elapsed times from)."""
     queued_at: float = field(default_factory=time.monotonic)
+    admitted_at: float | None = None
+    admitted_since: datetime | None = None
     blocked_by: Blocker | None = None
     decision: Decision | None = None
     aborted: bool = False
@@ -109,12 +116,22 @@ class Ticket:
     granted: asyncio.Future[None] | None = None
 
 
+@dataclass
+class _Pool:
+    """One limit and the FIFO of tickets waiting for it."""
+
+    limit: int
+    used: int = 0
+    queue: deque[Ticket] = field(default_factory=deque)
+
+
 class AdmissionController:
-    """FIFO admission under a concurrency limit and a free-memory floor."""
+    """FIFO admission under two concurrency limits and a free-memory floor."""
 
     def __init__(
         self,
-        max_concurrent: int,
+        max_turns: int,
+        max_attempts: int,
         floor_mb: int,
         *,
         sample: Callable[[], int | None] = memory_available_mb,
@@ -122,32 +139,50 @@ class AdmissionController:
         clock: Callable[[], datetime] = now_utc,
         history: int = 200,
     ) -> None:
-        self.max_concurrent = max_concurrent
         self.floor_mb = floor_mb
         self.last_sample: int | None = None
         self.decisions: deque[Decision] = deque(maxlen=history)
-        self.slots_used = 0
+        self._pools: dict[Kind, _Pool] = {"turn": _Pool(max_turns), "attempt": _Pool(max_attempts)}
         self._sample = sample
         self._poll_s = poll_s
         self._clock = clock
-        self._queue: deque[Ticket] = deque()
-        self._memory_waiters: list[asyncio.Future[None]] = []
         self._running: set[Ticket] = set()
-        self._turn_owners: dict[str, int] = {}
         self._monitor: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(cls, settings: DaemonSettings) -> AdmissionController:
         floor = settings.min_free_memory_mb
-        return cls(settings.max_concurrent_turns, default_floor_mb() if floor is None else floor)
+        return cls(
+            settings.max_concurrent_turns,
+            settings.max_concurrent_attempts,
+            default_floor_mb() if floor is None else floor,
+        )
+
+    # -- what it reports -------------------------------------------------------------------
 
     @property
-    def queued(self) -> int:
-        return len(self._queue) + len(self._memory_waiters)
+    def max_turns(self) -> int:
+        return self._pools["turn"].limit
 
     @property
-    def running(self) -> int:
-        return len(self._running)
+    def max_attempts(self) -> int:
+        return self._pools["attempt"].limit
+
+    def running(self, kind: Kind) -> int:
+        return sum(1 for ticket in self._running if ticket.kind == kind)
+
+    def queued(self, kind: Kind) -> int:
+        return len(self._pools[kind].queue)
+
+    def slots_used(self, kind: Kind) -> int:
+        return self._pools[kind].used
+
+    def tickets(self, kind: Kind) -> list[Ticket]:
+        """Running tickets (oldest admission first), then the waiting ones in queue order."""
+        running = sorted(
+            (t for t in self._running if t.kind == kind), key=lambda t: t.admitted_at or 0.0
+        )
+        return [*running, *self._pools[kind].queue]
 
     def sample_memory(self) -> int | None:
         self.last_sample = self._sample()
@@ -158,7 +193,7 @@ class AdmissionController:
         return available is not None and available < self.floor_mb
 
     async def close(self) -> None:
-        """Stop the memory watch (the daemon is shutting down)."""
+        """Stop the memory watch (the kernel is closing)."""
         if self._monitor is not None:
             self._monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -168,34 +203,27 @@ class AdmissionController:
     # -- the public gates ------------------------------------------------------------------
 
     def turn(
-        self, heinzel: str, deadline: datetime | None = None
+        self, heinzel: str, deadline: datetime | None = None, *, on_wait: OnWait | None = None
     ) -> contextlib.AbstractAsyncContextManager[Ticket]:
         """Run a turn under a slot: ``async with admission.turn(heinzel_id, deadline): ...``."""
-        return self._admitted("turn", heinzel, deadline)
+        return self._admitted("turn", heinzel, deadline, on_wait)
 
     def attempt(
         self, heinzel: str, deadline: datetime | None = None
     ) -> contextlib.AbstractAsyncContextManager[Ticket]:
-        """A model attempt: inside its heinzel's turn it reuses the turn's slot."""
-        return self._admitted("attempt", heinzel, deadline)
-
-    def tool(
-        self, heinzel: str, deadline: datetime | None = None
-    ) -> contextlib.AbstractAsyncContextManager[Ticket]:
-        """A tool run: inside its heinzel's turn it reuses the turn's slot."""
-        return self._admitted("tool", heinzel, deadline)
+        """A model request under an attempt slot, released when the request is over."""
+        return self._admitted("attempt", heinzel, deadline, None)
 
     @contextlib.asynccontextmanager
     async def _admitted(
-        self, kind: Kind, owner: str, deadline: datetime | None
+        self, kind: Kind, owner: str, deadline: datetime | None, on_wait: OnWait | None
     ) -> AsyncIterator[Ticket]:
-        slot = kind == "turn" or not self._turn_owners.get(owner)
-        ticket = Ticket(kind, owner, deadline, slot)
-        await self._admit(ticket)
+        ticket = Ticket(kind, owner, deadline, self._clock())
+        await self._admit(ticket, on_wait)
         ticket.task = asyncio.current_task()
+        ticket.admitted_at = time.monotonic()
+        ticket.admitted_since = self._clock()
         self._running.add(ticket)
-        if kind == "turn":
-            self._turn_owners[owner] = self._turn_owners.get(owner, 0) + 1
         self._ensure_monitor()
         try:
             yield ticket
@@ -205,14 +233,7 @@ class AdmissionController:
             raise
         finally:
             self._running.discard(ticket)
-            if kind == "turn":
-                left = self._turn_owners[owner] - 1
-                if left:
-                    self._turn_owners[owner] = left
-                else:
-                    del self._turn_owners[owner]
-            if slot:
-                self.slots_used -= 1
+            self._pools[kind].used -= 1
             self._pump()
 
     # -- admission -------------------------------------------------------------------------
@@ -235,29 +256,27 @@ class AdmissionController:
         self.decisions.append(decision)
         return decision
 
-    async def _admit(self, ticket: Ticket) -> None:
-        remaining = self._remaining(ticket)
-        if remaining is not None and remaining <= 0:
-            raise AdmissionTimeout(self._decide(ticket, admitted=False, reason="timeout"))
+    async def _admit(self, ticket: Ticket, on_wait: OnWait | None) -> None:
+        """Grant at once when a slot and memory are free; only a waiter can expire."""
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ticket.granted = granted
-        if ticket.slot:
-            self._queue.append(ticket)
-            self._pump()
-        elif self._memory_low():
-            ticket.blocked_by = "low-memory"
-            self._memory_waiters.append(granted)
-        else:
-            granted.set_result(None)
-        if not granted.done():
-            self._ensure_monitor()
+        self._pools[ticket.kind].queue.append(ticket)
+        self._pump()
+        remaining = None if granted.done() else self._remaining(ticket)
+        if remaining is not None and remaining <= 0:
+            self._withdraw(ticket, granted)
+            raise AdmissionTimeout(self._decide(ticket, admitted=False, reason="timeout"))
         try:
             async with asyncio.timeout(remaining):
+                if not granted.done():
+                    self._ensure_monitor()
+                    if on_wait is not None:
+                        await on_wait(ticket.blocked_by or "capacity")
                 await granted
         except TimeoutError:
             self._withdraw(ticket, granted)
             raise AdmissionTimeout(self._decide(ticket, admitted=False, reason="timeout")) from None
-        except asyncio.CancelledError:
+        except BaseException:
             self._withdraw(ticket, granted)
             self._decide(ticket, admitted=False, reason="cancelled")
             raise
@@ -265,39 +284,45 @@ class AdmissionController:
 
     def _withdraw(self, ticket: Ticket, granted: asyncio.Future[None]) -> None:
         """A waiter that timed out or was cancelled leaves for good, handing on any slot."""
-        if ticket.slot and granted.done() and not granted.cancelled():
-            self.slots_used -= 1
+        pool = self._pools[ticket.kind]
+        if granted.done() and not granted.cancelled():
+            pool.used -= 1
         with contextlib.suppress(ValueError):
-            self._queue.remove(ticket)
-        with contextlib.suppress(ValueError):
-            self._memory_waiters.remove(granted)
+            pool.queue.remove(ticket)
         self._pump()
 
     def _pump(self) -> None:
-        """Grant slots to the head of the queue while capacity and memory allow (strict FIFO)."""
-        while self._queue:
-            head = self._queue[0]
-            if head.granted is None or head.granted.done():
-                self._queue.popleft()
-                continue
-            if self.slots_used >= self.max_concurrent:
-                head.blocked_by = "capacity"
-                return
-            if self._memory_low():
-                head.blocked_by = "low-memory"
-                return
-            self._queue.popleft()
-            self.slots_used += 1
-            head.granted.set_result(None)
+        """Grant slots to the head of each queue while capacity and memory allow (strict FIFO)."""
+        for pool in self._pools.values():
+            while pool.queue:
+                head = pool.queue[0]
+                if head.granted is None or head.granted.done():
+                    pool.queue.popleft()
+                    continue
+                blocker: Blocker | None = None
+                if pool.used >= pool.limit:
+                    blocker = "capacity"
+                elif self._memory_low():
+                    blocker = "low-memory"
+                if blocker is not None:
+                    for waiting in pool.queue:
+                        waiting.blocked_by = blocker
+                    break
+                pool.queue.popleft()
+                pool.used += 1
+                head.granted.set_result(None)
 
     # -- memory ----------------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        return bool(self._running) or any(pool.queue for pool in self._pools.values())
 
     def _ensure_monitor(self) -> None:
         if self._monitor is None or self._monitor.done():
             self._monitor = asyncio.get_running_loop().create_task(self._watch_memory())
 
     async def _watch_memory(self) -> None:
-        while self._queue or self._running or self._memory_waiters:
+        while self._busy():
             await asyncio.sleep(self._poll_s)
             if self._memory_low():
                 for ticket in list(self._running):
@@ -305,8 +330,4 @@ class AdmissionController:
                         ticket.aborted = True
                         ticket.task.cancel()
                 continue
-            waiters, self._memory_waiters = self._memory_waiters, []
-            for waiter in waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
             self._pump()

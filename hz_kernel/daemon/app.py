@@ -33,7 +33,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
-from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.daemon.feed import HEARTBEAT_FRAME, FeedHub, Subscription, items_frame, sse_frame
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
@@ -74,7 +73,6 @@ class DaemonState:
     kernel: Kernel
     client: LocalClient
     hub: FeedHub
-    admission: AdmissionController
     discovery: Discovery
     allowed_hosts: frozenset[str]
     heartbeat_s: float
@@ -330,9 +328,9 @@ def describe(state: DaemonState) -> Health:
     Unhealthy when no tick has finished within two intervals: the tick loop
     is stuck in a tick or has ended, while the daemon still answers.
     """
-    admission = state.admission
     pulse = state.pulse
     return Health(
+        **dict(state.kernel.load()),
         protocol=PROTOCOL_VERSION,
         pid=os.getpid(),
         home=str(state.home.root),
@@ -340,11 +338,6 @@ def describe(state: DaemonState) -> Health:
         started_at=state.discovery.started_at,
         uptime_s=round(time.monotonic() - state.started, 3),
         heinzels=len(state.home.heinzel_ids()),
-        memory_available_mb=admission.sample_memory(),
-        memory_floor_mb=admission.floor_mb,
-        turns_running=admission.running,
-        turns_queued=admission.queued,
-        max_concurrent_turns=admission.max_concurrent,
         run=state.hub.run,
         edge=state.hub.edge,
         feed_connections=state.hub.subscribers,

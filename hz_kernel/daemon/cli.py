@@ -49,6 +49,21 @@ def _describe(report: DaemonReport) -> str:
     )
 
 
+def _load(report: DaemonReport) -> str:
+    """The admission line: the true running and queued work, the limits, the memory sample."""
+    memory = (
+        f"{report.memory_available_mb} MB free"
+        if report.memory_available_mb is not None
+        else "free memory unknown"
+    )
+    return (
+        f"turns {report.turns_running} running, {report.turns_queued} queued "
+        f"(max {report.max_concurrent_turns})  attempts {report.attempts_running} running, "
+        f"{report.attempts_queued} queued (max {report.max_concurrent_attempts})  "
+        f"memory {memory} (floor {report.memory_floor_mb} MB)"
+    )
+
+
 def _note_stale(report: DaemonReport) -> None:
     if report.stale_pid is not None:
         sys.stdout.write(
@@ -93,7 +108,7 @@ async def cmd_status(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         _emit(report)
     elif report.running:
-        sys.stdout.write(f"running: {_describe(report)}\n")
+        sys.stdout.write(f"running: {_describe(report)}\n{_load(report)}\n")
     unhealthy = report.unhealthy()
     if unhealthy is not None:
         if not args.json:
@@ -136,7 +151,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_stop, needs_kernel=False)
 
-    p = commands.add_parser("status", help="pid, address, protocol, uptime, heinzels")
+    p = commands.add_parser(
+        "status", help="pid, address, uptime, heinzels; turns running and queued, limits, memory"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_status, needs_kernel=False)
 

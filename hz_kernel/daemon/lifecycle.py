@@ -40,11 +40,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from hz_kernel.api import KernelLoad, TurnActivity
 from hz_kernel.client import LocalClient
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import TickPulse, run_tick_loop, tick_interval
 from hz_kernel.config import DaemonSettings
-from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.daemon.discovery import (
     HEALTH_TIMEOUT_S,
     KERNEL_LOCK_NAME,
@@ -106,12 +106,22 @@ class DaemonReport(BaseModel):
     tick_seconds: float | None = None
     tick_age_s: float | None = None
     tick_error: str | None = None
+    turns_running: int | None = None
+    turns_queued: int | None = None
+    attempts_running: int | None = None
+    attempts_queued: int | None = None
+    max_concurrent_turns: int | None = None
+    max_concurrent_attempts: int | None = None
+    memory_available_mb: int | None = None
+    memory_floor_mb: int | None = None
+    turns: list[TurnActivity] = []
     log: str
 
     @classmethod
     def of(cls, home: Home, health: Health | None = None, **extra: object) -> DaemonReport:
         fields: dict[str, object] = {"running": health is not None, "log": str(log_path(home))}
         if health is not None:
+            fields |= {name: getattr(health, name) for name in _LOAD_FIELDS}
             fields |= {
                 "pid": health.pid,
                 "address": health.address,
@@ -138,6 +148,10 @@ class DaemonReport(BaseModel):
             f"{self.tick_age_s or 0:.0f}s (every {self.tick_seconds or 0:g}s expected){last}; "
             f"see {self.log}",
         )
+
+
+#: The kernel's load as ``hz daemon status`` reports it (the tick has fields of its own).
+_LOAD_FIELDS = [name for name in KernelLoad.model_fields if name != "tick"]
 
 
 def log_path(home: Home) -> Path:
@@ -403,7 +417,6 @@ async def _serve_on(
 
     hub = FeedHub(log_items=settings.feed_log_items, queue_items=settings.feed_queue_items)
     kernel.observers.append(hub.observe)
-    admission = AdmissionController.from_settings(settings)
     discovery = Discovery(
         pid=os.getpid(),
         address=address,
@@ -418,7 +431,6 @@ async def _serve_on(
         kernel=kernel,
         client=LocalClient(kernel, hub=hub),
         hub=hub,
-        admission=admission,
         discovery=discovery,
         allowed_hosts=hosts,
         heartbeat_s=settings.feed_heartbeat_seconds,
@@ -447,7 +459,6 @@ async def _serve_on(
             loop.remove_signal_handler(signum)
         remove_discovery(home, discovery.pid)
         kernel.observers.remove(hub.observe)
-        await admission.close()
         log.info("stopped (pid %d)", discovery.pid)
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hz_kernel.api import KernelLoad
+
 #: Bumped whenever a route, a frame or a shape changes incompatibly. A client
 #: that speaks another version is refused (``HZD020``) and leaves the daemon alone.
 PROTOCOL_VERSION = 1
@@ -54,8 +56,13 @@ class Discovery(_Shape):
     run: str
 
 
-class Health(_Shape):
-    """``GET /v1/health``: enough to show on a status line, sampled when asked."""
+class Health(KernelLoad):
+    """``GET /v1/health``: enough to show on a status line, sampled when asked.
+
+    The kernel's load (``KernelLoad``: turns running and queued, attempts,
+    the limits, the memory sample and floor, the tick) is the kernel's own
+    admission controller's, read at the request.
+    """
 
     protocol: int
     pid: int
@@ -64,11 +71,6 @@ class Health(_Shape):
     started_at: str
     uptime_s: float
     heinzels: int
-    memory_available_mb: int | None
-    memory_floor_mb: int
-    turns_running: int
-    turns_queued: int
-    max_concurrent_turns: int
     run: str
     edge: int
     feed_connections: int

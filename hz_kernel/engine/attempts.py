@@ -23,10 +23,12 @@ from the step's messages, the only way to ask again once a stream is consumed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import random
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -479,6 +481,7 @@ async def run_model_step(
     on_attempt: Callable[[AttemptInfo], Awaitable[None]],
     on_chunk: Callable[[str], Awaitable[None]],
     on_retry: Callable[[RetryInfo], Awaitable[None]] | None = None,
+    admit: Callable[[], AbstractAsyncContextManager[object]] | None = None,
     steering: Callable[[], Awaitable[list[str]]] | None = None,
     outcomes: Sequence[OutcomeKind] | None = None,
     budget: TokenBudget | None = None,
@@ -493,7 +496,9 @@ async def run_model_step(
     the messages recorded before a crash. ``outcomes`` limits the output tools
     offered (all kinds by default). ``budget`` caps the tokens: the step stops
     once ``budget.total`` are used, and each answer asks the provider for at
-    most ``budget.output`` tokens when that is set. Raises ``ModelUnavailable``,
+    most ``budget.output`` tokens when that is set. Each run of requests (the first
+    and every restart) holds what ``admit()`` gives (the kernel's attempt slot)
+    and lets it go before a restart's backoff. Raises ``ModelUnavailable``,
     ``StreamTruncated``, ``ModelRefused``, ``ModelOutputInvalid`` or ``TokenCapReached``.
     """
     if max_attempts < 1:
@@ -523,14 +528,17 @@ async def run_model_step(
         while True:
             stream: AgentRunEvents[Any] | None = None
             try:
-                async with agent.run_stream_events(
-                    message_history=step.history(messages),
-                    instructions=instructions,
-                    model=model,
-                    capabilities=hooks,
-                    usage_limits=_limits(budget, spent),
-                    model_settings=settings,
-                ) as stream:
+                async with (
+                    admit() if admit is not None else contextlib.nullcontext(),
+                    agent.run_stream_events(
+                        message_history=step.history(messages),
+                        instructions=instructions,
+                        model=model,
+                        capabilities=hooks,
+                        usage_limits=_limits(budget, spent),
+                        model_settings=settings,
+                    ) as stream,
+                ):
                     result = await _consume(stream, step)
             except HzError:
                 raise

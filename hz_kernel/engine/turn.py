@@ -12,6 +12,7 @@ is never rerun (``engine_restart_mid_stream``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import hashlib
 import time
@@ -199,8 +200,9 @@ def running_time_s(events: list[Event]) -> float:
 
     A run begins at ``turn.started`` or ``turn.resumed`` and lasts until the
     turn's last event before the process stopped or the turn parked
-    (``turn.waiting``). The time a process was down, or the turn waited,
-    lies between runs and is not counted.
+    (``turn.waiting``). The time a process was down, or the turn waited
+    (parked, or queued for admission: ``turn.queued``), lies between runs
+    and is not counted.
     """
     total = 0.0
     run: list[datetime] = []
@@ -208,6 +210,9 @@ def running_time_s(events: list[Event]) -> float:
         if event.kind in ("turn.started", "turn.resumed"):
             total += _span(run)
             run = [event.when]
+        elif event.kind == "turn.queued":
+            total += _span(run)
+            run = []
         elif run:
             run.append(event.when)
             if event.kind == "turn.waiting":
@@ -249,6 +254,8 @@ class TurnRunner:
         self.stopping = False
         self.turn = ""
         self.task: asyncio.Task[object] | None = None
+        self.state: TurnState | None = None
+        """The turn as it runs (its step and cost so far, for the kernel's status)."""
         self._env = ModelEnv.from_environ()
 
     # -- entry points --------------------------------------------------------------------
@@ -261,10 +268,13 @@ class TurnRunner:
         request_ids: list[str],
         parent_turn: str | None = None,
         from_step: str | None = None,
+        deadline: datetime | None = None,
     ) -> TurnState:
+        """``turn.started``; ``deadline`` (default: now + the timeout) came with the wake, so
+        time spent queued for admission counts against it."""
         row = self.held.projection.heinzel
-        now = now_utc()
-        deadline = now + timedelta(seconds=self.settings.heinzel.turn_timeout_s)
+        self.started_clock = time.monotonic()
+        deadline = deadline or now_utc() + timedelta(seconds=self.settings.heinzel.turn_timeout_s)
         started = await self.held.append(
             TurnStarted(
                 cause=wakes[0].cause,
@@ -305,6 +315,7 @@ class TurnRunner:
             TurnResumed(woken_by=woken_by, resumes=state.resumes + 1),  # type: ignore[arg-type]
             turn=state.turn,
         )
+        self.started_clock = time.monotonic()
         state.resumes += 1
         return state
 
@@ -317,6 +328,7 @@ class TurnRunner:
     async def run(self, state: TurnState) -> str:
         """Walk the remaining steps; returns the disposition (or ``waited``)."""
         self.body = BodyWriter(self.held.dir, state.turn)
+        self.state = state
         try:
             return await self._walk(state)
         except asyncio.CancelledError:
@@ -406,6 +418,7 @@ class TurnRunner:
             messages=[user_message(*messages)],
             on_attempt=quiet,
             on_chunk=quiet,
+            admit=self._admit_attempt,
             outcomes=("summary",),
             budget=token_budget(
                 max_tokens=contract.hz.agent.max_tokens,
@@ -443,6 +456,10 @@ class TurnRunner:
             ),
             turn=state.turn,
         )
+
+    def _admit_attempt(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """A model request waits for one of the kernel's attempt slots."""
+        return self.kernel.admission.attempt(self.held.id)
 
     # -- the steps ---------------------------------------------------------------------
 
@@ -744,6 +761,7 @@ class TurnRunner:
                     on_attempt=on_attempt,
                     on_chunk=on_chunk,
                     on_retry=on_retry,
+                    admit=self._admit_attempt,
                     steering=self.steer,
                     outcomes=("lessons", "nothing") if approval else None,
                     budget=left,

@@ -1,15 +1,20 @@
-"""The kernel page: which kernel the cockpit talks to, in which process, over what, since when.
+"""The kernel page: which kernel the cockpit talks to, what it runs and waits on, and its limits.
 
-The facts come from the client's ``status()``: an embedded kernel reports
-this very process, a daemon its health sample. A daemon can be restarted
-from here (the cockpit carries on with a client of the new one); an
-embedded kernel cannot, and the page says so.
+Everything comes from the client's ``status()`` (the operations table's
+side of the wire), never from files, so the page reads the same for an
+embedded kernel (this very process) and a daemon (its health sample),
+local or remote: the running and queued turns, the tick (last, next, what
+it left undone), the admission limits and the memory sample. A daemon can
+be restarted from here (the cockpit carries on with a client of the new
+one); an embedded kernel cannot, and the page says so.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from rich.table import Table
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,18 +22,21 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from hz_kernel import operations as ops
-from hz_kernel.api import KernelStatus
+from hz_kernel.api import KernelStatus, TickStatus, TurnActivity
 from hz_kernel.errors import HzError
-from hz_tui import display, keymap
+from hz_tui import display, keymap, rows
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
+#: The page samples the kernel again this often while it is shown (elapsed times move).
+REFRESH_S = 2.0
+
 
 class DaemonScreen(Screen[None]):
-    """Facts about the kernel behind the cockpit."""
+    """Facts about the kernel behind the cockpit, and the work it runs now."""
 
     CSS_PATH = "daemon.tcss"
     BINDINGS = keymap.DAEMON
@@ -42,6 +50,12 @@ class DaemonScreen(Screen[None]):
         with VerticalScroll(id="page"):
             yield Static("Kernel", classes="section")
             yield Facts(id="facts")
+            yield Static("Turns", classes="section")
+            yield Static(id="turns")
+            yield Static("Tick", classes="section")
+            yield Facts(id="tick")
+            yield Static("Limits", classes="section")
+            yield Facts(id="limits")
         yield KeyBar()
 
     embedded = True
@@ -50,6 +64,7 @@ class DaemonScreen(Screen[None]):
     def on_mount(self) -> None:
         self.title = "hz · kernel"
         self.load()
+        self.set_interval(REFRESH_S, self.load)
 
     @work(exclusive=True, group="daemon-page")
     async def load(self) -> None:
@@ -57,11 +72,15 @@ class DaemonScreen(Screen[None]):
         try:
             status = await cockpit.client.status()
         except HzError as exc:
-            self.query_one(Facts).show([("Kernel", exc.one_line())])
+            self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
             return
         self.embedded = status.embedded
         self.refresh_bindings()
-        self.query_one(Facts).show(facts_of(status, cockpit.client.where, cockpit))
+        self.query_one("#facts", Facts).show(facts_of(status, cockpit.client.where, cockpit))
+        palette = rows.Palette.from_theme(self.app.theme_variables)
+        self.query_one("#turns", Static).update(turns_table(status.turns, palette))
+        self.query_one("#tick", Facts).show(tick_facts(status.tick))
+        self.query_one("#limits", Facts).show(limit_facts(status))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "restart":
@@ -90,7 +109,7 @@ def facts_of(status: KernelStatus, where: str, cockpit: CockpitApp) -> list[tupl
         kind, process = "a local daemon", f"pid {status.pid}"
         protocol = f"hz protocol v{status.protocol} over {status.address} · {operations}"
         restart = "R restarts the daemon; the cockpit reconnects to the new one"
-    facts = [
+    return [
         ("Kernel", kind),
         ("Talks to", where),
         ("Process", process),
@@ -98,10 +117,84 @@ def facts_of(status: KernelStatus, where: str, cockpit: CockpitApp) -> list[tupl
         ("Home", str(cockpit.home.root)),
         ("Database", str(cockpit.home.index_path)),
         ("Heinzels", str(status.heinzels)),
-        ("Turns", f"{status.turns_running} running, {status.turns_queued} queued"),
         ("Uptime", f"{display.span(status.uptime_s)} (since {status.started_at})"),
+        ("Restart", restart),
     ]
-    if status.memory_available_mb is not None:
-        facts.append(("Memory", f"{status.memory_available_mb} MB available"))
-    facts.append(("Restart", restart))
+
+
+def turns_table(turns: list[TurnActivity], palette: rows.Palette) -> Table | Text:
+    """Running turns (heinzel, step, elapsed, cost so far), then the queued ones and why."""
+    if not turns:
+        return Text("No turn runs or waits.", style=palette.muted)
+    table = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
+    for label, justify in (("Heinzel", "left"), ("State", "left"), ("Step", "left"),
+                           ("Elapsed", "right"), ("Cost so far", "right")):  # fmt: skip
+        table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for turn in turns:
+        if turn.queued is not None:
+            table.add_row(
+                turn.name,
+                Text(display.queued(turn.queued), style=palette.warn),
+                "—",
+                f"waited {display.span(turn.elapsed_s)}",
+                "—",
+            )
+        else:
+            table.add_row(
+                turn.name,
+                Text("running", style=palette.ok),
+                turn.step or "—",
+                display.span(turn.elapsed_s),
+                display.usd(turn.usd),
+            )
+    return table
+
+
+def tick_facts(tick: TickStatus | None) -> list[tuple[str, str]]:
+    """When the kernel last ticked and ticks next, and what its last tick left undone."""
+    if tick is None:
+        return [("Loop", "none runs beside this kernel")]
+    facts = [
+        ("Every", display.span(tick.interval_s)),
+        ("Last", f"{display.clock(tick.last_at)} ({display.ago(tick.last_at)})"
+         if tick.last_at else "not yet"),
+        ("Next", f"{display.clock(tick.next_at)} ({display.ago(tick.next_at)})"
+         if tick.next_at else "after the first"),
+        ("Ticks", f"{tick.ticks} · last woke {tick.woken}"),
+        ("Skipped", ", ".join(tick.skipped) or "nothing"),
+        ("Deferred", ", ".join(tick.deferred) or "nothing"),
+    ]  # fmt: skip
+    if tick.error:
+        facts.append(("Failed", tick.error))
     return facts
+
+
+def limit_facts(status: KernelStatus) -> list[tuple[str, str]]:
+    """The admission limits beside what they hold now, and the memory sample under its floor."""
+    memory = (
+        f"{status.memory_available_mb} MB available"
+        if status.memory_available_mb is not None
+        else "available memory unknown (no floor enforced)"
+    )
+    low = (
+        status.memory_available_mb is not None
+        and status.memory_floor_mb is not None
+        and status.memory_available_mb < status.memory_floor_mb
+    )
+    return [
+        (
+            "Turns",
+            f"{status.turns_running} running, {status.turns_queued} queued "
+            f"· at most {status.max_concurrent_turns} at once",
+        ),
+        (
+            "Model attempts",
+            f"{status.attempts_running} running, {status.attempts_queued} queued "
+            f"· at most {status.max_concurrent_attempts} at once",
+        ),
+        (
+            "Memory",
+            f"{memory} · floor {status.memory_floor_mb} MB"
+            + (" · under the floor: nothing new starts" if low else ""),
+        ),
+    ]

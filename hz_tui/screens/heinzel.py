@@ -20,7 +20,7 @@ from textual.widgets import Header, Static
 from ulid import ULID
 
 from hz_kernel import operations as ops
-from hz_kernel.api import HeinzelDetail, InboxItem
+from hz_kernel.api import HeinzelDetail, HeinzelSummary, InboxItem
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
@@ -138,7 +138,7 @@ class HeinzelScreen(Screen[None]):
             contract = "not approved yet"
         facts = [
             ("Heinzel", f"{summary.name}  ({summary.id})"),
-            ("State", "damaged: run hz heinzel verify" if summary.damaged else summary.state),
+            ("State", _state(summary)),
             ("Contract", f"{contract} · versions: {versions}"),
             ("Model", _model(detail)),
             ("Keeps", ", ".join(summary.assets) or "—"),
@@ -297,3 +297,12 @@ def _model(detail: HeinzelDetail) -> str:
     return f"{detail.model} · " + (
         "set in the contract" if detail.model_from == "contract" else "the home's default"
     )
+
+
+def _state(summary: HeinzelSummary) -> str:
+    """The state, and why a turn of it waits for the kernel when one does."""
+    if summary.damaged:
+        return "damaged: run hz heinzel verify"
+    if summary.queued:
+        return f"{summary.state} · {display.queued(summary.queued)}"
+    return summary.state

@@ -6,20 +6,29 @@ live turn's body is read on a timer, so its page is pictured after a pause.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import fcntl
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 
+from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
+from hz_kernel.commands.tick import TickPulse
+from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.home import Home
+from hz_kernel.tick.report import TickDeferred, TickReport, TickSkipped
 from hz_tui import composer_store
 from hz_tui.app import CockpitApp
 from hz_tui.composer_store import ComposerState
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
-from tests.tui import homes
+from tests.tui import homes, worlds
 
 THEMES = ["hz-dark", "hz-light"]
 
@@ -95,13 +104,96 @@ async def press_f2(pilot: Pilot[int]) -> None:
     await pilot.app.workers.wait_for_complete()
 
 
+def pinned_limits(client: LocalClient, max_turns: int = 4) -> None:
+    """The machine's memory is no part of a picture: the kernel's gate samples a fixed 16 GB
+    against a 2 GB floor (the controller takes its sampler for exactly this)."""
+    client.kernel.admission = AdmissionController(max_turns, 4, 2048, sample=lambda: 16384)
+
+
 @pytest.mark.parametrize("theme", THEMES)
 def test_kernel_page(snap_compare, snapshot_client, theme: str, monkeypatch) -> None:
     # The page shows this process's pid; pin it so the picture does not change per run.
     monkeypatch.setattr("hz_kernel.client.os.getpid", lambda: 4242)
     home, client = snapshot_client
+    pinned_limits(client)
     app = cockpit(home, client, theme)
     assert snap_compare(app, terminal_size=(120, 40), run_before=then(press_f2))
+
+
+#: Where the five-heinzel home of the kernel-load picture lives (the page shows its path).
+LOAD_HOME = Path("/tmp/hz-cockpit-snapshots/kernel-load")
+LOAD_NAMES = ("alpha-digest", "bravo-digest", "charlie-digest", "delta-digest", "echo-digest")
+#: The page is looked at this long after the turns asked for their slots.
+LATER = "2026-11-20T12:01:35Z"
+
+
+@pytest.fixture
+def load_client(pinned_clock: None, monkeypatch) -> Iterator[tuple[Home, LocalClient]]:
+    """Five real digest heinzels that drafted once, rebuilt per run at a fixed path, and a
+    kernel limited to one turn at a time; the local model holds each chunk ten minutes."""
+    LOAD_HOME.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(LOAD_HOME.parent / "kernel-load.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(LOAD_HOME, ignore_errors=True)
+        world = asyncio.run(worlds.build(LOAD_HOME, LOAD_NAMES))
+        monkeypatch.setenv("HZ_HOME", str(world.home.root))
+        monkeypatch.setenv("HZ_MODEL_DELAY_MS", "600000")
+        opened = asyncio.run(LocalClient.open(world.home))
+        pinned_limits(opened, max_turns=1)
+        pulse = TickPulse(60)
+        pulse.beat(
+            TickReport(
+                at=datetime.fromisoformat(homes.NOW),
+                due=2,
+                skipped=[TickSkipped(heinzel=world.ids["echo-digest"], name="echo-digest",
+                                     reason="nothing-moved", keys=[])],
+                deferred=[TickDeferred(heinzel=world.ids["delta-digest"], name="delta-digest",
+                                       reason="busy", keys=[],
+                                       due_at=datetime.fromisoformat(homes.NOW))],
+            )
+        )  # fmt: skip
+        opened.kernel.pulse = pulse
+        try:
+            yield world.home, opened
+        finally:
+            asyncio.run(opened.close())
+
+
+def five_wakes(monkeypatch):  # type: ignore[no-untyped-def]
+    """Wake all five at once: the first runs (held in think), four wait for its slot."""
+
+    async def run(pilot: Pilot[int]) -> None:
+        client = pilot.app.client  # type: ignore[attr-defined]
+        kernel = client.kernel
+        woken = [
+            asyncio.ensure_future(client.call(ops.WAKE, ops.WakeRequest(ref=name)))
+            for name in LOAD_NAMES
+        ]
+        for _ in range(600):
+            activity = kernel.turn_activity()
+            if kernel.admission.queued("turn") == 4 and activity and activity[0].step == "think":
+                break
+            await pilot.pause(0.05)
+        else:
+            pytest.fail(f"never 1 running and 4 queued: {kernel.turn_activity()}")
+        assert not any(wake.done() for wake in woken)
+        monkeypatch.setenv("HZ_NOW", LATER)
+
+    return run
+
+
+def test_issue13_item7_kernel_page_with_one_running_and_four_queued_turns(
+    snap_compare, load_client, monkeypatch
+) -> None:
+    """Issue 13 items 2 and 7: the kernel page lists the running turn (heinzel, step, elapsed,
+    cost so far) and the four queued behind it ("queued: capacity"), the tick (last, next,
+    what it skipped and put off) and the limits with the memory sample and floor."""
+    monkeypatch.setattr("hz_kernel.client.os.getpid", lambda: 4242)
+    home, client = load_client
+    app = cockpit(home, client, "hz-dark")
+    assert snap_compare(
+        app, terminal_size=(120, 40), run_before=then(five_wakes(monkeypatch), press_f2)
+    )
 
 
 @pytest.mark.parametrize("theme", THEMES)
