@@ -141,14 +141,6 @@ class Warden:
         self._cut_unreported = 0
         self._reported_at = -math.inf
 
-    @property
-    def open(self) -> int:
-        return len(self._open)
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiting)
-
     def admit(self, connection: GuardedProtocol) -> None:
         """A new connection waits for its token; over a cap, the oldest waiting one goes."""
         self._open.add(connection)
@@ -178,8 +170,8 @@ class Warden:
         now = time.monotonic()
         if now - self._reported_at >= REPORT_EVERY_S:
             log.warning(
-                "connections: cut %d waiting without the token over the cap "
-                "(%d waiting, %s in all)",
+                "connections: cut %d without the token over the caps "
+                "(at most %d waiting, %s in all)",
                 self._cut_unreported,
                 self.limits.max_unauthenticated,
                 self.limits.max_connections or "no cap",

@@ -150,7 +150,7 @@ async def test_idle_connections_without_a_token_cannot_starve_the_daemon(
                 sock.close()
     log = _log_since(home, logged)
     assert "Traceback" not in log and "out of system resource" not in log, log
-    assert "without the token over the cap" in log
+    assert "without the token over the caps" in log
 
 
 async def test_a_connection_that_never_shows_the_token_is_closed(shared_home: Home) -> None:
