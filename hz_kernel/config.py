@@ -47,6 +47,8 @@ class DaemonSettings(_Section):
     limits here: ``max_concurrent_turns`` turns and ``max_concurrent_attempts``
     model requests at once, and nothing new while free memory is under
     ``min_free_memory_mb`` (default: the larger of 1024 MB and an eighth of RAM).
+    The connection limits (``hz_kernel.daemon.connections``) keep local processes
+    without the token from starving the daemon of sockets.
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -59,6 +61,10 @@ class DaemonSettings(_Section):
     feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
     feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
     feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
+    header_timeout_seconds: float = Field(default=3.0, gt=0, le=600)
+    idle_timeout_seconds: int = Field(default=5, ge=1, le=3600)
+    send_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    max_unauthenticated_connections: int = Field(default=128, ge=1, le=100_000)
 
 
 class DocumentsSettings(_Section):

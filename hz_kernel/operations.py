@@ -10,11 +10,12 @@ fields are that method's keyword arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hz_kernel import api
+from hz_kernel.store.inbox import REQUEST_ID_PATTERN
 
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
@@ -22,6 +23,11 @@ Resp = TypeVar("Resp", bound=BaseModel)
 
 #: The most heinzel ids one ``heinzel.list`` may name; more are listed whole.
 MAX_LISTED_IDS = 1000
+
+
+#: A client's idempotency key, checked here so a malformed one is refused as a bad field
+#: (``HZD010`` on the wire, ``HZU101`` on the command line) before the kernel sees it.
+RequestId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
 
 
 class Request(BaseModel):
@@ -110,7 +116,7 @@ class ApproveRequest(Request):
 class RejectRequest(Request):
     ref: str = Field(min_length=1, max_length=400)
     reason: str | None = Field(default=None, max_length=2000)
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: RequestId | None = None
 
 
 class AmendRequest(Request):
@@ -127,26 +133,26 @@ class RenameRequest(Request):
 
 class WakeRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: RequestId | None = None
 
 
 class ChatRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     message: str = Field(min_length=1, max_length=64 * 1024)
     mode: Literal["steer", "queue"] = "queue"
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: RequestId | None = None
 
 
 class RetryRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     hint: str | None = Field(default=None, max_length=4000)
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: RequestId | None = None
 
 
 class AnswerRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     message: str = Field(min_length=1, max_length=64 * 1024)
-    request_id: str | None = Field(default=None, max_length=64)
+    request_id: RequestId | None = None
 
 
 class DismissRequest(Request):

@@ -26,13 +26,14 @@ from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
+from hz_kernel.daemon.connections import ACCEPT_BATCH, ConnectionLimits, Warden, protocol_for
 from hz_kernel.daemon.feed import HEARTBEAT_FRAME, FeedHub, Subscription, items_frame, sse_frame
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
@@ -255,11 +256,15 @@ def build_app(state: DaemonState) -> ASGIApp:
         if op is None:
             return error_response(HzError("HZD011", "no such operation", name[:80]), 404)
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                error = HzError("HZD012", f"request body over {MAX_BODY_BYTES} bytes", name)
-                return error_response(error, 413)
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    error = HzError("HZD012", f"request body over {MAX_BODY_BYTES} bytes", name)
+                    return error_response(error, 413)
+        except ClientDisconnect:
+            log.info("%s: the client went away after %d bytes of its request body", name, len(body))
+            return Response(status_code=400)
         try:
             parsed = op.request.model_validate_json(bytes(body) or b"{}")
         except ValidationError as exc:
@@ -377,9 +382,14 @@ class _Server(uvicorn.Server):
 
 async def serve(state: DaemonState, sock: socket.socket) -> None:
     """Serve the app on a listening socket until ``state.request_shutdown()``."""
+    limits = ConnectionLimits.at_start(state.home.settings.daemon)
+    log.info(limits.describe())
     server = _Server(
         uvicorn.Config(
             build_app(state),
+            http=protocol_for(Warden(limits, state.discovery.token)),
+            timeout_keep_alive=limits.idle_timeout_s,
+            backlog=ACCEPT_BATCH,
             lifespan="off",
             ws="none",
             log_config=None,

@@ -42,7 +42,9 @@ from hz_kernel.store.fsutil import (
     store_io,
 )
 
-REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+#: What a request id may be; the wire's request models check the same pattern.
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 REQUEST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json$")
 MAX_MESSAGE = 64 * 1024
 UNDELIVERED_DIR = "undelivered"

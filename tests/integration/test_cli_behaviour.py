@@ -174,6 +174,7 @@ def test_output_into_a_pipe_nobody_reads_ends_quietly(shared: World, args: tuple
         (("heinzel", "new", "missing.prose.md"), "HZU024"),
         (("heinzel", "wake", "notes-digest", "--request-id", "r" * 100), "HZU101"),
         (("heinzel", "chat", "notes-digest", "hi", "--request-id", "r" * 100), "HZU101"),
+        (("heinzel", "chat", "notes-digest", "hi", "--request-id", "../x"), "HZU101"),
         (("heinzel", "show"), "HZU000"),
         (("heinzle",), "HZU000"),
         (("tick", "--bogus"), "HZU000"),

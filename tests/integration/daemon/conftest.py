@@ -9,7 +9,13 @@ from daemon_helpers import Daemons, make_home
 
 from hz_kernel.home import Home
 
-SHARED_SETTINGS = {"feed_heartbeat_seconds": 0.3, "feed_queue_items": 512}
+#: The slow-reader test reads its stalled socket only after the fast reader is done: a
+#: generous send timeout keeps the daemon from cutting it first on a loaded machine.
+SHARED_SETTINGS = {
+    "feed_heartbeat_seconds": 0.3,
+    "feed_queue_items": 512,
+    "send_timeout_seconds": 120,
+}
 
 
 @pytest.fixture

@@ -125,9 +125,20 @@ async def test_bad_requests_get_typed_errors(shared_home: Home, raw: httpx.Async
     assert unknown_field.status_code == 422 and unknown_field.json()["place"] == "nope"
     not_json = await raw.post(OP_PREFIX + "heinzel.list", content=b"{", headers=headers)
     assert not_json.status_code == 422 and _code(not_json) == "HZD010"
-    bad_id = {"ref": "h0", "message": "hi", "request_id": "../../escape"}
-    refused = await raw.post(OP_PREFIX + "heinzel.chat", json=bad_id, headers=headers)
-    assert refused.status_code == 400, "issue 12: bad input is the client's, never a 500"
+    for op, body in (
+        ("heinzel.chat", {"ref": "h0", "message": "hi"}),
+        ("heinzel.wake", {"ref": "h0"}),
+        ("heinzel.retry", {"ref": "h0"}),
+        ("heinzel.answer", {"ref": "h0", "message": "hi"}),
+        ("reject", {"ref": "h0@x", "reason": "no"}),
+    ):
+        for bad_id in ("../../escape", "a b", "", "-leading", "x\n"):
+            refused = await raw.post(
+                OP_PREFIX + op, json=body | {"request_id": bad_id}, headers=headers
+            )
+            # issue 13 item 8: a malformed request id is a bad field (422), never a 500
+            assert refused.status_code == 422, (op, bad_id, refused.text)
+            assert _code(refused) == "HZD010" and refused.json()["place"] == "request_id"
     assert error_status(HzError("HZS030", "bad request id")) == 400
     assert error_status(HzError("HZS034", "request id used for other content")) == 409
     too_big = await raw.post(OP_PREFIX + "heinzel.show", content=b" " * (2 << 20), headers=headers)
