@@ -23,6 +23,7 @@ import re
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -59,6 +60,7 @@ from hz_kernel.engine.outcome import (
 LOCAL_MODEL_NAME = "hz-local"
 CALL_ID = "hz-local-outcome"
 CHUNK_CHARS = 48
+HOLD_POLL_S = 0.05
 
 # --- the framing shared with the context builder ----------------------------------------
 
@@ -775,11 +777,17 @@ class _MeteredStream(FunctionStreamedResponse):
 
 
 class LocalModel(FunctionModel):
-    """The keyless default model; ``delay_ms`` holds each streamed chunk (a crash-test window)."""
+    """The keyless default model.
 
-    def __init__(self, *, delay_ms: int = 0) -> None:
+    Two knobs for tests and demos: ``delay_ms`` holds each streamed chunk (a
+    crash-test window), and while ``hold_file`` exists every chunk waits for it
+    to go, so a test can keep a turn running until it has seen what it needs.
+    """
+
+    def __init__(self, *, delay_ms: int = 0, hold_file: str | None = None) -> None:
         super().__init__(self._respond, stream_function=self._stream, model_name=LOCAL_MODEL_NAME)
         self.delay_ms = delay_ms
+        self.hold_file = Path(hold_file) if hold_file else None
 
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
@@ -788,6 +796,8 @@ class LocalModel(FunctionModel):
         for index, piece in enumerate(_pieces(arguments)):
             if self.delay_ms:
                 await asyncio.sleep(self.delay_ms / 1000)
+            while self.hold_file is not None and self.hold_file.exists():
+                await asyncio.sleep(HOLD_POLL_S)
             first = index == 0
             yield {
                 0: DeltaToolCall(

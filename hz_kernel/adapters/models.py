@@ -81,6 +81,7 @@ class ModelEnv(BaseModel):
     ollama_api_key: SecretStr | None = None
     compatible_api_key: SecretStr | None = None
     delay_ms: int = Field(default=0, ge=0, le=600_000)
+    hold_file: str | None = None
     local_usd_per_mtok: float = Field(default=0.0, ge=0.0, le=1_000_000.0)
 
     @classmethod
@@ -100,7 +101,11 @@ class ModelEnv(BaseModel):
             "ollama_api_key": secret("OLLAMA_API_KEY"),
             "compatible_api_key": secret("HZ_OPENAI_COMPATIBLE_API_KEY"),
         }
-        knobs = {"delay_ms": "HZ_MODEL_DELAY_MS", "local_usd_per_mtok": "HZ_LOCAL_USD_PER_MTOK"}
+        knobs = {
+            "delay_ms": "HZ_MODEL_DELAY_MS",
+            "hold_file": "HZ_MODEL_HOLD_FILE",
+            "local_usd_per_mtok": "HZ_LOCAL_USD_PER_MTOK",
+        }
         for field_name, variable in knobs.items():
             if raw := env.get(variable, "").strip():
                 fields[field_name] = raw
@@ -187,7 +192,7 @@ def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None
     env = settings if settings is not None else ModelEnv.from_environ()
     provider, name = _split_spec(spec)
     if provider == DEFAULT_MODEL:
-        return LocalModel(delay_ms=env.delay_ms)
+        return LocalModel(delay_ms=env.delay_ms, hold_file=env.hold_file)
     return _PROVIDERS[provider](name, env, spec.strip())
 
 

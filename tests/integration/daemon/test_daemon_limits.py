@@ -2,8 +2,9 @@
 woken turns one at a time, says so on ``/v1/health`` and ``hz daemon status``, and journals
 why the others waited.
 
-Real processes: the daemon and the CLI, the offline local model held ``HZ_MODEL_DELAY_MS``
-per streamed chunk so a turn lasts long enough to be seen. The daemon runs on the real
+Real processes: the daemon and the CLI, the offline local model held by ``HZ_MODEL_HOLD_FILE``
+until every wake has been admitted, so the full queue is a state the test waits for, not a
+moment it hopes to catch. The daemon runs on the real
 clock (the spines' timestamps must move to show order); nothing depends on the date.
 """
 
@@ -94,7 +95,9 @@ async def test_issue13_item2_one_turn_at_a_time_with_four_queued_and_said_so(
     with (world.home / "hz.toml").open("a") as toml:
         toml.write("[daemon]\nmax_concurrent_turns = 1\nmin_free_memory_mb = 0\n")
     ids = await _five_heinzels(world)
-    daemons.start(Home.resolve(world.home), env={"HZ_MODEL_DELAY_MS": "1500"})
+    hold = tmp_path / "hold"
+    hold.touch()
+    daemons.start(Home.resolve(world.home), env={"HZ_MODEL_HOLD_FILE": str(hold)})
 
     wakes = [
         subprocess.Popen(
@@ -110,8 +113,14 @@ async def test_issue13_item2_one_turn_at_a_time_with_four_queued_and_said_so(
         _, err = wake.communicate(timeout=120)
         assert wake.returncode == 0, err
 
-    samples: list[tuple[str, dict[str, Any]]] = [("status", _status(world))]
+    samples: list[tuple[str, dict[str, Any]]] = []
     deadline = time.monotonic() + WAIT_S
+    while not samples or samples[-1][1]["turns_queued"] < HEINZELS - 1:
+        assert time.monotonic() < deadline, f"the wakes were not all admitted: {samples[-1:]}"
+        samples.append(("health", _health(world)))
+        time.sleep(0.1)
+    samples.append(("status", _status(world)))
+    hold.unlink()
     while not all(
         any(e["kind"] == "turn.finished" for e in _limited_turns(world, i)) for i in ids.values()
     ):
