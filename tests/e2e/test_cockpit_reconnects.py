@@ -2,11 +2,12 @@
 
 The real ``hz`` cockpit runs in tmux, attached to a daemon started with
 ``hz daemon start``. The daemon is SIGKILLed; while none runs, a turn runs
-from the command line on an embedded kernel, a key that needs the kernel is
-pressed and a message is sent from the composer. Then a new daemon starts
-(a new port, a new token in ``daemon.json``). Without a key press, the
-cockpit shows ``reconnecting…``, attaches to the new daemon, shows the turn
-that ran meanwhile on the heinzel's page, and the message goes out once.
+from the command line on an embedded kernel and a key that needs the
+kernel is pressed. Then a new daemon starts (a new port, a new token in
+``daemon.json``). Without a key press, the cockpit shows ``reconnecting…``,
+attaches to the new daemon and shows the turn that ran meanwhile on the
+heinzel's page. A second time, a message sent from the composer while
+reconnecting goes out once to the next daemon. A third time, ``q`` quits.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
     pids: list[int] = []
     try:
         first = start_daemon(env, home, pids)
+        first_token = json.loads(home.discovery_path.read_text())["token"]
         exported = (f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC", "NO_")))
         command = " ".join([*exported, str(HZ)])
         tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
@@ -91,6 +93,7 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
 
         # A new daemon (new port, new token): attached without a key press, caught up.
         second = start_daemon(env, home, pids)
+        assert json.loads(home.discovery_path.read_text())["token"] != first_token
         shown = tmux.wait_for(
             lambda s: f"daemon (pid {second})" in s and "2 · last" in s,
             "the new daemon in the header and the turn that ran meanwhile",
@@ -116,6 +119,15 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
         ]
         assert len(taken) == 1, "the message sent while reconnecting went out once"
         assert not list((home.root / "cockpit").glob("composer-*.json"))
+
+        # Quitting while reconnecting is prompt: nothing waits on the daemon that is gone.
+        kill_daemon(home)
+        tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… a third time")
+        tmux.keys("Escape", "Escape", "q")
+        deadline = time.monotonic() + 10
+        while tmux.run("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not tmux.run("list-sessions"), "the cockpit did not exit on q while reconnecting"
     finally:
         hz(env, "daemon", "stop")
         for pid in pids:
