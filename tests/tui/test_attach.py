@@ -8,9 +8,7 @@ its own file watcher.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from hz_kernel.connect import connect
-from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
@@ -88,48 +85,4 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             await pilot.press("p")
             await until(lambda: table.shown[health]["state"].plain == "asleep")
     finally:
-        await app.link.close()
-
-
-def gone_daemon(home: Home) -> Discovery:
-    """A discovery for a daemon that is gone: nothing listens on its port any more."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return Discovery(
-        pid=4242,
-        address=f"http://127.0.0.1:{port}",
-        token="gone",
-        protocol=PROTOCOL_VERSION,
-        started_at=homes.NOW,
-        home=str(home.root),
-        run="gone",
-    )
-
-
-async def test_keys_say_not_connected_until_a_daemon_comes_and_the_cockpit_attaches(
-    cockpit_home: Home,
-) -> None:
-    """Issue 13 item 4: a cockpit whose daemon is gone says "not connected" (HZD110) for keys,
-    never HZD040, and attaches by itself to the daemon that starts later."""
-    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home)))
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            await app.loaded.wait()
-            await until(lambda: app.sub_title.startswith("reconnecting…"))
-            app.clear_notifications()
-            await pilot.press("r")  # the home's refresh: a listing
-            await until(lambda: any("not connected" in n.message for n in app._notifications))
-            shown = [n.message for n in app._notifications]
-            assert len(shown) == 1 and "HZD110" in shown[0] and "HZD040" not in shown[0]
-            assert app.get_home().query_one(HeinzelTable).row_count == 0
-
-            started = hz(cockpit_home, "daemon", "start", "--json")
-            assert started.returncode == 0, started.stderr
-            pid = json.loads(started.stdout)["pid"]
-            await until(lambda: app.sub_title.startswith(f"daemon (pid {pid})"), timeout=15)
-            table = app.get_home().query_one(HeinzelTable)
-            await until(lambda: table.row_count == 9)
-    finally:
-        hz(cockpit_home, "daemon", "stop")
         await app.link.close()

@@ -11,15 +11,11 @@ from collections.abc import Callable
 import pytest
 from textual.pilot import Pilot
 
-from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
-from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery
 from hz_kernel.home import Home
-from hz_kernel.http_client import HttpClient
 from hz_tui import composer_store
 from hz_tui.app import CockpitApp
 from hz_tui.composer_store import ComposerState
-from hz_tui.messages import RowsUpdate
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
@@ -166,40 +162,3 @@ def test_live_turn_inbox_and_composer(snap_compare, snapshot_client, theme: str)
         assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_release_notes))
     finally:
         composer_store.composer_path(home, heinzel).unlink(missing_ok=True)
-
-
-def test_reconnecting_header(snap_compare, cockpit_home: Home) -> None:
-    """Issue 13 item 4: while its daemon is gone the header says ``reconnecting…``.
-
-    The cockpit is attached to a daemon nobody serves any more (nothing
-    listens on its address, no ``daemon.json`` names another). The rows are
-    what the home's kernel lists, as the cockpit showed them before the loss;
-    the start's "not connected" toast is cleared for the picture.
-    """
-    gone = Discovery(
-        pid=4242,
-        address="http://127.0.0.1:9",
-        token="gone",
-        protocol=PROTOCOL_VERSION,
-        started_at=homes.NOW,
-        home=str(cockpit_home.root),
-        run="gone",
-    )
-    app = CockpitApp(cockpit_home, HttpClient(gone), live=False)
-
-    async def lost(pilot: Pilot[int]) -> None:
-        await loaded(pilot)
-        for _ in range(200):
-            if not app.link.attached:
-                break
-            await pilot.pause(0.05)
-        kernel = await LocalClient.open(cockpit_home)
-        try:
-            listed = await kernel.call(ops.LIST, ops.ListRequest())
-        finally:
-            await kernel.close()
-        app.publish(RowsUpdate(rows=listed.items, full=True))
-        app.clear_notifications()
-        await pilot.pause()
-
-    assert snap_compare(app, terminal_size=(120, 40), run_before=lost)
