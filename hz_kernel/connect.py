@@ -13,12 +13,16 @@ embedded cockpit never loads the HTTP stack.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from hz_kernel.client import DeferredClient, KernelClient, LocalClient
-from hz_kernel.daemon.discovery import HEALTH_TIMEOUT_S, check_health, inspect
+from hz_kernel.daemon.discovery import HEALTH_TIMEOUT_S, check_health, inspect, read_discovery
 from hz_kernel.daemon.protocol import FeedItem
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+
+if TYPE_CHECKING:
+    from hz_kernel.http_client import HttpClient
 
 #: Event kinds after which a turn does no more work: it ended, or it parked itself to wait.
 TURN_ENDS = frozenset({"turn.finished", "turn.skipped", "turn.waiting"})
@@ -107,3 +111,32 @@ async def follow(
         yield item
         if item.type == "event" and item.event is not None and item.event["kind"] in TURN_ENDS:
             return
+
+
+async def reattach(home: Home, *, health_timeout: float = HEALTH_TIMEOUT_S) -> HttpClient | None:
+    """A client of the daemon serving ``home`` now, if one runs and answers; else None.
+
+    For a head whose daemon went away (the cockpit's link): unlike ``connect``
+    it never embeds a kernel and never starts a daemon, it only finds one.
+    """
+    found = inspect(home)
+    if found.state != "running" or found.discovery is None:
+        return None
+    from hz_kernel.http_client import HttpClient
+
+    client = HttpClient(found.discovery)
+    try:
+        await check_health(client, health_timeout)
+    except HzError:
+        await client.close()
+        return None
+    return client
+
+
+def names_another_daemon(home: Home, client: KernelClient) -> bool:
+    """True when ``daemon.json`` names a daemon other than ``client``'s (no file is not another)."""
+    found = read_discovery(home)
+    mine = getattr(client, "discovery", None)
+    if found is None or mine is None:
+        return False
+    return (found.pid, found.address, found.token) != (mine.pid, mine.address, mine.token)

@@ -29,6 +29,7 @@ from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui import actions, keymap, notices, settings, themes
 from hz_tui.commands import CockpitCommands
+from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
 from hz_tui.screens.home import HomeScreen
@@ -55,7 +56,7 @@ class CockpitApp(App[int]):
     def __init__(self, home: Home, client: KernelClient, *, live: bool = True) -> None:
         super().__init__()
         self.home = home
-        self.client = client
+        self.link = Link(home, client, owner=self, catch_up=self.load_all)
         self.live = live
         self.started_at = now_utc()
         self.rows: dict[str, HeinzelSummary] = {}
@@ -65,7 +66,7 @@ class CockpitApp(App[int]):
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
         self.watcher = SpineWatcher(home.heinzel_root)
-        self.refresher = RowRefresher(client)
+        self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs
         self.prefs_problem = problem
@@ -76,15 +77,29 @@ class CockpitApp(App[int]):
             prefs.theme, home.settings.cockpit.theme, set(themes.THEME_NAMES)
         )
 
+    @property
+    def client(self) -> Link:
+        """What every screen asks the kernel through: the link, which knows if it is there."""
+        return self.link
+
     # -- start and live rows -----------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.sub_title = self.client.where
+        self.sub_title = self.link.where
+        self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
         self.set_keymap(self.keymap_overrides)
         if self.prefs_problem:
             self.notify(self.prefs_problem, severity="warning")
         self.push_screen(HomeScreen())
         self.start()
+        self.keep_linked()
+
+    @work(exclusive=True, group="link")
+    async def keep_linked(self) -> None:
+        await self.link.run()
+
+    def on_link_changed(self, link: Link) -> None:
+        self.sub_title = link.where
 
     @work(exclusive=True, group="start")
     async def start(self) -> None:
@@ -168,7 +183,8 @@ class CockpitApp(App[int]):
         self.save_prefs()
 
     def report_error(self, error: HzError) -> None:
-        self.notify(error.one_line(), severity="error", timeout=10)
+        if not isinstance(error, NotConnected):  # the header already says so
+            self.notify(error.one_line(), severity="error", timeout=10)
 
     @work(exclusive=True, group="reload")
     async def reload(self) -> None:
@@ -185,7 +201,7 @@ class CockpitApp(App[int]):
 
         self.notify("Restarting the daemon…")
         try:
-            fresh = await connect.restart_daemon(self.client, self.home)
+            fresh = await connect.restart_daemon(self.link.current, self.home)
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
             if exc.code == "HZU064":
@@ -197,9 +213,7 @@ class CockpitApp(App[int]):
                 return
         else:
             self.notify(f"Restarted: now talking to the {fresh.where}.")
-        self.client = fresh
-        self.refresher.client = fresh
-        self.sub_title = fresh.where
+        await self.link.attach(fresh)
         await self.load_all()
 
     # -- navigation --------------------------------------------------------------------
@@ -329,8 +343,8 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     try:
         await app.run_async()
     finally:
-        if app.client is not client:
-            await app.client.close()
+        if app.link.current is not client:
+            await app.link.current.close()
         stop.set()
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=BESIDE_GRACE_S)

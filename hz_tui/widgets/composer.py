@@ -4,9 +4,11 @@ STEER reaches the model of the running turn before its next request; QUEUE
 becomes the next turn. Enter sends (``heinzel.chat``) with a request id kept
 on disk until the kernel acknowledges it (``hz_tui.composer_store``); a
 failed send leaves the text and the id in place, so Enter again cannot make
-a second message. The text is saved as it is typed, so closing the cockpit
-loses nothing. Stopping the turn is the page's job; the composer forwards
-Escape and a double Ctrl+C to it.
+a second message. A message that finds the cockpit reconnecting to its
+daemon (``NotConnected``, also when the daemon went away mid-call) goes out
+by itself, once, under its id when the link is back. The text is saved as
+it is typed, so closing the cockpit loses nothing. Stopping the turn is the
+page's job; the composer forwards Escape and a double Ctrl+C to it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui import composer_store, keymap
 from hz_tui.composer_store import ComposerState, Mode, Outgoing
+from hz_tui.link import Link, NotConnected
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -82,6 +85,8 @@ class Composer(Horizontal):
         self.state = composer_store.load_composer(home, heinzel_id)
         self.save_timer: Timer | None = None
         self.sending_now = False
+        self.after_reconnect = False
+        """A send found the link down: deliver the outgoing message once it is back."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -101,6 +106,13 @@ class Composer(Horizontal):
 
     def on_mount(self) -> None:
         self.show_mode()
+        self.cockpit.link.changed.subscribe(self, self.on_link_changed)
+
+    def on_link_changed(self, link: Link) -> None:
+        outgoing = self.state.outgoing
+        if link.attached and self.after_reconnect and outgoing and not self.sending_now:
+            self.after_reconnect = False
+            self.deliver(outgoing)
 
     def on_unmount(self) -> None:
         self.save_now()
@@ -191,6 +203,14 @@ class Composer(Horizontal):
         )
         try:
             admitted = await self.cockpit.client.call(ops.CHAT, request)
+        except NotConnected as exc:
+            self.after_reconnect = True
+            self.notify(
+                f"Not sent yet: {exc.one_line()}; it goes out once the cockpit is back",
+                severity="warning",
+                timeout=10,
+            )
+            return
         except HzError as exc:
             self.notify(
                 f"Not sent: {exc.one_line()} (Enter sends it again, under the same id)",

@@ -1,0 +1,270 @@
+"""The cockpit's link to its kernel: one client, attached again when its daemon goes away.
+
+Attached to a daemon, the cockpit talks to the one ``<home>/daemon.json``
+names. That daemon may die, or be restarted anywhere (a new port, a new
+token). The link notices — its feed ends or fails, a call finds the daemon
+unreachable (``HZD040``), or the discovery file comes to name another
+daemon — and says so (``reconnecting…``). It then tries again with backoff,
+and at once whenever the discovery file changes: each try reads the file,
+and a daemon that is alive and answers its health check becomes the new
+client. The cockpit then catches up: its rows are listed again and the feed
+resumes after the last position read; a position the new daemon cannot
+serve (``FeedReset``) means one more full reload.
+
+The link never starts a kernel: when no daemon comes back, it keeps
+reconnecting (whatever supervises the daemon restarts it). Meanwhile every
+call fails at once with ``NotConnected`` (``HZD110``) instead of waiting on
+a dead address. An embedded kernel lives inside the cockpit and is never
+lost, so a link to one only passes calls through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from textual.dom import DOMNode
+from textual.signal import Signal
+from watchfiles import Change, awatch
+
+from hz_kernel.api import KernelStatus
+from hz_kernel.client import FeedItem, KernelClient
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_kernel.operations import Operation, Req, Resp
+from hz_tui.watcher import RUST_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from hz_kernel.http_client import HttpClient
+
+#: The first pause between tries to reach a daemon, and the longest it grows to.
+BACKOFF_FIRST_S = 0.2
+BACKOFF_MAX_S = 5.0
+#: The code of a daemon that does not answer (``HttpClient``).
+UNREACHABLE = "HZD040"
+
+LinkState = Literal["attached", "reconnecting"]
+
+
+class NotConnected(HzError):
+    """A call the link could not carry: it is reconnecting, or the daemon left mid-call."""
+
+    def __init__(self) -> None:
+        super().__init__("HZD110", "not connected (reconnecting to the daemon…)")
+
+
+class Link:
+    """A ``KernelClient`` that passes calls to ``current`` and replaces it when it is lost.
+
+    ``changed`` is published (with the link) whenever the state changes;
+    ``catch_up`` is awaited after every re-attachment and feed reset.
+    """
+
+    def __init__(
+        self,
+        home: Home,
+        client: KernelClient,
+        *,
+        owner: DOMNode,
+        catch_up: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.home = home
+        self.current = client
+        self.state: LinkState = "attached"
+        self.position: int | None = None
+        """The seq of the last feed item read from the current daemon run (None: not yet known)."""
+        self.changed: Signal[Link] = Signal(owner, "link-changed")
+        self.catch_up = catch_up
+        self._lost = asyncio.Event()
+        self._nudge = asyncio.Event()
+
+    @property
+    def attached(self) -> bool:
+        return self.state == "attached"
+
+    @property
+    def daemon(self) -> bool:
+        """True when the kernel is a daemon, which a client names by its discovery file."""
+        return getattr(self.current, "discovery", None) is not None
+
+    @property
+    def where(self) -> str:
+        if self.attached:
+            return self.current.where
+        return f"reconnecting… (lost the {self.current.where})"
+
+    # -- the KernelClient interface ------------------------------------------------------
+
+    def _usable(self) -> KernelClient:
+        if not self.attached:
+            raise NotConnected()
+        return self.current
+
+    def _check(self, client: KernelClient, error: HzError) -> None:
+        """An unreachable daemon is a lost link: raise ``NotConnected`` instead of ``HZD040``."""
+        if error.code == UNREACHABLE and self.daemon:
+            if client is self.current:
+                self._lose()
+            raise NotConnected() from error
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        client = self._usable()
+        try:
+            return await client.call(operation, request)
+        except HzError as exc:
+            self._check(client, exc)
+            raise
+
+    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+        client = self._usable()
+        try:
+            async for item in client.subscribe(after):
+                yield item
+        except HzError as exc:
+            self._check(client, exc)
+            raise
+
+    async def status(self) -> KernelStatus:
+        client = self._usable()
+        try:
+            return await client.status()
+        except HzError as exc:
+            self._check(client, exc)
+            raise
+
+    async def warm(self) -> None:
+        await self.current.warm()
+
+    async def close(self) -> None:
+        await self.current.close()
+
+    # -- attaching -----------------------------------------------------------------------
+
+    async def attach(self, client: KernelClient) -> None:
+        """Carry on with ``client`` (a daemon the cockpit restarted itself); the old one closes.
+
+        If the link has found that daemon already, it keeps its own client
+        (calls may be under way on it) and closes ``client``.
+        """
+        found = getattr(self.current, "discovery", None)
+        if self.attached and found is not None and found == getattr(client, "discovery", None):
+            await client.close()
+            return
+        previous, self.current = self.current, client
+        self.position = None
+        self.state = "attached"
+        self.changed.publish(self)
+        self._lost.set()  # the watch moves on to the new client
+        self._nudge.set()  # and a reconnect under way stops trying
+        if previous is not client:
+            await previous.close()
+
+    def _lose(self) -> None:
+        if self.attached:
+            self._set_state("reconnecting")
+        self._lost.set()
+
+    def _set_state(self, state: LinkState) -> None:
+        if state != self.state:
+            self.state = state
+            self.changed.publish(self)
+
+    async def run(self) -> None:
+        """Watch the daemon while the cockpit runs; attach again whenever it is lost."""
+        if not self.daemon:
+            return
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._watch_discovery())
+            while True:
+                following = self.current
+                await self._follow(following)
+                if self.current is not following and self.attached:
+                    continue  # ``attach`` handed over a new client
+                self._lose()
+                client = await self._reach()
+                if client is not None:
+                    await self._take(client)
+                    await self.catch_up()
+
+    async def _follow(self, client: KernelClient) -> None:
+        """Return when ``client`` is lost: its feed ends or fails, or ``_lost`` is set."""
+        if not self.attached:
+            return
+        self._lost.clear()
+        feed = asyncio.ensure_future(self._read_feed(client))
+        lost = asyncio.ensure_future(self._lost.wait())
+        try:
+            await asyncio.wait({feed, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (feed, lost):
+                task.cancel()
+            await asyncio.gather(feed, lost, return_exceptions=True)
+
+    async def _read_feed(self, client: KernelClient) -> None:
+        """Follow the feed from the last position read; a reset is a full reload."""
+        from hz_kernel.connect import feed_edge  # the HTTP stack is loaded by now
+        from hz_kernel.http_client import FeedReset
+
+        while True:
+            try:
+                if self.position is None:
+                    self.position = await feed_edge(client)
+                async for item in client.subscribe(self.position):
+                    self.position = item.seq
+            except FeedReset:
+                self.position = None
+                await self.catch_up()
+                continue
+            except HzError:
+                return
+            return
+
+    async def _reach(self) -> HttpClient | None:
+        """The client of the daemon the discovery file names, once one answers.
+
+        None when ``attach`` supplied a client meanwhile.
+        """
+        from hz_kernel import connect
+
+        delay = BACKOFF_FIRST_S
+        while not self.attached:
+            self._nudge.clear()
+            client = await connect.reattach(self.home)
+            if client is not None and self.attached:
+                await client.close()
+            elif client is not None:
+                return client
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._nudge.wait(), delay)
+            delay = min(delay * 2, BACKOFF_MAX_S)
+        return None
+
+    async def _take(self, client: HttpClient) -> None:
+        """Make ``client`` current; its feed resumes in the old daemon's run, which it judges."""
+        previous, self.current = self.current, client
+        client.feed_run = getattr(previous, "feed_run", None)
+        self._set_state("attached")
+        await previous.close()
+
+    # -- the discovery file --------------------------------------------------------------
+
+    async def _watch_discovery(self) -> None:
+        """Try to reconnect at once when ``daemon.json`` changes; drop a daemon it stops naming."""
+        from hz_kernel.connect import names_another_daemon
+
+        name = self.home.discovery_path.name
+
+        def wanted(change: Change, path: str) -> bool:
+            return Path(path).name == name
+
+        changes = awatch(
+            self.home.root, watch_filter=wanted, recursive=False, rust_timeout=RUST_TIMEOUT_MS
+        )
+        with contextlib.suppress(OSError):  # unwatchable: the backoff alone finds the daemon
+            async for _ in changes:
+                self._nudge.set()
+                if self.attached and names_another_daemon(self.home, self.current):
+                    self._lose()

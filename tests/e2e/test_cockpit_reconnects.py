@@ -1,0 +1,135 @@
+"""Issue 13 item 4: a cockpit whose daemon dies reconnects to the next one by itself.
+
+The real ``hz`` cockpit runs in tmux, attached to a daemon started with
+``hz daemon start``. The daemon is SIGKILLed; while none runs, a turn runs
+from the command line on an embedded kernel and a key that needs the
+kernel is pressed. Then a new daemon starts (a new port, a new token in
+``daemon.json``). Without a key press, the cockpit shows ``reconnecting…``,
+attaches to the new daemon and shows the turn that ran meanwhile on the
+heinzel's page. A second time, a message sent from the composer while
+reconnecting goes out once to the next daemon. A third time, ``q`` quits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import orjson
+
+from hz_kernel.home import Home
+from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
+from tests.tui import homes, worlds
+
+
+def spine_events(home: Home, heinzel_id: str) -> list[dict[str, object]]:
+    lines = (home.heinzel_dir(heinzel_id) / "session.jsonl").read_bytes().splitlines()
+    return [orjson.loads(line) for line in lines if line.strip()]
+
+
+def kill_daemon(home: Home) -> int:
+    """SIGKILL the daemon ``daemon.json`` names and wait until it is gone; its pid."""
+    pid = int(json.loads(home.discovery_path.read_text())["pid"])
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    return pid
+
+
+def start_daemon(env: dict[str, str], home: Home, pids: list[int]) -> int:
+    """``hz daemon start`` (explicitly: whatever the CLI's default); the new daemon's pid."""
+    started = hz(env, "--home", str(home.root), "daemon", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    pid = int(json.loads(started.stdout)["pid"])
+    assert pid not in pids
+    pids.append(pid)
+    return pid
+
+
+def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
+    home = world.home
+    heinzel_id = world.ids["notes-digest"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env.update(
+        HZ_HOME=str(home.root),
+        HZ_NOW=homes.NOW,
+        HZ_TICK_SECONDS="3600",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+        NO_COLOR="1",
+    )
+    pids: list[int] = []
+    try:
+        first = start_daemon(env, home, pids)
+        first_token = json.loads(home.discovery_path.read_text())["token"]
+        exported = (f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC", "NO_")))
+        command = " ".join([*exported, str(HZ)])
+        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        tmux.wait_for(lambda s: f"daemon (pid {first})" in s, "the first daemon in the header")
+        tmux.keys("Enter")
+        tmux.wait_for(lambda s: "1 · last" in s, "the heinzel page with its one turn")
+
+        # The daemon dies; a turn runs meanwhile on an embedded kernel; a key finds no kernel.
+        kill_daemon(home)
+        tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… in the header")
+        world.add_note("wednesday.md", "# Wednesday\n- fixed the crash\n")
+        embedded = {**env, "HZ_EMBEDDED": "1"}
+        woke = hz(embedded, "--home", str(home.root), "heinzel", "wake", "notes-digest")
+        assert woke.returncode == 0, woke.stdout + woke.stderr
+        tmux.keys("w")
+        shown = tmux.wait_for(lambda s: "not connected" in s, "the not-connected toast")
+        assert "HZD040" not in shown and "HZD110" in shown and "1 · last" in shown
+
+        # A new daemon (new port, new token): attached without a key press, caught up.
+        second = start_daemon(env, home, pids)
+        assert json.loads(home.discovery_path.read_text())["token"] != first_token
+        shown = tmux.wait_for(
+            lambda s: f"daemon (pid {second})" in s and "2 · last" in s,
+            "the new daemon in the header and the turn that ran meanwhile",
+        )
+        assert "reconnecting…" not in shown
+
+        # Again, with a message sent from the composer while the cockpit reconnects.
+        kill_daemon(home)
+        tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… again")
+        tmux.keys("i", *"after the crash", "Enter")
+        tmux.wait_for(lambda s: "Not sent yet" in s, "the message kept for later")
+        kept = json.loads(next((home.root / "cockpit").glob("composer-*.json")).read_text())
+        request_id = kept["outgoing"]["request_id"]
+        third = start_daemon(env, home, pids)
+        tmux.wait_for(
+            lambda s: f"daemon (pid {third})" in s and "3 · last" in s,
+            "the message delivered by the third daemon as a turn",
+        )
+        taken = [
+            event
+            for event in spine_events(home, heinzel_id)
+            if event["kind"] == "turn.started" and request_id in event["data"]["request_ids"]
+        ]
+        assert len(taken) == 1, "the message sent while reconnecting went out once"
+        assert not list((home.root / "cockpit").glob("composer-*.json"))
+
+        # Quitting while reconnecting is prompt: nothing waits on the daemon that is gone.
+        kill_daemon(home)
+        tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… a third time")
+        tmux.keys("Escape", "Escape", "q")
+        deadline = time.monotonic() + 10
+        while tmux.run("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not tmux.run("list-sessions"), "the cockpit did not exit on q while reconnecting"
+    finally:
+        hz(env, "daemon", "stop")
+        for pid in pids:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)

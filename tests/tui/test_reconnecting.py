@@ -1,0 +1,100 @@
+"""Issue 13 item 4: a cockpit whose daemon is gone says so, refuses keys politely, and re-attaches.
+
+The daemon that is gone is a real ``HttpClient`` pointed at a port nothing
+listens on; the daemon that comes later is a real ``hz daemon start``. The
+full product (SIGKILL, a turn meanwhile, a new port and token) is pinned in
+tmux: ``tests/e2e/test_cockpit_reconnects.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from textual.pilot import Pilot
+
+from hz_kernel import operations as ops
+from hz_kernel.client import LocalClient
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery
+from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
+from hz_tui.app import CockpitApp
+from hz_tui.messages import RowsUpdate
+from hz_tui.widgets.heinzel_table import HeinzelTable
+from tests.tui import homes
+from tests.tui.test_attach import hz
+from tests.tui.test_cockpit import SIZE, until
+from tests.tui.test_snapshots import loaded
+
+
+def gone_daemon(home: Home, port: int | None = None) -> Discovery:
+    """A discovery for a daemon that is gone: nothing listens on its port any more."""
+    if port is None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    return Discovery(
+        pid=4242,
+        address=f"http://127.0.0.1:{port}",
+        token="gone",
+        protocol=PROTOCOL_VERSION,
+        started_at=homes.NOW,
+        home=str(home.root),
+        run="gone",
+    )
+
+
+async def test_keys_say_not_connected_until_a_daemon_comes_and_the_cockpit_attaches(
+    cockpit_home: Home,
+) -> None:
+    """Issue 13 item 4: a cockpit whose daemon is gone says "not connected" (HZD110) for keys,
+    never HZD040, and attaches by itself to the daemon that starts later."""
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home)))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await until(lambda: app.sub_title.startswith("reconnecting…"))
+            app.clear_notifications()
+            await pilot.press("r")  # the home's refresh: a listing
+            await until(lambda: any("not connected" in n.message for n in app._notifications))
+            shown = [n.message for n in app._notifications]
+            assert len(shown) == 1 and "HZD110" in shown[0] and "HZD040" not in shown[0]
+            assert app.get_home().query_one(HeinzelTable).row_count == 0
+
+            started = hz(cockpit_home, "daemon", "start", "--json")
+            assert started.returncode == 0, started.stderr
+            pid = json.loads(started.stdout)["pid"]
+            await until(lambda: app.sub_title.startswith(f"daemon (pid {pid})"), timeout=15)
+            table = app.get_home().query_one(HeinzelTable)
+            await until(lambda: table.row_count == 9)
+    finally:
+        hz(cockpit_home, "daemon", "stop")
+        await app.link.close()
+
+
+def test_reconnecting_header(snap_compare, cockpit_home: Home) -> None:
+    """Issue 13 item 4: while its daemon is gone the header says ``reconnecting…``.
+
+    The cockpit is attached to a daemon nobody serves any more (nothing
+    listens on its address, no ``daemon.json`` names another). The rows are
+    what the home's kernel lists, as the cockpit showed them before the loss;
+    the start's "not connected" toast is cleared for the picture.
+    """
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home, port=9)), live=False)
+
+    async def lost(pilot: Pilot[int]) -> None:
+        await loaded(pilot)
+        for _ in range(200):
+            if not app.link.attached:
+                break
+            await pilot.pause(0.05)
+        kernel = await LocalClient.open(cockpit_home)
+        try:
+            listed = await kernel.call(ops.LIST, ops.ListRequest())
+        finally:
+            await kernel.close()
+        app.publish(RowsUpdate(rows=listed.items, full=True))
+        app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=lost)
