@@ -54,7 +54,6 @@ class DaemonSettings(_Section):
     unix_socket: bool = False
     feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
     feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
-    feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
 
 
 class DocumentsSettings(_Section):
