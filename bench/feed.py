@@ -10,11 +10,19 @@ beside baselines taken in the same run, because only ratios travel between
 machines: a bare loopback HTTP round trip (a minimal asyncio server) for
 latency, and a daemon on an empty home for memory.
 
+Then the restart: the same clients follow the daemon, it is SIGKILLed,
+``--missed`` spine events are appended to its heinzels while none runs, and
+a new daemon is started. Each client resubscribes to the new daemon with
+its last position; the figure is the time from the new daemon serving
+until every client has received every missed event (target ≤ 1 s), and
+each client must have received exactly those (no gap, no duplicate).
+
     python bench/feed.py [--rate 1000] [--seconds 5] [--clients 10] [--heinzels 500]
-                         [--round-trips 1000]
+                         [--round-trips 1000] [--missed 1000]
 
 ``--tiny`` (the smoke test's run) shrinks every size. The last line is
-JSON: ``sse_p50_ms``, ``sse_p99_ms``, ``daemon_rss_mb_500``.
+JSON: ``sse_p50_ms``, ``sse_p99_ms``, ``daemon_rss_mb_500``,
+``reconnect_caught_up_ms``.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -39,7 +48,7 @@ from _common import emit, run, sizes
 from ulid import ULID
 
 from hz_kernel.daemon.protocol import BENCH_FEED_PATH, PROTOCOL_HEADER, PROTOCOL_VERSION, Discovery
-from hz_kernel.http_client import HttpClient
+from hz_kernel.http_client import FeedLost, HttpClient
 from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import HeinzelCreated, StepDone
 
@@ -173,14 +182,104 @@ async def feed_latency(found: Discovery, clients: int, rate: int, seconds: float
     return [ms for samples in per_client for ms in samples[warmup:]]
 
 
+# -- the restart ------------------------------------------------------------------------------
+
+
+async def _follow_across_restart(
+    found: Discovery, pipe: multiprocessing.connection.Connection
+) -> None:
+    """Follow until the daemon dies, resume on the one the parent names, report the catch-up."""
+    async with HttpClient(found) as client:
+        reading = client.subscribe()
+        with contextlib.suppress(FeedLost):
+            async for _ in reading:
+                pass
+        position, generation = client.feed_position, client.feed_generation
+    new_found, edge = pipe.recv()
+    got: list[tuple[str, int]] = []
+    async with HttpClient(Discovery.model_validate_json(new_found)) as client:
+        async for item in client.subscribe(after=position, generation=generation):
+            if item.event is not None:
+                got.append((item.heinzel, item.event["seq"]))
+            if item.seq >= edge:
+                break
+    pipe.send((time.time(), got))
+
+
+def _restart_follower(found_json: str, pipe: multiprocessing.connection.Connection) -> None:
+    asyncio.run(_follow_across_restart(Discovery.model_validate_json(found_json), pipe))
+
+
+def append_missed(home: Path, count: int) -> set[tuple[str, int]]:
+    """``count`` events on the home's spines, written with no daemon and no index."""
+    heinzels = sorted((home / "heinzel").glob("hz-*"))[:50]
+    written: set[tuple[str, int]] = set()
+    writers = [SpineWriter.open(path) for path in heinzels]
+    try:
+        for n in range(count):
+            writer = writers[n % len(writers)]
+            event = writer.append(StepDone(step="think"))
+            written.add((writer.path.parent.name, event.seq))
+    finally:
+        for writer in writers:
+            writer.close()
+    return written
+
+
+async def reconnect_after_restart(home: Path, found: Discovery, clients: int, missed: int) -> float:
+    """Seconds from the new daemon serving until every client has every missed event."""
+    pipes = [multiprocessing.Pipe() for _ in range(clients)]
+    followers = [
+        multiprocessing.Process(target=_restart_follower, args=(found.model_dump_json(), child))
+        for _, child in pipes
+    ]
+    loop = asyncio.get_running_loop()
+    async with HttpClient(found) as probe:
+        baseline = (await probe.health()).feed_connections
+        for follower in followers:
+            follower.start()
+        while (await probe.health()).feed_connections < baseline + clients:
+            await asyncio.sleep(0.05)
+    os.kill(found.pid, signal.SIGKILL)
+    while Path(f"/proc/{found.pid}").exists() and not _zombie(found.pid):
+        await asyncio.sleep(0.01)
+    written = append_missed(home, missed)
+    new_found = start_daemon(home)
+    serving = time.time()
+    async with HttpClient(new_found) as probe:
+        edge = (await probe.health()).edge
+    for parent, _ in pipes:
+        parent.send((new_found.model_dump_json(), edge))
+    reports = [await loop.run_in_executor(None, parent.recv) for parent, _ in pipes]
+    for follower in followers:
+        follower.join()
+    for _, got in reports:
+        if len(got) != len(set(got)) or set(got) != written:
+            raise SystemExit(f"a client resumed with {len(got)} events, expected {len(written)}")
+    return max(done for done, _ in reports) - serving
+
+
+def _zombie(pid: int) -> bool:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    return True
+
+
 def free_port_check() -> None:
     """Refuse to run where loopback is not usable (a clear message beats a hang)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
 
 
-FULL = {"rate": 1000, "seconds": 5.0, "clients": 10, "heinzels": 500, "round_trips": 1000}
-TINY = {"rate": 50, "seconds": 0.2, "clients": 1, "heinzels": 3, "round_trips": 20}
+FULL = {
+    "rate": 1000,
+    "seconds": 5.0,
+    "clients": 10,
+    "heinzels": 500,
+    "round_trips": 1000,
+    "missed": 1000,
+}
+TINY = {"rate": 50, "seconds": 0.2, "clients": 1, "heinzels": 3, "round_trips": 20, "missed": 20}
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -201,6 +300,7 @@ async def main(args: argparse.Namespace) -> None:
             bare = await bare_round_trips(args.round_trips)
             latencies = await feed_latency(found, args.clients, args.rate, args.seconds)
             rss_after = rss_mb(found.pid)
+            caught_up = await reconnect_after_restart(full, found, args.clients, args.missed)
         finally:
             stop_daemon(full)
             stop_daemon(empty)
@@ -224,11 +324,17 @@ async def main(args: argparse.Namespace) -> None:
         f"        daemon RSS, {args.heinzels} heinzels, after  {rss_after:7.1f} MB  "
         f"(x{rss_after / rss_empty:.2f}; target <= 150 MB)"
     )
+    print(
+        f"restart: {args.clients} clients resume after {args.missed} missed events   "
+        f"{caught_up * 1000:7.1f} ms from the new daemon serving to all caught up "
+        f"(target <= 1000 ms)"
+    )
     emit(
         {
             "sse_p50_ms": round(p50, 3),
             "sse_p99_ms": round(p99, 3),
             "daemon_rss_mb_500": round(rss_after, 1),
+            "reconnect_caught_up_ms": round(caught_up * 1000, 1),
         }
     )
 

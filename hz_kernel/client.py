@@ -46,8 +46,15 @@ class KernelClient(Protocol):
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp: ...
 
-    def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
-        """Feed items after ``after`` (None: from now), then live; ``FeedReset`` if impossible."""
+    def subscribe(
+        self, after: int | None = None, *, generation: str | None = None
+    ) -> AsyncIterator[FeedItem]:
+        """Feed items after position ``after`` (None: from now), then live.
+
+        ``generation`` is the index generation ``after`` belongs to (from the
+        feed's hello or the health): a position of another one raises
+        ``FeedReset`` instead of replaying other events.
+        """
         ...
 
     async def status(self) -> KernelStatus:
@@ -69,7 +76,7 @@ class LocalClient:
         self.where = f"embedded kernel on {kernel.home.root}"
         from hz_kernel.daemon.feed import FeedHub  # the event log behind ``subscribe``
 
-        self.hub = hub or FeedHub()
+        self.hub = hub or FeedHub.of(kernel)
         if hub is None:
             kernel.observers.append(self.hub.observe)
 
@@ -86,8 +93,10 @@ class LocalClient:
         result = await method(**_arguments(request))
         return operation.wrap(result)
 
-    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
-        async for item in self.hub.items(after):
+    async def subscribe(
+        self, after: int | None = None, *, generation: str | None = None
+    ) -> AsyncIterator[FeedItem]:
+        async for item in self.hub.items(after, generation):
             yield item
 
     async def status(self) -> KernelStatus:
@@ -181,9 +190,11 @@ class DeferredClient:
         items = await list_summaries(reader, self._clock, failures=failures, **_arguments(request))
         return HeinzelList(items=items)
 
-    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
+    async def subscribe(
+        self, after: int | None = None, *, generation: str | None = None
+    ) -> AsyncIterator[FeedItem]:
         local = await self.open_kernel()
-        async for item in local.subscribe(after):
+        async for item in local.subscribe(after, generation=generation):
             yield item
 
     async def status(self) -> KernelStatus:

@@ -60,7 +60,6 @@ class DaemonSettings(_Section):
     unix_socket: bool = False
     feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
     feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
-    feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
     header_timeout_seconds: float = Field(default=3.0, gt=0, le=600)
     idle_timeout_seconds: int = Field(default=5, ge=1, le=3600)
     send_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)

@@ -79,14 +79,14 @@ async def ensure_daemon(home: Home) -> str:
 
 
 async def feed_edge(client: KernelClient) -> int:
-    """The feed's current last seq: take it before starting work you mean to ``follow``."""
+    """The feed's last durable position: take it before starting work you mean to ``follow``."""
     if isinstance(client, LocalClient):
         return client.hub.edge
     from hz_kernel.http_client import HttpClient
 
     if isinstance(client, HttpClient):
         health = await client.health()
-        client.feed_run = health.run
+        client.feed_generation = health.generation
         return health.edge
     raise TypeError(f"no feed edge for {type(client).__name__}")
 

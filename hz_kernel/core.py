@@ -231,20 +231,26 @@ class KernelCore:
         damaged: list[str] = []
         projections: list[Projection] = []
         contradicted: list[Projection] = []
+        spines: dict[str, list[Event]] = {}
         for heinzel_id in ids:
             proj, found = self._project_from_disk(heinzel_id)
             events += len(found.events) if found else 0
+            if found is not None:
+                spines[heinzel_id] = found.events
             contradicts = _contradicts(marks.get(heinzel_id), found)
             if proj.heinzel["damaged"] or contradicts:
                 damaged.append(heinzel_id)
             (contradicted if contradicts else projections).append(proj)
+        kept = {p.id: spines[p.id] for p in projections if p.id in spines}
         try:
             await self.index.forget(set(marks) - set(ids))
-            await self.index.write(projections, stats, full=True, everything=not contradicted)
+            await self.index.write(
+                projections, stats, full=True, everything=not contradicted, spines=kept
+            )
         except IndexDamaged:
             await self.index.recreate()
             projections, contradicted = projections + contradicted, []
-            await self.index.write(projections, stats, full=True, everything=True)
+            await self.index.write(projections, stats, full=True, everything=True, spines=spines)
         for proj in contradicted:
             await self.index.mark_damaged(proj.id, stats.get(proj.id))
         return api.ReindexReport(
@@ -283,6 +289,7 @@ class KernelCore:
         """
         projections: list[Projection] = []
         contradicted: list[str] = []
+        spines: dict[str, list[Event]] = {}
         locks: list[FileLock] = []
         try:
             for heinzel_id in ids:
@@ -298,7 +305,9 @@ class KernelCore:
                     contradicted.append(heinzel_id)
                 else:
                     projections.append(proj)
-            await self.index.write(projections, stats, full=True)
+                    if found is not None:
+                        spines[heinzel_id] = found.events
+            await self.index.write(projections, stats, full=True, spines=spines)
             for heinzel_id in contradicted:
                 await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))
         finally:

@@ -55,7 +55,10 @@ class HttpClient:
     ) -> None:
         self.discovery = discovery
         self.where = f"daemon (pid {discovery.pid}) at {discovery.address}"
-        self.feed_run: str | None = None
+        self.feed_generation: str | None = None
+        """The index generation of the feed positions this client has seen."""
+        self.feed_position: int | None = None
+        """Where this client's ``subscribe`` got to (at least its hello's edge)."""
         transport: httpx.AsyncHTTPTransport | None = None
         base_url = discovery.address
         if discovery.address.startswith("unix:"):
@@ -135,21 +138,31 @@ class HttpClient:
 
     # -- the feed --------------------------------------------------------------------------
 
-    async def subscribe(self, after: int | None = None) -> AsyncIterator[FeedItem]:
-        """Replay from ``after`` (None: from now), then follow; an overflow resumes transparently.
+    async def subscribe(
+        self, after: int | None = None, *, generation: str | None = None
+    ) -> AsyncIterator[FeedItem]:
+        """Replay from position ``after`` (None: from now), then follow.
 
-        Raises ``FeedReset`` when the daemon cannot serve the position (it
-        restarted, or its log moved on): take a fresh snapshot and subscribe
-        again with ``after=None``. Ends when the daemon closes the feed.
+        ``generation`` (default: the one this client last saw) is the index
+        generation ``after`` belongs to; pass both from another client to
+        pick up where it stopped, on another daemon of the same home. An
+        overflow resumes transparently. Raises ``FeedReset`` when the daemon
+        cannot serve the position (take a fresh snapshot, then subscribe
+        from now), ``FeedLost`` (``HZD090``) when the connection drops
+        mid-feed. Ends when the daemon closes the feed (it is stopping).
+        After either, ``feed_position`` and ``feed_generation`` say where
+        to resume.
         """
         position = after
-        run = self.feed_run if after is not None else None
+        if after is not None:
+            generation = generation or self.feed_generation
         timeout = httpx.Timeout(5.0, read=FEED_READ_TIMEOUT_S)
         while True:
             params = {} if position is None else {"after": str(position)}
-            if run is not None:
-                params["run"] = run
+            if generation is not None and position is not None:
+                params["generation"] = generation
             overflowed = False
+            greeted = False
             try:
                 async with aconnect_sse(
                     self._http, "GET", EVENTS_PATH, params=params, timeout=timeout
@@ -160,21 +173,42 @@ class HttpClient:
                     async for sse in source.aiter_sse():
                         if sse.event == "items":
                             for item in FEED_ITEMS.validate_json(sse.data):
-                                position = item.seq
+                                position = self.feed_position = item.seq
                                 yield item
                         elif sse.event == "hello":
                             hello = Hello.model_validate_json(sse.data)
-                            run = self.feed_run = hello.run
+                            greeted = True
+                            generation = self.feed_generation = hello.generation
                             if position is None:
                                 position = hello.edge
+                            self.feed_position = position
                         elif sse.event == "reset":
                             raise FeedReset(Reset.model_validate_json(sse.data))
                         elif sse.event == "overflow":
                             overflowed = True
             except httpx.TransportError as exc:
-                raise self._unreachable(exc) from None
+                if not greeted:
+                    raise self._unreachable(exc) from None
+                raise FeedLost(self.discovery.address, position, generation) from None
             if not overflowed:
                 return
+
+
+class FeedLost(HzError):
+    """The feed's connection dropped mid-stream (the daemon died or restarted).
+
+    ``position`` and ``generation`` are where to resume, with any client of
+    the home's daemon, old or new.
+    """
+
+    def __init__(self, address: str, position: int | None, generation: str | None) -> None:
+        super().__init__(
+            "HZD090",
+            f"the feed connection dropped at position {position}; resubscribe from there",
+            address,
+        )
+        self.position = position
+        self.generation = generation
 
 
 def refusal(response: httpx.Response) -> HzError:

@@ -11,12 +11,16 @@ from hz_kernel.store.envelope import Event
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """Something a live reader may want to see: a spine event, a body delta, a row change."""
+    """Something a live reader may want to see: a spine event, a body delta, a row change.
+
+    A spine event comes with its durable feed position (``hz_kernel.store.positions``).
+    """
 
     heinzel: str
     event: Event | None = None
     body: dict[str, Any] | None = None
     turn: str | None = None
+    position: int | None = None
 
 
 Observer = Callable[[Observation], None]

@@ -23,18 +23,19 @@ from urllib.parse import urlsplit
 
 import uvicorn
 from pydantic import BaseModel, ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
 from hz_kernel.daemon.connections import ACCEPT_BATCH, ConnectionLimits, Warden, protocol_for
-from hz_kernel.daemon.feed import HEARTBEAT_FRAME, FeedHub, Subscription, items_frame, sse_frame
+from hz_kernel.daemon.feed import HEARTBEAT_COMMENT, FeedHub, Subscription, frames
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
     EVENTS_PATH,
@@ -58,8 +59,6 @@ from hz_kernel.operations import OPERATIONS
 log = logging.getLogger("hz.daemon")
 
 MAX_BODY_BYTES = 1 << 20
-#: Replayed items per write, so a long replay is paced by the socket.
-REPLAY_PAGE = 256
 _BUSY_CODES = frozenset({"HZS010"})
 #: Kernel errors that refuse what the request asked (a malformed request id, an id reused
 #: for other content): the client's to fix, never a server failure.
@@ -172,76 +171,24 @@ def _loopback_origin(origin: str) -> bool:
 # -- the feed --------------------------------------------------------------------------------
 
 
-class FeedStream(Response):
-    """An SSE response following one subscription until it ends or the client goes."""
-
-    def __init__(self, subscription: Subscription, heartbeat_s: float) -> None:
-        self.subscription = subscription
-        self.heartbeat_s = heartbeat_s
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-store"),
-            (b"connection", b"close"),
-        ]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        streaming = asyncio.ensure_future(self._stream(send))
-        watching = asyncio.ensure_future(_until_disconnect(receive))
-        try:
-            done, _ = await asyncio.wait({streaming, watching}, return_when="FIRST_COMPLETED")
-            if streaming in done:
-                streaming.result()
-        finally:
-            for task in (streaming, watching):
-                task.cancel()
-            await asyncio.gather(streaming, watching, return_exceptions=True)
-            self.subscription.close()
-
-    async def _stream(self, send: Send) -> None:
-        sub = self.subscription
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-
-        async def body(data: bytes, more: bool = True) -> None:
-            await send({"type": "http.response.body", "body": data, "more_body": more})
-
-        await body(sse_frame("hello", sub.hello.model_dump_json().encode()))
-        if sub.reset is not None:
-            await body(sse_frame("reset", sub.reset.model_dump_json().encode()))
-        for start in range(0, len(sub.replay), REPLAY_PAGE):
-            page = sub.replay[start : start + REPLAY_PAGE]
-            await body(items_frame(page))
-            sub.last = page[-1].seq
-        while True:
-            batch = await sub.next_batch(self.heartbeat_s)
-            if batch:
-                await body(items_frame(batch))
-            elif sub.finished:
-                break
-            else:
-                await body(HEARTBEAT_FRAME)
-        if sub.overflowed:
-            await body(sse_frame("overflow", sub.overflow().model_dump_json().encode()), False)
-        else:
-            await body(b"", False)
-
-
-async def _until_disconnect(receive: Receive) -> None:
-    while True:
-        message: Message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 def _feed_position(request: Request) -> tuple[int | None, str | None]:
     raw = request.query_params.get("after") or request.headers.get("last-event-id")
-    run = request.query_params.get("run") or None
+    generation = request.query_params.get("generation") or None
     if raw is None or raw == "":
-        return None, run
+        return None, generation
     if not raw.isdigit():
         raise UsageError("HZD014", "the feed position must be a sequence number", raw[:40])
-    return int(raw), run
+    return int(raw), generation
+
+
+def feed_response(subscription: Subscription, heartbeat_s: float) -> Response:
+    """One subscription as SSE (sse-starlette: disconnects, heartbeats, back-pressure)."""
+    return EventSourceResponse(
+        frames(subscription),
+        ping=heartbeat_s,
+        sep="\n",
+        ping_message_factory=lambda: ServerSentEvent(comment=HEARTBEAT_COMMENT, sep="\n"),
+    )
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -285,10 +232,10 @@ def build_app(state: DaemonState) -> ASGIApp:
 
     async def events(request: Request) -> Response:
         try:
-            after, run = _feed_position(request)
+            after, generation = _feed_position(request)
         except HzError as exc:
             return error_response(exc)
-        return FeedStream(state.hub.subscribe(after, run), state.heartbeat_s)
+        return feed_response(state.hub.subscribe(after, generation), state.heartbeat_s)
 
     async def shutdown(request: Request) -> Response:
         log.info("shutdown requested over the wire")
@@ -345,6 +292,7 @@ def describe(state: DaemonState) -> Health:
         heinzels=len(state.home.heinzel_ids()),
         run=state.hub.run,
         edge=state.hub.edge,
+        generation=state.hub.generation,
         feed_connections=state.hub.subscribers,
         tick_seconds=pulse.interval if pulse else None,
         ticks=pulse.ticks if pulse else 0,

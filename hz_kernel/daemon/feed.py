@@ -1,29 +1,44 @@
-"""The feed hub: one fan-out of what the kernel observes, shared by every live reader.
+"""The feed hub: one fan-out of what the kernel observes, replayable from the index.
 
-The hub is a kernel observer. Each observation becomes one numbered
-``FeedItem`` kept in a bounded in-memory log and handed to every
-subscription's own bounded queue; its JSON is encoded at most once,
-however many connections carry it (a connection only joins those bytes
-into its frames). A reader that falls behind overflows alone: its
-subscription leaves the fan-out and the others never notice.
+The hub is a kernel observer. A spine event arrives with its durable
+position (``hz_kernel.store.positions``), which becomes its ``seq``; a
+body delta or row change is live only and carries the position of the
+last event before it, so resuming from any item's ``seq`` misses no event.
+Each item is handed to every subscription's own bounded queue and its JSON
+is encoded at most once, however many connections carry it. A reader that
+falls behind overflows alone: its subscription leaves the fan-out and the
+others never notice.
 
-Numbers are per run of the hub. A reader that comes back with a number
-from another run, or from before what the log still holds, is told to take
-a fresh snapshot instead of waiting for items that will never come.
+Replay reads the index and the spines, never memory, so it survives a
+restart of the daemon: a reader that comes back with a position of the
+same index generation gets exactly the events after it. Only a position of
+another generation (the index was deleted or rebuilt) or one beyond the
+edge gets a ``reset``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections import deque
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
+import orjson
 from ulid import ULID
 
-from hz_kernel.daemon.protocol import FeedItem, FeedType, Hello, Overflow, Reset
+from hz_kernel.daemon.protocol import FeedItem, FeedType, Hello, Overflow, Reset, ResetReason
 from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
+from hz_kernel.store.positions import FeedRows, Line, SpineChanged
+from hz_kernel.store.spine import SPINE_NAME
+
+if TYPE_CHECKING:
+    from hz_kernel.core import KernelCore
+
+#: Replayed events per read and per frame, so a long replay is paced by the socket.
+REPLAY_PAGE = 256
+#: How often a daemon's hub looks for positions other processes gave lines (a CLI's write).
+WATCH_SECONDS = 1.0
 
 
 class FeedReset(HzError):
@@ -33,7 +48,7 @@ class FeedReset(HzError):
         super().__init__(
             "HZD050",
             f"the feed cannot continue from there ({reset.reason}); take a fresh snapshot",
-            f"run {reset.run} at seq {reset.edge}",
+            f"generation {reset.generation} at position {reset.edge}",
         )
         self.reset = reset
 
@@ -44,7 +59,7 @@ def sse_frame(name: str, data: bytes) -> bytes:
 
 
 def items_frame(entries: list[FeedEntry]) -> bytes:
-    """One ``items`` event carrying a run of entries, its id the last seq.
+    """One ``items`` event carrying a run of entries, its id the last position.
 
     Whatever queued up while a connection was writing leaves as one event:
     a burst costs a reader one parse, and the id is where to resume from.
@@ -53,26 +68,43 @@ def items_frame(entries: list[FeedEntry]) -> bytes:
     return b"id: %d\nevent: items\ndata: [%b]\n\n" % (entries[-1].seq, body)
 
 
-HEARTBEAT_FRAME = b": keep-alive\n\n"
+#: The comment an idle connection receives every ``feed_heartbeat_seconds``.
+HEARTBEAT_COMMENT = "keep-alive"
 
 
 class FeedEntry:
-    """A published item and, once a connection first needs them, its JSON bytes."""
+    """A feed item as the model (in process) or its JSON bytes (on the wire), each made once."""
 
-    __slots__ = ("_json", "item")
+    __slots__ = ("_item", "_json", "seq")
 
-    def __init__(self, item: FeedItem) -> None:
-        self.item = item
-        self._json: bytes | None = None
+    def __init__(self, seq: int, item: FeedItem | None = None, json: bytes | None = None) -> None:
+        self.seq = seq
+        self._item = item
+        self._json = json
+
+    @classmethod
+    def of_line(cls, line: Line) -> FeedEntry:
+        """A replayed event: the spine's bytes are the envelope, spliced in, not re-encoded."""
+        json = b'{"seq":%d,"heinzel":%b,"type":"event","turn":%b,"event":%b,"body":null}' % (
+            line.position,
+            orjson.dumps(line.heinzel),
+            orjson.dumps(line.turn),
+            line.raw,
+        )
+        return cls(line.position, json=json)
 
     @property
-    def seq(self) -> int:
-        return self.item.seq
+    def item(self) -> FeedItem:
+        if self._item is None:
+            assert self._json is not None
+            self._item = FeedItem.model_validate_json(self._json)
+        return self._item
 
     @property
     def json(self) -> bytes:
         if self._json is None:
-            self._json = self.item.model_dump_json().encode()
+            assert self._item is not None
+            self._json = self._item.model_dump_json().encode()
         return self._json
 
 
@@ -85,10 +117,10 @@ class Subscription:
         self.queue: deque[FeedEntry] = deque()
         self.overflowed = False
         self.closed = False
-        self.last = 0
-        self.hello = Hello(run=hub.run, edge=hub.edge, first=hub.first)
+        self.last = hub.edge
+        self.hello = Hello(run=hub.run, generation=hub.generation, edge=hub.edge)
         self.reset: Reset | None = None
-        self.replay: list[FeedEntry] = []
+        self._replayed = hub.edge
         self._ready = asyncio.Event()
 
     def push(self, entry: FeedEntry) -> bool:
@@ -114,6 +146,35 @@ class Subscription:
     def overflow(self) -> Overflow:
         return Overflow(capacity=self.capacity, last=self.last)
 
+    def replay_from(self, after: int) -> None:
+        self._replayed = after
+
+    def replay_page(self) -> list[FeedEntry]:
+        """The next page of events between the reader's position and the edge at joining.
+
+        [] when the replay is done. Sets ``reset`` (and returns []) when the
+        index can no longer serve it: rebuilt meanwhile, or a line gone.
+        """
+        edge = self.hello.edge
+        if self._replayed >= edge or self.reset is not None:
+            return []
+        rows = self.hub.rows
+        if rows.generation != self.hello.generation:
+            self.reset = self.hub.reset("other-generation")
+            return []
+        try:
+            lines = rows.read(self._replayed, edge, REPLAY_PAGE)
+        except SpineChanged:
+            self.reset = self.hub.reset("spine-changed")
+            return []
+        if not lines:
+            self._replayed = edge
+            return []
+        self._replayed = lines[-1].position
+        page = [FeedEntry.of_line(line) for line in lines]
+        self.last = page[-1].seq
+        return page
+
     async def next_batch(self, timeout: float | None = None) -> list[FeedEntry]:
         """Everything queued now, waiting up to ``timeout`` for something; [] when idle."""
         if not self.queue and not self.finished:
@@ -134,110 +195,176 @@ class Subscription:
 
 
 class FeedHub:
-    """The fan-out. Register ``hub.observe`` as a kernel observer."""
+    """The fan-out over one home's index. Register ``hub.observe`` as a kernel observer."""
 
-    def __init__(
-        self, *, log_items: int = 10_000, queue_items: int = 4096, run: str | None = None
-    ) -> None:
+    def __init__(self, rows: FeedRows, *, queue_items: int = 4096, run: str | None = None) -> None:
+        self.rows = rows
         self.run = run or str(ULID())
         self.queue_items = queue_items
-        self.edge = 0
-        self._log: deque[FeedEntry] = deque(maxlen=log_items)
+        self.generation = rows.generation
+        self.edge = rows.edge()
+        """The last position published (or, at start, the last the index has assigned)."""
         self._live: set[Subscription] = set()
 
-    @property
-    def first(self) -> int:
-        """The oldest seq the log can still replay (``edge + 1`` when it holds nothing)."""
-        return self._log[0].seq if self._log else self.edge + 1
+    @classmethod
+    def of(cls, kernel: KernelCore, *, queue_items: int = 4096) -> FeedHub:
+        """The hub over ``kernel``'s index and spines (observing is the caller's to register)."""
+        home = kernel.home
+        rows = FeedRows(kernel.index, lambda heinzel_id: home.heinzel_dir(heinzel_id) / SPINE_NAME)
+        return cls(rows, queue_items=queue_items)
 
     @property
     def subscribers(self) -> int:
         return len(self._live)
 
+    def reset(self, reason: ResetReason) -> Reset:
+        return Reset(reason=reason, generation=self.generation, edge=self.edge)
+
     def observe(self, observation: Observation) -> None:
-        """The kernel observer: number the observation and fan it out."""
-        kind: FeedType
-        if observation.event is not None:
-            kind = "event"
-        elif observation.body is not None:
-            kind = "body"
-        else:
-            kind = "row"
+        """The kernel observer: publish the observation in position order."""
         event = observation.event
         turn = observation.turn or (event.turn if event is not None else None)
-        self.publish(
-            FeedItem(
-                seq=self.edge + 1,
+        if event is not None:
+            if observation.position is None:
+                return
+            self._follow_generation(observation.position)
+            if observation.position <= self.edge:
+                return
+            self.catch_up(observation.position - 1)
+            item = FeedItem(
+                seq=observation.position,
                 heinzel=observation.heinzel,
-                type=kind,
+                type="event",
                 turn=turn,
-                event=event.to_dict() if event is not None else None,
-                body=observation.body,
+                event=event.to_dict(),
             )
+            self.publish(FeedEntry(item.seq, item))
+            return
+        kind: FeedType = "body" if observation.body is not None else "row"
+        item = FeedItem(
+            seq=self.edge, heinzel=observation.heinzel, type=kind, turn=turn, body=observation.body
         )
+        self.publish(FeedEntry(item.seq, item))
 
-    def publish(self, item: FeedItem) -> None:
-        entry = FeedEntry(item)
-        self.edge = item.seq
-        self._log.append(entry)
+    def _follow_generation(self, position: int) -> None:
+        """The index was rebuilt under the hub: end every reader (their positions mean nothing)."""
+        if self.rows.generation == self.generation:
+            return
+        self.generation = self.rows.generation
+        self.edge = position - 1
+        self.close(self.reset("other-generation"))
+
+    def catch_up(self, upto: int | None = None) -> None:
+        """Publish the lines other processes positioned since the edge, up to ``upto``.
+
+        A CLI that wrote a spine the daemon does not hold gave its lines
+        positions in the shared index; they are published here, in order,
+        before anything after them.
+        """
+        if self.rows.generation != self.generation:
+            self._follow_generation(self.rows.edge() + 1)
+            return
+        target = self.rows.edge() if upto is None else upto
+        while self.edge < target:
+            try:
+                lines = self.rows.read(self.edge, target, REPLAY_PAGE)
+            except SpineChanged:
+                lines = []
+            for line in lines:
+                self.publish(FeedEntry.of_line(line))
+            if not lines:
+                self.edge = target
+
+    def publish(self, entry: FeedEntry) -> None:
+        self.edge = max(self.edge, entry.seq)
         for subscription in list(self._live):
             if not subscription.push(entry):
                 self._live.discard(subscription)
 
-    def subscribe(self, after: int | None = None, run: str | None = None) -> Subscription:
-        """Join the live fan-out, then decide what to replay up to the edge seen at joining.
+    async def watch(self, interval: float = WATCH_SECONDS) -> None:
+        """Catch up with other processes' lines every ``interval`` (the daemon runs this)."""
+        while True:
+            await asyncio.sleep(interval)
+            self.catch_up()
 
-        Both happen without yielding to the event loop, so every item is
-        either in the replay or in the live queue, exactly once. ``after``
-        None means "from now on".
+    def subscribe(self, after: int | None = None, generation: str | None = None) -> Subscription:
+        """Join the live fan-out and take the edge in one step, then decide what to replay.
+
+        Both happen without yielding to the event loop, so every event is
+        either in the replay (read later from the index, up to that edge) or
+        in the live queue, exactly once. ``after`` None means "from now on";
+        ``generation`` None takes ``after`` at its word.
         """
         subscription = Subscription(self, self.queue_items)
         self._live.add(subscription)
-        edge, first = subscription.hello.edge, subscription.hello.first
-        subscription.last = edge
         if after is None:
             return subscription
-        if run is not None and run != self.run:
-            subscription.reset = Reset(reason="other-run", run=self.run, edge=edge)
-        elif after > edge:
-            subscription.reset = Reset(reason="ahead-of-edge", run=self.run, edge=edge)
-        elif after < first - 1:
-            subscription.reset = Reset(reason="log-moved-on", run=self.run, edge=edge)
+        if generation is not None and generation != self.generation:
+            subscription.reset = self.reset("other-generation")
+        elif after > self.edge:
+            subscription.reset = self.reset("ahead-of-edge")
         else:
-            subscription.replay = list(itertools.islice(self._log, after - first + 1, None))
+            subscription.replay_from(after)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self._live.discard(subscription)
 
-    def close(self) -> None:
-        """End every subscription (the daemon is shutting down)."""
+    def close(self, reset: Reset | None = None) -> None:
+        """End every subscription: the daemon is stopping, or (``reset``) the index was rebuilt."""
         for subscription in list(self._live):
+            subscription.reset = subscription.reset or reset
             subscription.end()
         self._live.clear()
 
-    async def items(self, after: int | None = None) -> AsyncIterator[FeedItem]:
-        """In-process reading: replay, then follow; an overflow resumes from the log.
+    async def items(
+        self, after: int | None = None, generation: str | None = None
+    ) -> AsyncIterator[FeedItem]:
+        """In-process reading: replay, then follow; an overflow resumes from the index.
 
-        Raises ``FeedReset`` when the log can no longer serve the position.
-        Ends when the hub closes.
+        Raises ``FeedReset`` when the position cannot be served. Ends when
+        the hub closes.
         """
         position = after
         while True:
-            subscription = self.subscribe(position)
+            subscription = self.subscribe(position, generation)
             try:
-                if subscription.reset is not None:
-                    raise FeedReset(subscription.reset)
+                generation = subscription.hello.generation
                 if position is None:
                     position = subscription.hello.edge
-                for entry in subscription.replay:
-                    position = entry.seq
-                    yield entry.item
-                while not subscription.finished:
+                while page := subscription.replay_page():
+                    for entry in page:
+                        position = entry.seq
+                        yield entry.item
+                while subscription.reset is None and not subscription.finished:
                     for entry in await subscription.next_batch():
                         position = entry.seq
                         yield entry.item
+                if subscription.reset is not None:
+                    raise FeedReset(subscription.reset)
                 if subscription.closed:
                     return
             finally:
                 subscription.close()
+
+
+async def frames(subscription: Subscription) -> AsyncIterator[bytes]:
+    """The SSE frames of one connection: hello, the replay page by page, then live items.
+
+    Each ``yield`` waits for the socket to take the frame, so a long replay
+    is read from the index only as fast as the reader takes it.
+    """
+    try:
+        yield sse_frame("hello", subscription.hello.model_dump_json().encode())
+        while page := subscription.replay_page():
+            yield items_frame(page)
+        while subscription.reset is None and not subscription.finished:
+            batch = await subscription.next_batch()
+            if batch:
+                yield items_frame(batch)
+        if subscription.reset is not None:
+            yield sse_frame("reset", subscription.reset.model_dump_json().encode())
+        elif subscription.overflowed:
+            yield sse_frame("overflow", subscription.overflow().model_dump_json().encode())
+    finally:
+        subscription.close()

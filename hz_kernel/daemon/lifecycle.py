@@ -415,8 +415,9 @@ async def _serve_on(
     # The HTTP stack loads here, in the daemon, never in a command that only asks about it.
     from hz_kernel.daemon import app
 
-    hub = FeedHub(log_items=settings.feed_log_items, queue_items=settings.feed_queue_items)
+    hub = FeedHub.of(kernel, queue_items=settings.feed_queue_items)
     kernel.observers.append(hub.observe)
+    watching = asyncio.ensure_future(hub.watch())
     discovery = Discovery(
         pid=os.getpid(),
         address=address,
@@ -453,6 +454,7 @@ async def _serve_on(
         # A tick in the middle of a turn is cancelled, as background turns are: the turn is
         # not ended, and the next start resumes it. Waiting for it could outlast any stop.
         ticking.cancel()
+        watching.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await ticking
         for signum in (signal.SIGTERM, signal.SIGINT):

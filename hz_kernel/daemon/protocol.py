@@ -16,7 +16,7 @@ from hz_kernel.api import KernelLoad
 
 #: Bumped whenever a route, a frame or a shape changes incompatibly. A client
 #: that speaks another version is refused (``HZD020``) and leaves the daemon alone.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 PROTOCOL_HEADER = "x-hz-protocol"
 API_PREFIX = "/v1"
 OP_PREFIX = f"{API_PREFIX}/op/"
@@ -73,6 +73,7 @@ class Health(KernelLoad):
     heinzels: int
     run: str
     edge: int
+    """The feed's last durable position (see ``FeedItem``)."""
     feed_connections: int
     tick_seconds: float | None = None
     ticks: int = 0
@@ -83,14 +84,18 @@ class Health(KernelLoad):
     """The coded line of the last tick that failed as a whole, until one finishes."""
     healthy: bool = True
     """False when no tick has finished within two intervals: the loop is stuck or gone."""
+    generation: str = ""
+    """The index generation the feed's positions belong to."""
 
 
 class FeedItem(_Shape):
-    """One thing a live reader is told, numbered by the hub (not by any spine).
+    """One thing a feed reader is told.
 
-    ``seq`` increases across the whole hub for one ``run`` of it; a
-    restarted daemon starts a new run, and its numbers mean nothing to a
-    client of the previous one.
+    For a spine event (``type`` "event") ``seq`` is its durable feed
+    position: increasing across every heinzel of the home, the same after a
+    daemon restart, meaningful within one index ``generation``. A body
+    delta or row change is live only; its ``seq`` is the position of the
+    last event before it, so resuming from any item's ``seq`` misses no event.
     """
 
     seq: int
@@ -102,19 +107,22 @@ class FeedItem(_Shape):
 
 
 class Hello(_Shape):
-    """The first frame of every feed connection."""
+    """The first frame of every feed connection: the index generation and its edge now."""
 
     protocol: int = PROTOCOL_VERSION
     run: str
+    generation: str
     edge: int
-    first: int
+
+
+ResetReason = Literal["other-generation", "ahead-of-edge", "spine-changed"]
 
 
 class Reset(_Shape):
     """The feed cannot continue from where the client asked: take a fresh snapshot."""
 
-    reason: Literal["other-run", "ahead-of-edge", "log-moved-on"]
-    run: str
+    reason: ResetReason
+    generation: str
     edge: int
 
 

@@ -21,7 +21,7 @@ import errno
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +30,15 @@ import aiosqlite
 import orjson
 
 from hz_kernel.errors import HzError
+from hz_kernel.store import positions
 from hz_kernel.store.fsutil import FILE_MODE, file_kind, store_error
 
 if TYPE_CHECKING:
+    from hz_kernel.store.envelope import Event
     from hz_kernel.store.projection import Projection
 
-SCHEMA_VERSION = 1
+#: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,6 +501,8 @@ class Index(IndexQueries):
         self.writer = writer
         self.queries = 0
         self.recreated = False
+        self.generation = ""
+        """Which numbering the feed positions of this index belong to (``positions``)."""
 
     @classmethod
     async def open(cls, path: Path) -> Index:
@@ -546,6 +551,7 @@ class Index(IndexQueries):
         remove_index_files(self.path)
         fresh = await Index._connect(self.path)
         self.conn, self.writer = fresh.conn, fresh.writer
+        self.generation = fresh.generation
         self.recreated = True
 
     async def _prepare(self) -> None:
@@ -556,12 +562,13 @@ class Index(IndexQueries):
         await self.conn.execute("PRAGMA busy_timeout=5000")
         (version,) = w.execute("PRAGMA user_version").fetchone()
         if version != SCHEMA_VERSION:
-            for table in ALL_TABLES:
-                w.execute(f"DROP TABLE IF EXISTS {table.name}")
+            for name in (*(t.name for t in ALL_TABLES), *positions.TABLES):
+                w.execute(f"DROP TABLE IF EXISTS {name}")
         for table in ALL_TABLES:
             w.execute(table.create_sql())
         for ddl in _EXTRA_DDL:
             w.execute(ddl)
+        self.generation = positions.prepare(w)
         w.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     async def close(self) -> None:
@@ -600,11 +607,15 @@ class Index(IndexQueries):
         *,
         full: bool,
         everything: bool = False,
-    ) -> None:
+        spines: Mapping[str, Sequence[Event]] | None = None,
+    ) -> positions.Positions:
         """Store projections: ``full`` replaces each heinzel's rows, else upserts dirty rows.
 
         ``everything`` says the projections are the whole home (a reindex), so
         the tables are emptied first instead of deleting heinzel by heinzel.
+        ``spines`` are the events of those heinzels as their spines now hold
+        them: lines not positioned yet get their feed positions in the same
+        commit, which are returned. Positions survive a reindex.
         """
         batches: dict[str, list[tuple[Any, ...]]] = {t.name: [] for t in ALL_TABLES}
         deletes: list[tuple[str]] = []
@@ -645,8 +656,12 @@ class Index(IndexQueries):
             for table in ALL_TABLES:
                 if batches[table.name]:
                     w.executemany(table.upsert_sql(), batches[table.name])
+            assigned, renumbered = positions.assign(w, spines or {})
+            generation = positions.new_generation(w) if renumbered else self.generation
+        self.generation = generation
         for proj in projections:
             proj.dirty.clear()
+        return assigned
 
     async def forget(self, heinzel_ids: Iterable[str]) -> None:
         ids = [(i,) for i in heinzel_ids]
@@ -656,6 +671,7 @@ class Index(IndexQueries):
             for table in ALL_TABLES:
                 column = "id" if table is HEINZELS else "heinzel"
                 w.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", ids)
+            positions.forget(w, ids)
 
     async def clear(self) -> None:
         with self._transaction() as w:

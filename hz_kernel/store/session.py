@@ -17,6 +17,7 @@ from hz_kernel.observe import Observation, Observer
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.fsutil import read_nofollow
 from hz_kernel.store.index import Index, stat_spine
+from hz_kernel.store.positions import Positions
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import ChainBreak, SpineScan, index_break
 from hz_kernel.store.spine import SpineWriter
@@ -89,9 +90,11 @@ class HeldSession:
         self.index_break = None
         self.projection.mark_damaged(False)
 
-    async def sync_index(self, *, full: bool = False) -> None:
+    async def sync_index(self, *, full: bool = False) -> Positions:
+        """Bring the index up to the spine; the feed positions given to lines new to it."""
         stats = {self.id: stat_spine(self.writer.path)}
-        await self.index.write([self.projection], stats, full=full)
+        spines = {self.id: self.scan.events}
+        return await self.index.write([self.projection], stats, full=full, spines=spines)
 
     async def append(
         self,
@@ -100,9 +103,12 @@ class HeldSession:
         turn: str | None = None,
         key: str | None = None,
         ts: datetime | None = None,
-        flush: bool = True,
     ) -> Event:
-        """Append durably, fold into the projection, then (by default) update the index."""
+        """Append durably, fold into the projection, update the index, then tell observers.
+
+        Observers hear the line with its feed position, so it is in the
+        index (and replayable) before any reader sees it live.
+        """
         if self.index_break is not None and payload.kind != ChainAccepted.kind:
             raise HzError(
                 "HZS095",
@@ -113,10 +119,12 @@ class HeldSession:
         event = self.writer.append(payload, turn=turn, key=key, ts=ts)
         self.scan.events.append(event)
         self.projection.apply(event)
-        if flush:
-            await self.sync_index()
+        assigned = await self.sync_index()
         if self._notify is not None:
-            self._notify(Observation(heinzel=self.id, event=event, turn=event.turn))
+            position = assigned.get((self.id, event.seq))
+            self._notify(
+                Observation(heinzel=self.id, event=event, turn=event.turn, position=position)
+            )
         return event
 
     def close(self) -> None:

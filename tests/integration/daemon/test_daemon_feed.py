@@ -161,7 +161,7 @@ async def test_positions_the_log_cannot_serve_get_a_reset(shared_home: Home) -> 
         edge = (await raw.get("/v1/health", headers=_headers(shared_home))).json()["edge"]
         for params, reason in (
             ({"after": str(edge + 100)}, "ahead-of-edge"),
-            ({"after": "0", "run": "01OTHERRUN"}, "other-run"),
+            ({"after": "0", "generation": "01OTHERGENERATION"}, "other-generation"),
         ):
             async with raw.stream(
                 "GET", EVENTS_PATH, params=params, headers=_headers(shared_home)
@@ -217,11 +217,12 @@ async def test_a_slow_reader_overflows_alone(shared_home: Home) -> None:
     slow.close()
     body = data.split(b"\r\n\r\n", 1)[1]
     frames, _ = parse_frames(_dechunk(body))
-    items = item_seqs(frames)
+    items = [item for name, _, data in frames if name == "items" for item in json.loads(data)]
     assert frames[0][0] == "hello" and frames[-1][0] == "overflow"
     overflow = json.loads(frames[-1][2])
-    assert 0 < len(items) < count and overflow["last"] == items[-1]
-    assert items == list(range(items[0], items[-1] + 1))
+    assert 0 < len(items) < count and overflow["last"] == items[-1]["seq"]
+    numbers = [item["body"]["n"] for item in items]
+    assert numbers == list(range(numbers[0], numbers[-1] + 1))
 
 
 def _dechunk(body: bytes) -> bytes:
@@ -295,32 +296,40 @@ async def test_follow_yields_one_turn_until_it_ends(home: Home) -> None:
     finally:
         await client.close()
     kinds = [item.event["kind"] if item.event else item.type for item in followed]
-    assert kinds == ["turn.started", "step.done", "body", "turn.finished"]
+    # Replayed from the index: the events only; a body delta is live only (issue 13 item 3).
+    assert kinds == ["turn.started", "step.done", "turn.finished"]
 
 
-def test_the_hub_joins_exactly_once_and_isolates_overflow() -> None:
-    hub = FeedHub(log_items=100, queue_items=8)
+async def test_the_hub_joins_exactly_once_and_isolates_overflow(home: Home) -> None:
+    """Replay comes from the index up to the edge taken at joining; later events queue live."""
+    kernel = await Kernel.open(home)
+    heinzel = await kernel.create_heinzel("a")
+    hub = FeedHub.of(kernel, queue_items=8)
+    kernel.observers.append(hub.observe)
+    try:
 
-    def publish(n: int) -> None:
-        for _ in range(n):
-            hub.observe(Observation(heinzel="h", body={"n": hub.edge + 1}))
+        async def append(n: int) -> None:
+            for _ in range(n):
+                await kernel.append(heinzel, StepDone(step="gather"))
 
-    publish(10)
-    joined = hub.subscribe(after=5)
-    stuck = hub.subscribe(after=None)
-    publish(3)
-    assert [e.seq for e in joined.replay] == [6, 7, 8, 9, 10]
-    assert [e.seq for e in joined.queue] == [11, 12, 13]
-    assert joined.hello.edge == 10 and stuck.hello.edge == 10
-    joined.queue.clear()
-    publish(6)  # stuck now holds 9 > 8: it overflows, joined does not
-    assert stuck.overflowed and not joined.overflowed and hub.subscribers == 1
-    assert stuck.overflow().last == 10 and len(stuck.queue) == 8
-    assert [e.seq for e in joined.queue] == list(range(14, 20))
-    assert hub.subscribe(after=0).reset is None
-    small = FeedHub(log_items=4)
-    for _ in range(10):
-        small.observe(Observation(heinzel="h"))
-    reset = small.subscribe(after=2).reset
-    assert reset is not None and reset.reason == "log-moved-on"
-    assert [e.item.type for e in small.subscribe(after=6).replay] == ["row"] * 4
+        await append(9)
+        assert hub.edge == 10
+        joined = hub.subscribe(after=5)
+        stuck = hub.subscribe(after=None)
+        await append(3)
+        replayed = [e.seq for page in iter(joined.replay_page, []) for e in page]
+        assert replayed == [6, 7, 8, 9, 10]
+        assert [e.seq for e in joined.queue] == [11, 12, 13]
+        assert joined.hello.edge == 10 and stuck.hello.edge == 10
+        joined.queue.clear()
+        await append(6)  # stuck now holds 9 > 8: it overflows, joined does not
+        assert stuck.overflowed and not joined.overflowed and hub.subscribers == 1
+        assert stuck.overflow().last == 10 and len(stuck.queue) == 8
+        assert [e.seq for e in joined.queue] == list(range(14, 20))
+        kernel.observe(Observation(heinzel=heinzel, body={"delta": "x"}))
+        assert joined.queue[-1].seq == 19 and joined.queue[-1].item.type == "body"
+        reset = hub.subscribe(after=hub.edge + 1).reset
+        assert reset is not None and reset.reason == "ahead-of-edge"
+    finally:
+        kernel.observers.remove(hub.observe)
+        await kernel.close()

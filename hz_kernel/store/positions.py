@@ -1,0 +1,229 @@
+"""Durable feed positions: one global, increasing number per spine line, kept in the index.
+
+The feed numbers spine events across every heinzel of a home. A number
+must mean the same line after a daemon restart, so it is assigned in the
+index (table ``feed``: position → heinzel, seq, byte offset), in the same
+commit as the rows that line changed, by whichever process wrote the line;
+a line another process appended without indexing it gets its position
+when the index next catches up with that spine (``reconcile``, a reindex,
+the writer's next append). Positions come from SQLite's ``AUTOINCREMENT``:
+never reused, even after rows go, so they increase but need not be
+contiguous.
+
+The index is derived and may be deleted or rebuilt; its positions then
+start again. Each index has a ``generation`` (table ``meta``), minted when
+its position table starts, so a reader holding a position from another
+generation learns it is meaningless instead of getting other events.
+
+``FeedRows`` reads positioned events back: the table says where each line
+is, the spine holds the line itself (the envelope the feed carries).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+from ulid import ULID
+
+from hz_kernel.store.fsutil import open_regular
+
+if TYPE_CHECKING:
+    from hz_kernel.store.envelope import Event
+    from hz_kernel.store.index import Index
+
+DDL = (
+    "CREATE TABLE IF NOT EXISTS feed (pos INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "heinzel TEXT NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, "
+    "UNIQUE (heinzel, seq))",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+#: Dropping ``feed`` also drops its ``AUTOINCREMENT`` counter (SQLite's ``sqlite_sequence``).
+TABLES = ("feed", "meta")
+
+#: Position → (heinzel, seq) of every line a write positioned.
+Positions = dict[tuple[str, int], int]
+
+
+def prepare(w: sqlite3.Connection) -> str:
+    """Create the tables and return the index's generation (minted on first use)."""
+    for ddl in DDL:
+        w.execute(ddl)
+    row = w.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    if row is not None:
+        return str(row[0])
+    generation = str(ULID())
+    w.execute("INSERT INTO meta (key, value) VALUES ('generation', ?)", (generation,))
+    return generation
+
+
+def new_generation(w: sqlite3.Connection) -> str:
+    """Mint a new generation: every position handed out so far stops meaning anything."""
+    generation = str(ULID())
+    w.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (generation,))
+    return generation
+
+
+def edge(w: sqlite3.Connection) -> int:
+    """The highest position ever assigned in this generation (0: none yet)."""
+    row = w.execute("SELECT seq FROM sqlite_sequence WHERE name = 'feed'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tuple[Positions, bool]:
+    """Position every line of ``spines`` the table has not seen; True if the generation must end.
+
+    Only lines past the highest seq already positioned for their heinzel
+    are new, so a writer passes its whole in-memory spine and pays for its
+    tail. A spine now shorter than what was positioned (cut off, then its
+    damage accepted) has lost lines readers were given: its rows are
+    replaced and the caller mints a new generation. New lines of several
+    spines are interleaved by timestamp, each spine in its own order.
+    """
+    renumbered = False
+    tails: list[list[tuple[str, str, int, int]]] = []
+    for heinzel_id, events in spines.items():
+        if not events:
+            continue
+        row = w.execute("SELECT MAX(seq) FROM feed WHERE heinzel = ?", (heinzel_id,)).fetchone()
+        have = int(row[0]) if row and row[0] is not None else 0
+        if events[-1].seq < have:
+            w.execute("DELETE FROM feed WHERE heinzel = ?", (heinzel_id,))
+            renumbered, have = True, 0
+        start = len(events)
+        while start > 0 and events[start - 1].seq > have:
+            start -= 1
+        tail: list[tuple[str, str, int, int]] = []
+        for event in events[start:]:
+            if event.seq > have:
+                tail.append((event.ts, heinzel_id, event.seq, event.offset))
+                have = event.seq
+        if tail:
+            tails.append(tail)
+    merged: Iterable[tuple[str, str, int, int]] = (
+        tails[0] if len(tails) == 1 else heapq.merge(*tails, key=lambda line: line[0])
+    )
+    positions: Positions = {}
+    for _, heinzel_id, seq, offset in merged:
+        cursor = w.execute(
+            "INSERT INTO feed (heinzel, seq, offset) VALUES (?, ?, ?)", (heinzel_id, seq, offset)
+        )
+        assert cursor.lastrowid is not None
+        positions[(heinzel_id, seq)] = cursor.lastrowid
+    return positions, renumbered
+
+
+def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:
+    """Drop the positions of spines that are gone (their numbers are never reused)."""
+    w.executemany("DELETE FROM feed WHERE heinzel = ?", heinzel_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One positioned spine line as the feed carries it."""
+
+    position: int
+    heinzel: str
+    seq: int
+    turn: str | None
+    raw: bytes
+    """The line's bytes: the envelope, exactly as the spine holds it."""
+
+
+class SpineChanged(Exception):
+    """A positioned line is no longer in its spine (the spine was cut or rewritten)."""
+
+
+class FeedRows:
+    """Reads positioned lines of one home's index back from the spines."""
+
+    def __init__(self, index: Index, spine_of: Callable[[str], Path]) -> None:
+        self.index = index
+        self.spine_of = spine_of
+
+    @property
+    def generation(self) -> str:
+        return self.index.generation
+
+    def edge(self) -> int:
+        return edge(self.index.writer)
+
+    def read(self, after: int, upto: int, limit: int) -> list[Line]:
+        """Up to ``limit`` lines with ``after < position <= upto``, in position order.
+
+        Raises ``SpineChanged`` when a line cannot be found where the index
+        put it, nor at its seq anywhere in its spine.
+        """
+        rows = self.index.writer.execute(
+            "SELECT pos, heinzel, seq, offset FROM feed WHERE pos > ? AND pos <= ? "
+            "ORDER BY pos LIMIT ?",
+            (after, upto, limit),
+        ).fetchall()
+        by_spine: dict[str, list[tuple[int, int, int]]] = {}
+        for pos, heinzel_id, seq, offset in rows:
+            by_spine.setdefault(heinzel_id, []).append((pos, seq, offset))
+        found: list[Line] = []
+        for heinzel_id, wanted in by_spine.items():
+            found.extend(_read_lines(self.spine_of(heinzel_id), heinzel_id, wanted))
+        found.sort(key=lambda line: line.position)
+        return found
+
+
+def _read_lines(path: Path, heinzel_id: str, wanted: list[tuple[int, int, int]]) -> list[Line]:
+    """The lines at ``wanted`` (position, seq, offset) of one spine, with one read."""
+    first = min(offset for _, _, offset in wanted)
+    last = max(offset for _, _, offset in wanted)
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except OSError:
+        raise SpineChanged(heinzel_id) from None
+    try:
+        chunk = os.pread(fd, last - first + _TAIL, first)
+        lines: list[Line] = []
+        for pos, seq, offset in wanted:
+            line = _line_at(chunk, offset - first, seq) or _find_seq(fd, seq)
+            if line is None:
+                raise SpineChanged(heinzel_id)
+            envelope, raw = line
+            turn = envelope.get("turn")
+            lines.append(Line(pos, heinzel_id, seq, turn if isinstance(turn, str) else None, raw))
+        return lines
+    finally:
+        os.close(fd)
+
+
+#: Bytes read past the last wanted offset: more than any event line the writer produces.
+_TAIL = 32 * 1024
+
+
+def _line_at(chunk: bytes, start: int, seq: int) -> tuple[dict[str, object], bytes] | None:
+    """The line starting at ``start`` of ``chunk`` if it is whole and holds ``seq``."""
+    end = chunk.find(b"\n", start)
+    if start < 0 or end < 0:
+        return None
+    raw = chunk[start:end]
+    try:
+        envelope = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(envelope, dict) or envelope.get("seq") != seq:
+        return None
+    return envelope, raw
+
+
+def _find_seq(fd: int, seq: int) -> tuple[dict[str, object], bytes] | None:
+    """The line holding ``seq`` anywhere in the spine (its offset moved: the file was edited)."""
+    data = os.pread(fd, os.fstat(fd).st_size, 0)
+    start = 0
+    while (end := data.find(b"\n", start)) >= 0:
+        found = _line_at(data[: end + 1], start, seq)
+        if found is not None:
+            return found
+        start = end + 1
+    return None
