@@ -34,7 +34,7 @@ from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.inbox import InboxList, waiting
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.lessons import LessonList
-from hz_tui.widgets.live_turn import LiveTurnPanel
+from hz_tui.widgets.live_turn import LiveTurnPanel, turn_panel
 from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
@@ -78,7 +78,7 @@ class HeinzelScreen(Screen[None]):
             with Horizontal(id="columns"):
                 with Vertical(id="main"):
                     yield Static("Live turn", classes="section")
-                    yield LiveTurnPanel(self.cockpit.home.heinzel_dir(self.heinzel_id), id="live")
+                    yield turn_panel(self.cockpit, self.heinzel_id)
                     yield Static("Turns", classes="section")
                     yield Timeline(id="timeline")
                 with Vertical(id="side"):
@@ -112,8 +112,7 @@ class HeinzelScreen(Screen[None]):
             self.load()
 
     def on_spines(self, batch: SpineBatch) -> None:
-        if self.heinzel_id in batch.moved:
-            self.turn_panel.read_spine()
+        self.turn_panel.take(batch)
 
     @work(exclusive=True, group="heinzel-page")
     async def load(self) -> None:
