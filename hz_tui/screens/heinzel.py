@@ -64,6 +64,11 @@ class HeinzelScreen(Screen[None]):
         return cast("CockpitApp", self.app)
 
     @property
+    def is_open(self) -> bool:
+        """Still on the screen stack: a page closed while the kernel answered shows nothing."""
+        return self in self.app.screen_stack
+
+    @property
     def turn_panel(self) -> LiveTurnPanel:
         return self.query_one(LiveTurnPanel)
 
@@ -121,7 +126,10 @@ class HeinzelScreen(Screen[None]):
             detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
             inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError as exc:
-            self.query_one(Facts).show([("Error", exc.one_line())])
+            if self.is_open:
+                self.query_one(Facts).show([("Error", exc.one_line())])
+            return
+        if not self.is_open:
             return
         self.inbox = inbox.items
         self.show(detail)

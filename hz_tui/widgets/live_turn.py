@@ -177,8 +177,11 @@ class WireTurnPanel(LiveTurnPanel):
                 ops.TURN_BODY, ops.TurnBodyRequest(ref=self.heinzel_id, types=SHOWN_TYPES)
             )
         except HzError as exc:
-            self.stream.reset(exc.one_line())
-            now = None
+            error, now = exc.one_line(), None
+        if not self.is_attached:
+            return  # the page closed while the kernel answered
+        if now is None:
+            self.stream.reset(error)
         self.follower = TurnFollower()
         self.cursor = None
         if now is not None and now.turn is not None:
@@ -246,13 +249,14 @@ class WireTurnPanel(LiveTurnPanel):
             while True:
                 self.read_again = False
                 text = await cursor.read(self.cockpit.client)
-                if cursor is not self.cursor:
+                if cursor is not self.cursor or not self.is_attached:
                     return
                 self.stream.append(text)
                 if not self.read_again:
                     break
         except HzError as exc:
-            self.notify(exc.one_line(), severity="warning")
+            if self.is_attached:
+                self.notify(exc.one_line(), severity="warning")
             return
         finally:
             self.reading = False

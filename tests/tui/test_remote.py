@@ -82,6 +82,8 @@ def daemon(tmp_path: Path) -> Iterator[tuple[worlds.World, str]]:
     made = hz(world, "heinzel", "new", str(_contract(tmp_path)), "--json")
     assert made.returncode == 0, made.stderr
     assert hz(world, "approve", "notes-digest").returncode == 0
+    # A first turn takes the notes in, so the daemon's first tick finds nothing to wake for.
+    assert hz(world, "heinzel", "wake", "notes-digest").returncode == 0
     started = hz(world, "daemon", "start", HZ_MODEL_DELAY_MS="250")
     assert started.returncode == 0, started.stderr
     try:
