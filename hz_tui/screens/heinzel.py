@@ -3,7 +3,8 @@
 The facts, timeline, lessons and costs come from one ``heinzel.show`` and
 the inbox from ``heinzel.inbox``; both are asked again whenever the live
 feed says this heinzel's spine moved. The live turn panel reads the spine
-and the turn's body itself (``hz_tui.widgets.live_turn``).
+and the turn's body itself, or the wire when attached with ``--connect``
+(``hz_tui.widgets.live_turn``).
 """
 
 from __future__ import annotations
