@@ -810,7 +810,7 @@ def main(argv: Sequence[str] | None = None, *, cockpit: Cockpit | None = None) -
     if args.group in (None, "demo") and not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("HZU062: the cockpit needs a terminal; hz --help lists the commands\n")
         return 2
-    if args.group is None and remote.wanted(args):
+    if args.group in (None, "demo") and remote.wanted(args):
         job = _remote_cockpit(args, cockpit)
     elif args.group is None:
         job = _cockpit(args.home, cockpit)

@@ -157,7 +157,10 @@ Cockpit = Callable[[Home, "KernelClient", Sequence[Any]], Awaitable[int]]
 
 
 async def cockpit(args: argparse.Namespace, run_cockpit: Cockpit) -> int:
-    """``hz --connect URL --token-file FILE``: the cockpit on the daemon's wire only."""
+    """``hz --connect URL --token-file FILE``: the cockpit on the daemon's wire only.
+
+    ``hz demo`` with these options is refused by ``open_remote``: a demo builds a local home.
+    """
     home, client = await open_remote(args)
     try:
         return await run_cockpit(home, client, ())

@@ -84,7 +84,7 @@ def daemon(tmp_path: Path) -> Iterator[tuple[worlds.World, str]]:
     assert hz(world, "approve", "notes-digest").returncode == 0
     # A first turn takes the notes in, so the daemon's first tick finds nothing to wake for.
     assert hz(world, "heinzel", "wake", "notes-digest").returncode == 0
-    started = hz(world, "daemon", "start", HZ_MODEL_DELAY_MS="250")
+    started = hz(world, "daemon", "start", HZ_MODEL_DELAY_MS="1000")
     assert started.returncode == 0, started.stderr
     try:
         yield world, Discovery.model_validate_json(world.home.discovery_path.read_bytes()).pid
@@ -133,7 +133,7 @@ async def test_the_wire_only_cockpit_lists_follows_and_streams_a_turn_without_re
             page = await open_page(pilot, heinzel)
             panel = page.turn_panel
             assert isinstance(panel, WireTurnPanel)
-            await until(lambda: panel.live.status == "running" and panel.live.turn is not None)
+            await until(lambda: panel.live.status == "running", TURN_S)
             await until(lambda: panel.live.status == "finished", TURN_S)
             await until(lambda: panel.settled)
             shown = panel.stream.text

@@ -7,6 +7,7 @@ streamed chunk, so a turn is still running when ``tail`` joins it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -58,16 +59,22 @@ def digest_world(root: Path) -> worlds.World:
     return world
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[worlds.World]:
-    """A digest world with a daemon whose model holds each chunk 150 ms."""
-    world = digest_world(tmp_path / "world")
-    started = hz(env_for(world, HZ_MODEL_DELAY_MS="150"), "daemon", "start")
+@contextlib.contextmanager
+def daemon_on(world: worlds.World, delay_ms: int) -> Iterator[worlds.World]:
+    """A daemon on ``world`` whose model holds each chunk ``delay_ms``; stopped after."""
+    started = hz(env_for(world, HZ_MODEL_DELAY_MS=str(delay_ms)), "daemon", "start")
     assert started.returncode == 0, started.stderr
     try:
         yield world
     finally:
         hz(env_for(world), "daemon", "stop")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[worlds.World]:
+    """A digest world with a daemon whose model holds each chunk 150 ms."""
+    with daemon_on(digest_world(tmp_path / "world"), 150) as world:
+        yield world
 
 
 def assert_whole_turn(out: str) -> None:
@@ -146,8 +153,16 @@ def test_tail_waits_for_the_next_turn_and_exits_when_it_ends(served: worlds.Worl
     assert_whole_turn(out)
 
 
-def test_tail_joins_a_running_turn_from_where_it_stands(served: worlds.World) -> None:
-    """Issue 13 item 5: ``tail`` mid-turn prints what ran so far once, then the rest live."""
+def test_tail_joins_a_running_turn_from_where_it_stands(tmp_path: Path) -> None:
+    """Issue 13 item 5: ``tail`` mid-turn prints what ran so far once, then the rest live.
+
+    Each chunk is held 1.5 s, so the turn is still streaming when ``tail`` joins it.
+    """
+    with daemon_on(digest_world(tmp_path / "world"), 1500) as served:
+        joined_mid_turn(served)
+
+
+def joined_mid_turn(served: worlds.World) -> None:
     env = env_for(served)
     assert hz(env, "heinzel", "wake", "notes-digest").stdout == "notes-digest: started\n"
     bodies = next((served.home.root / "heinzel").glob("hz-*")) / "turns"
