@@ -66,7 +66,8 @@ class LiveTurnPanel(Vertical):
         yield StreamView(id="stream")
         yield EffectLedger(id="effects")
 
-    def on_mount(self) -> None:
+    def prepare(self) -> None:
+        """What both readers do on mount (not ``on_mount``: Textual calls that of every class)."""
         self.query_one(EffectLedger).palette = self.palette
         self.stream.reset(WAITING_FOR_OUTPUT)
 
@@ -107,7 +108,7 @@ class FileTurnPanel(LiveTurnPanel):
         self.body_done = True
 
     def on_mount(self) -> None:
-        super().on_mount()
+        self.prepare()
         self.read_spine()
         self.set_interval(POLL_S, self.poll_body)
 
@@ -165,7 +166,7 @@ class WireTurnPanel(LiveTurnPanel):
         return cast("CockpitApp", self.app)
 
     def on_mount(self) -> None:
-        super().on_mount()
+        self.prepare()
         self.catch_up()
 
     @work(exclusive=True, group="wire-turn")
