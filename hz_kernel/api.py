@@ -416,3 +416,21 @@ class Notice(_Shape):
     key: str
     notice: str
     ts: datetime | str
+
+
+class TurnBody(_Shape):
+    """One turn as a late reader catches up on it: its spine events and its body from an offset.
+
+    ``turn`` is None when the heinzel has run no turn yet. ``records`` are the
+    body's whole records after the offset asked for (only the types asked
+    for), ``offset`` where the next read starts, ``more`` whether a page limit
+    stopped it; ``present`` is False once the body is gone (pruned).
+    """
+
+    heinzel: str
+    turn: str | None = None
+    events: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    offset: int = 0
+    more: bool = False
+    present: bool = False

@@ -24,6 +24,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from hz_kernel import operations as ops
+from hz_kernel import remote, tail_cli
 from hz_kernel.client import DeferredClient, KernelClient
 from hz_kernel.connect import connect
 from hz_kernel.daemon.cli import register as register_daemon
@@ -416,6 +417,8 @@ async def cmd_rename(client: KernelClient, args: argparse.Namespace) -> int:
 
 
 async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
+    if getattr(args, "follow", False):
+        return await tail_cli.wake_follow(client, args)
     if args.command == "resume":
         report = await client.call(ops.RESUME, ops.HeinzelRef(ref=args.name))
     else:
@@ -549,6 +552,7 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
 def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     parser = _Parser(prog="hz", description="Durable agents that keep documents true.")
     parser.add_argument("--home", help="the hz home (default: $HZ_HOME or the user data dir)")
+    remote.add_options(parser)
     sub = parser.add_subparsers(dest="group", parser_class=_Parser)
 
     heinzel = sub.add_parser("heinzel", help="manage heinzels")
@@ -627,6 +631,7 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     p.add_argument("--request-id", help="an idempotency key: the same id never runs twice")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_wake)
+    tail_cli.register(hsub, p)
 
     p = hsub.add_parser("chat", help="send a message: steer a running turn or queue the next")
     p.add_argument("name")
@@ -709,10 +714,14 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    home = Home.resolve(args.home)
-    if not getattr(args, "needs_kernel", True):
-        return int(await args.run(home, args))
-    client = await connect(home)
+    client: KernelClient
+    if remote.wanted(args):
+        home, client = await remote.open_remote(args)
+    else:
+        home = Home.resolve(args.home)
+        if not getattr(args, "needs_kernel", True):
+            return int(await args.run(home, args))
+        client = await connect(home)
     try:
         if getattr(args, "run", None) is cmd_tick and args.interval is None:
             from hz_kernel.commands.tick import tick_interval
@@ -741,17 +750,27 @@ async def _cockpit(
     imported by the ``hz`` entry point only when it runs, so the other
     commands never pay for Textual.
     """
-    if cockpit is None:
-        raise UsageError("HZU063", "this hz was started without its cockpit; run the hz command")
+    run_cockpit = _need_cockpit(cockpit)
     home = Home.resolve(explicit_home)
     client = await connect(home, defer_kernel=True)
     jobs = list(beside)
     if isinstance(client, DeferredClient):
         jobs.append(partial(_tick_beside, client))
     try:
-        return await cockpit(home, client, jobs)
+        return await run_cockpit(home, client, jobs)
     finally:
         await client.close()
+
+
+async def _remote_cockpit(args: argparse.Namespace, cockpit: Cockpit | None) -> int:
+    """``hz --connect URL --token-file FILE``: the cockpit on a daemon's wire alone."""
+    return await remote.cockpit(args, _need_cockpit(cockpit))
+
+
+def _need_cockpit(cockpit: Cockpit | None) -> Cockpit:
+    if cockpit is None:
+        raise UsageError("HZU063", "this hz was started without its cockpit; run the hz command")
+    return cockpit
 
 
 async def _tick_beside(client: DeferredClient, stop: asyncio.Event) -> None:
@@ -802,7 +821,9 @@ def main(
     if args.group in (None, "demo") and not screen:
         sys.stderr.write("HZU062: the cockpit needs a terminal; hz --help lists the commands\n")
         return 2
-    if args.group is None:
+    if args.group in (None, "demo") and remote.wanted(args):
+        job = _remote_cockpit(args, cockpit)
+    elif args.group is None:
         job = _cockpit(args.home, cockpit)
     elif args.group == "demo":
         job = _demo(args.demo_home, cockpit)

@@ -43,6 +43,8 @@ class KernelClient(Protocol):
     """What every head may ask of a kernel."""
 
     where: str
+    remote: bool
+    """True when the kernel's files are not this machine's (``hz --connect``): wire only."""
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp: ...
 
@@ -70,6 +72,8 @@ class KernelClient(Protocol):
 
 class LocalClient:
     """An embedded kernel: the calls run in this process."""
+
+    remote = False
 
     def __init__(self, kernel: Kernel, hub: FeedHub | None = None) -> None:
         self.kernel = kernel
@@ -128,6 +132,8 @@ class DeferredClient:
     opened first, and its opening brings a lagging index up to date. The
     answer is the kernel's own listing code either way (``hz_kernel.listing``).
     """
+
+    remote = False
 
     def __init__(self, home: Home, *, long_lived: bool = False) -> None:
         self.home = home

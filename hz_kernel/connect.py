@@ -62,6 +62,11 @@ async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
 
     if not isinstance(client, HttpClient):
         raise HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
+    if client.remote:
+        raise HzError(
+            "HZU125",
+            "a daemon attached with --connect restarts on its own machine (hz daemon restart)",
+        )
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
     await client.close()

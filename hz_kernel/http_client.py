@@ -46,6 +46,9 @@ FEED_ITEMS = TypeAdapter(list[FeedItem])
 class HttpClient:
     """A head's connection to a daemon named by its discovery file."""
 
+    remote = False
+    """Set by ``hz_kernel.remote.attach``: the daemon's home is not on this machine."""
+
     def __init__(
         self,
         discovery: Discovery,

@@ -12,12 +12,13 @@ from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
 from hz_kernel.commands.turns import TurnCommands
+from hz_kernel.commands.watching import WatchCommands
 from hz_kernel.observe import Observation, Observer
 
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
-class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands):
+class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 
     def load(self) -> api.KernelLoad:

@@ -160,6 +160,16 @@ class DismissRequest(Request):
     lesson_id: str = Field(min_length=1, max_length=100)
 
 
+class TurnBodyRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    turn: str | None = Field(default=None, max_length=26)
+    """The turn to read; None: the heinzel's newest turn that ran."""
+    after_offset: int = Field(default=0, ge=0)
+    """Body records after this byte offset (the ``offset`` a previous answer gave)."""
+    types: list[str] | None = Field(default=None, max_length=20)
+    """Only body records of these types (e.g. ``chunk``); None: all."""
+
+
 class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
@@ -210,6 +220,9 @@ STOP = Operation("heinzel.stop", HeinzelRef, api.TurnReport, "stop", True, "Stop
 RETRY = Operation("heinzel.retry", RetryRequest, api.TurnReport, "retry", True, "Try again")
 ANSWER = Operation("heinzel.answer", AnswerRequest, api.TurnReport, "answer", True, "Answer")
 DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", True, "Dismiss")
+TURN_BODY = Operation(
+    "turn.body", TurnBodyRequest, api.TurnBody, "turn_body", False, "A turn's events and body"
+)
 DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
 TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
@@ -219,6 +232,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF,
+        STOP, RETRY, ANSWER, DISMISS, DIFF, TURN_BODY,
     )
 }  # fmt: skip

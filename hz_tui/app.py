@@ -33,7 +33,8 @@ from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
 from hz_tui.screens.home import HomeScreen
-from hz_tui.watcher import SpineBatch, SpineWatcher
+from hz_tui.sources import live_source
+from hz_tui.watcher import SpineBatch
 
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
 #: event that is set when the cockpit closes.
@@ -65,7 +66,7 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
-        self.watcher = SpineWatcher(home.heinzel_root)
+        self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs
@@ -104,7 +105,10 @@ class CockpitApp(App[int]):
     @work(exclusive=True, group="start")
     async def start(self) -> None:
         """Tail from the spines' current ends, then list: nothing appended between is missed."""
-        self.watcher.prime(self.home.heinzel_ids())
+        try:
+            await self.watcher.prime()
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
         await self.load_all()
         self.call_after_refresh(self.first_frame_drawn)
         if self.live:
@@ -160,6 +164,8 @@ class CockpitApp(App[int]):
         await self.refresher.run(self.publish, self.report_error)
 
     def on_spines_moved(self, message: SpinesMoved) -> None:
+        if message.batch.reload:
+            self.reload()
         self.refresher.note(message.batch)
         self.spines_moved.publish(message.batch)
         self.names.update(notices.names_seen(message.batch))
@@ -204,7 +210,7 @@ class CockpitApp(App[int]):
             fresh = await connect.restart_daemon(self.link.current, self.home)
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
-            if exc.code == "HZU064":
+            if exc.code in ("HZU064", "HZU125"):
                 return
             try:
                 fresh = await connect.connect(self.home)

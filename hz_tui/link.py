@@ -87,8 +87,16 @@ class Link:
 
     @property
     def daemon(self) -> bool:
-        """True when the kernel is a daemon, which a client names by its discovery file."""
-        return getattr(self.current, "discovery", None) is not None
+        """True when the kernel is this home's daemon, named by its discovery file.
+
+        A remote daemon (``--connect``) has no discovery file here to watch: the
+        feed source resumes from its own position, and calls pass through.
+        """
+        return getattr(self.current, "discovery", None) is not None and not self.remote
+
+    @property
+    def remote(self) -> bool:
+        return self.current.remote
 
     @property
     def where(self) -> str:
@@ -243,9 +251,10 @@ class Link:
         return None
 
     async def _take(self, client: HttpClient) -> None:
-        """Make ``client`` current; its feed resumes in the old daemon's run, which it judges."""
+        """Make ``client`` current; its feed resumes from the old position in the old daemon's
+        index generation, which the new one judges (a rebuilt index is a reset)."""
         previous, self.current = self.current, client
-        client.feed_run = getattr(previous, "feed_run", None)
+        client.feed_generation = getattr(previous, "feed_generation", None)
         self._set_state("attached")
         await previous.close()
 

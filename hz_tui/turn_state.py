@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hz_kernel.following import chunk_text
 from hz_kernel.terms import STEP_NAMES
 from hz_tui.tail import SpineLine
+
+__all__ = ["EffectRow", "LiveTurn", "TurnFollower", "chunk_text", "short_key"]
 
 TurnStatus = Literal["none", "running", "waiting", "finished"]
 EffectStatus = Literal["started", "done", "failed", "interrupted"]
@@ -164,8 +167,3 @@ class TurnFollower:
 def short_key(key: str) -> str:
     """An effect key without its heinzel id: the page already says whose it is."""
     return key.split("@", 1)[1] if key.startswith("hz-") and "@" in key else key
-
-
-def chunk_text(records: list[dict[str, Any]]) -> str:
-    """The streamed model output in a run of body records."""
-    return "".join(str(r.get("text", "")) for r in records if r.get("type") == "chunk")

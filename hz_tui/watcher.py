@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict
@@ -30,11 +31,23 @@ DEBOUNCE_MS = 40
 RUST_TIMEOUT_MS = 60_000
 
 
+class BodyDelta(BaseModel):
+    """A record a running turn added to its body, as the daemon's feed carries it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: str | None
+    record: dict[str, Any]
+
+
 class SpineBatch(BaseModel):
     """Spines that moved since the last batch: id → newest seq read (None: moved, no whole line).
 
     ``lines`` holds the new lines themselves, for what reacts to a kind (a draft
-    landed, a turn failed) rather than to a row.
+    landed, a turn failed) rather than to a row. Only a batch from the
+    daemon's feed (``hz_tui.sources.FeedSource``) carries ``bodies`` (deltas
+    of running turns' bodies, by heinzel) or ``reload`` (the feed lost its
+    place: every row and page asks the kernel afresh).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -42,9 +55,11 @@ class SpineBatch(BaseModel):
     moved: dict[str, int | None] = {}
     gone: list[str] = []
     lines: dict[str, list[SpineLine]] = {}
+    bodies: dict[str, list[BodyDelta]] = {}
+    reload: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.moved or self.gone)
+        return bool(self.moved or self.gone or self.bodies or self.reload)
 
 
 class SpineWatcher:

@@ -4,7 +4,7 @@
 same ``LocalClient`` an embedded head uses, looked up per request, so an
 operation added to the table is on the wire with no change here. Every
 route, the feed and health included, sits behind ``Guard``: a loopback
-``Host`` with our port, a loopback ``Origin`` if any, the bearer token
+``Host`` (any port: a port forward names its own), a loopback ``Origin`` if any, the bearer token
 (constant-time) and our protocol version, in that order.
 """
 
@@ -136,7 +136,7 @@ class Guard:
 
     def _refusal(self, headers: dict[bytes, bytes]) -> tuple[HzError, int] | None:
         host = headers.get(b"host", b"").decode("latin-1").lower()
-        if host not in self.state.allowed_hosts:
+        if host not in self.state.allowed_hosts and not _loopback_host(host):
             return HzError("HZD031", "requests must name this daemon's loopback address", host), 403
         origin = headers.get(b"origin")
         if origin is not None and not _loopback_origin(origin.decode("latin-1")):
@@ -158,6 +158,21 @@ class Guard:
                 400,
             )
         return None
+
+
+def _loopback_host(host: str) -> bool:
+    """A ``Host`` naming a loopback address with any port: a forward (``ssh -L``) picks its own.
+
+    A DNS-rebinding page still names its own host, never a loopback one.
+    """
+    if "@" in host:
+        return False
+    try:
+        split = urlsplit(f"//{host}")
+        split.port  # noqa: B018  (raises ValueError for a port that is not a number)
+    except ValueError:
+        return False
+    return split.hostname in LOOPBACK_NAMES
 
 
 def _loopback_origin(origin: str) -> bool:

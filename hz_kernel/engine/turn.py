@@ -738,13 +738,13 @@ class TurnRunner:
 
         async def on_chunk(chunk: str) -> None:
             assert self.body is not None
+            offset = self.body.size
             self.body.write("chunk", text=chunk)
             crashpoints.reached("model:chunk")
-            self.kernel.observe(
-                Observation(
-                    heinzel=self.held.id, turn=state.turn, body={"type": "chunk", "text": chunk}
-                )
-            )
+            # The record's byte range in the body: a reader over the wire (``turn.body``) tells
+            # a repeat from a gap by it.
+            delta = {"type": "chunk", "text": chunk, "offset": offset, "end": self.body.size}
+            self.kernel.observe(Observation(heinzel=self.held.id, turn=state.turn, body=delta))
 
         history: list[Any] = [user_message(*context.messages)]
         usage = TokenUsage()

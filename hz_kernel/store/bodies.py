@@ -128,3 +128,33 @@ def _records(data: bytes) -> Iterator[dict[str, Any]]:
             continue
         if isinstance(record, dict):
             yield record
+
+
+def read_body_page(
+    heinzel_dir: Path, turn: str, offset: int, limit: int
+) -> tuple[list[dict[str, Any]], int, bool] | None:
+    """The whole records after byte ``offset``, about ``limit`` bytes of them at most.
+
+    Returns the records, the offset after them and whether the page stopped
+    at ``limit`` with more to read; None when the body is gone. Offsets count
+    bytes of whole lines, as ``BodyWriter.size`` does, so a reader resumes
+    exactly where it stopped; a last line still being written waits.
+    """
+    if not TURN_ID.match(turn):
+        return None
+    path = body_path(heinzel_dir, turn)
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFile as exc:
+        raise store_error(exc, path) from None
+    except OSError:
+        return None
+    try:
+        left = os.fstat(fd).st_size - offset
+        data = os.pread(fd, min(left, limit), offset) if left > 0 else b""
+        if data and b"\n" not in data and left > limit:
+            data = os.pread(fd, left, offset)  # one record larger than a page
+    finally:
+        os.close(fd)
+    whole = data[: data.rfind(b"\n") + 1]
+    return list(_records(whole)), offset + len(whole), len(data) < left

@@ -84,7 +84,7 @@ class DaemonScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "restart":
-            return None if self.embedded else True
+            return None if self.embedded or self.cockpit.client.remote else True
         return True
 
     def action_restart(self) -> None:
@@ -105,17 +105,25 @@ def facts_of(status: KernelStatus, where: str, cockpit: CockpitApp) -> list[tupl
         kind, process = "embedded in this cockpit", f"pid {status.pid} (this cockpit)"
         protocol = f"in-process calls · {operations}"
         restart = "not here: an embedded kernel lives and ends with this cockpit"
+    elif cockpit.client.remote:
+        kind, process = "a daemon attached by its wire only (hz --connect)", f"pid {status.pid}"
+        protocol = f"hz protocol v{status.protocol} over {status.address} · {operations}"
+        restart = "on the daemon's machine: hz daemon restart"
     else:
         kind, process = "a local daemon", f"pid {status.pid}"
         protocol = f"hz protocol v{status.protocol} over {status.address} · {operations}"
         restart = "R restarts the daemon; the cockpit reconnects to the new one"
+    home = (
+        [("Home", "on the daemon's machine (see Talks to)")]
+        if cockpit.client.remote
+        else [("Home", str(cockpit.home.root)), ("Database", str(cockpit.home.index_path))]
+    )
     return [
         ("Kernel", kind),
         ("Talks to", where),
         ("Process", process),
         ("Protocol", protocol),
-        ("Home", str(cockpit.home.root)),
-        ("Database", str(cockpit.home.index_path)),
+        *home,
         ("Heinzels", str(status.heinzels)),
         ("Uptime", f"{display.span(status.uptime_s)} (since {status.started_at})"),
         ("Restart", restart),

@@ -3,7 +3,8 @@
 The facts, timeline, lessons and costs come from one ``heinzel.show`` and
 the inbox from ``heinzel.inbox``; both are asked again whenever the live
 feed says this heinzel's spine moved. The live turn panel reads the spine
-and the turn's body itself (``hz_tui.widgets.live_turn``).
+and the turn's body itself, or the wire when attached with ``--connect``
+(``hz_tui.widgets.live_turn``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.inbox import InboxList, waiting
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.lessons import LessonList
-from hz_tui.widgets.live_turn import LiveTurnPanel
+from hz_tui.widgets.live_turn import LiveTurnPanel, turn_panel
 from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
@@ -64,6 +65,11 @@ class HeinzelScreen(Screen[None]):
         return cast("CockpitApp", self.app)
 
     @property
+    def is_open(self) -> bool:
+        """Still on the screen stack: a page closed while the kernel answered shows nothing."""
+        return self in self.app.screen_stack
+
+    @property
     def turn_panel(self) -> LiveTurnPanel:
         return self.query_one(LiveTurnPanel)
 
@@ -78,7 +84,7 @@ class HeinzelScreen(Screen[None]):
             with Horizontal(id="columns"):
                 with Vertical(id="main"):
                     yield Static("Live turn", classes="section")
-                    yield LiveTurnPanel(self.cockpit.home.heinzel_dir(self.heinzel_id), id="live")
+                    yield turn_panel(self.cockpit, self.heinzel_id)
                     yield Static("Turns", classes="section")
                     yield Timeline(id="timeline")
                 with Vertical(id="side"):
@@ -112,8 +118,7 @@ class HeinzelScreen(Screen[None]):
             self.load()
 
     def on_spines(self, batch: SpineBatch) -> None:
-        if self.heinzel_id in batch.moved:
-            self.turn_panel.read_spine()
+        self.turn_panel.take(batch)
 
     @work(exclusive=True, group="heinzel-page")
     async def load(self) -> None:
@@ -122,7 +127,10 @@ class HeinzelScreen(Screen[None]):
             detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
             inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError as exc:
-            self.query_one(Facts).show([("Error", exc.one_line())])
+            if self.is_open:
+                self.query_one(Facts).show([("Error", exc.one_line())])
+            return
+        if not self.is_open:
             return
         self.inbox = inbox.items
         self.show(detail)

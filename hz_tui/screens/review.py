@@ -171,6 +171,12 @@ class ReviewScreen(Screen[None]):
         if diff is None or diff.key != self.queue.cursor_key():
             self.notify("Wait for the diff, then edit.", severity="warning")
             return
+        if self.cockpit.client.remote:
+            self.notify(
+                "HZU126: the document is on the daemon's machine; edit it there, or approve here",
+                severity="warning",
+            )
+            return
         command = review.editor_command(diff.path)
         try:
             with self.app.suspend():

@@ -69,6 +69,8 @@ class LosesTheFirstChatAnswer:
     cockpit never hears so. Everything else passes through untouched.
     """
 
+    remote = False
+
     def __init__(self, inner: LocalClient) -> None:
         self.inner = inner
         self.where = inner.where

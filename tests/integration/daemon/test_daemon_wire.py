@@ -85,13 +85,22 @@ async def test_every_route_needs_the_token(
 async def test_foreign_host_and_origin_are_refused(
     shared_home: Home, raw: httpx.AsyncClient
 ) -> None:
+    """Issue 13 item 5: any loopback Host with any port passes (``ssh -L 9000:…`` names port
+    9000), a foreign name does not (DNS rebinding)."""
     port = discovery(shared_home).address.rsplit(":", 1)[1]
-    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1:1", f"10.0.0.1:{port}"):
+    for host in (
+        "evil.example",
+        f"evil.example:{port}",
+        f"10.0.0.1:{port}",
+        f"evil.example@127.0.0.1:{port}",
+        "127.0.0.1:port",
+        "",
+    ):
         refused = await raw.get(HEALTH_PATH, headers=_ours(shared_home, host=host))
         assert refused.status_code == 403 and _code(refused) == "HZD031", host
-    assert (
-        await raw.get(HEALTH_PATH, headers=_ours(shared_home, host=f"localhost:{port}"))
-    ).is_success
+    for host in (f"localhost:{port}", "127.0.0.1:9000", "localhost:1", "[::1]:9000"):
+        accepted = await raw.get(HEALTH_PATH, headers=_ours(shared_home, host=host))
+        assert accepted.is_success, host
     for origin in ("http://evil.example", "https://127.0.0.1.evil.example", "null"):
         refused = await raw.get(HEALTH_PATH, headers=_ours(shared_home, origin=origin))
         assert refused.status_code == 403 and _code(refused) == "HZD032", origin
