@@ -66,7 +66,7 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
-        self.watcher = live_source(home, self.link)
+        self.watcher = live_source(home, client)
         self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs

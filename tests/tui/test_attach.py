@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hz_kernel.connect import connect
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
@@ -75,7 +76,7 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             assert isinstance(page, DaemonScreen)
             await until(lambda: "a local daemon" in text_of(page.query_one(Facts)))
             facts = " ".join(text_of(page.query_one(Facts)).split())
-            assert f"Process pid {first_pid}" in facts and "hz protocol v1" in facts
+            assert f"Process pid {first_pid}" in facts and f"hz protocol v{PROTOCOL_VERSION}" in facts
             assert "Heinzels 9" in facts and "R restarts the daemon" in facts
             await pilot.press("R")
             await until(lambda: restarted(app) not in (None, first_pid), timeout=30)
