@@ -44,6 +44,8 @@ class DaemonSettings(_Section):
     The host must be a loopback address; the daemon refuses any other at
     start. ``unix_socket`` serves on ``<home>/daemon.sock`` instead of TCP.
     ``min_free_memory_mb`` defaults to the larger of 1024 MB and an eighth of RAM.
+    ``autostart = false`` keeps ``hz`` and the CLI from starting a daemon (they
+    still adopt one that runs).
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -55,6 +57,7 @@ class DaemonSettings(_Section):
     feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
     feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
     feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
+    autostart: bool = True
 
 
 class DocumentsSettings(_Section):

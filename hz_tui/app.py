@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
@@ -64,6 +65,8 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
+        self.hand_off = False
+        """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.watcher = SpineWatcher(home.heinzel_root)
         self.refresher = RowRefresher(client)
         prefs, problem = settings.load_prefs(home)
@@ -202,6 +205,24 @@ class CockpitApp(App[int]):
         self.sub_title = fresh.where
         await self.load_all()
 
+    async def action_quit(self) -> None:
+        """Quit; an embedded kernel that runs turns asks first what becomes of them."""
+        from hz_kernel.connect import turns_to_cut
+        from hz_tui.screens.quit import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
+            return
+        running = turns_to_cut(self.client)
+        if not running:
+            self.exit()
+            return
+        self.push_screen(QuitScreen(running), self.quit_chosen)
+
+    def quit_chosen(self, choice: str | None) -> None:
+        if choice in ("cut", "daemon"):
+            self.hand_off = choice == "daemon"
+            self.exit()
+
     # -- navigation --------------------------------------------------------------------
     # Pages other than the home are imported when first opened: loading them all at start
     # would cost the first frame about a tenth of its time.
@@ -338,4 +359,11 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
+    if app.hand_off:
+        from hz_kernel.connect import hand_off
+
+        report = await hand_off(client, home)
+        sys.stdout.write(
+            f"handed the running turns to the daemon (pid {report.pid}) at {report.address}\n"
+        )
     return app.return_code or 0

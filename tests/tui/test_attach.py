@@ -31,7 +31,7 @@ HZ = Path(sys.executable).parent / "hz"
 
 def hz(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(HZ_HOME=str(home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
+    env.update(HZ_HOME=str(home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600", HZ_EMBEDDED="1")
     return subprocess.run(
         [str(HZ), *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
