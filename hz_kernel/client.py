@@ -182,10 +182,6 @@ class DeferredClient:
         await asyncio.to_thread(importlib.import_module, "hz_kernel.kernel")
         return await LocalClient.open(self.home, long_lived=self.long_lived)
 
-    def turns_running(self) -> int:
-        """Turns the embedded kernel runs now (none before it is open)."""
-        return self._local.kernel.running_count() if self._local is not None else 0
-
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         if self._local is None and operation is ops.LIST:
             assert isinstance(request, ops.ListRequest)

@@ -18,6 +18,7 @@ embedded cockpit never loads the HTTP stack.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -39,9 +40,11 @@ from hz_kernel.home import Home
 if TYPE_CHECKING:
     from hz_kernel.daemon.lifecycle import DaemonReport
     from hz_kernel.http_client import HttpClient
+    from hz_kernel.kernel import Kernel
 
 #: Set to 1 to keep ``hz`` and the CLI from starting a daemon (the test suite does).
 EMBEDDED_ENV = "HZ_EMBEDDED"
+_DRAIN_POLL_S = 0.05
 
 #: Event kinds after which a turn does no more work: it ended, or it parked itself to wait.
 TURN_ENDS = frozenset({"turn.finished", "turn.skipped", "turn.waiting"})
@@ -141,12 +144,30 @@ async def connect_ticker(home: Home) -> LocalClient:
     return await LocalClient.open(home, kernel_lock=lock)
 
 
+def drain(client: KernelClient) -> None:
+    """Have the embedded kernel's running turns stop at their next step boundary.
+
+    A turn cut there is open at a checkpoint and resumes where it stopped;
+    one cut while its model's answer streams could not be resumed
+    (``engine_restart_mid_stream``).
+    """
+    kernel = _embedded_kernel(client)
+    if kernel is not None:
+        kernel.draining = True
+
+
 async def hand_off(client: KernelClient, home: Home) -> DaemonReport:
     """Close the embedded kernel behind ``client`` and start the home's daemon in its place.
 
-    Closing cuts the running turns at their last checkpoint and lets go of
-    ``kernel.lock``; the daemon's first tick resumes every interrupted turn.
+    The running turns stop at their next step boundary (``drain``); closing
+    lets go of their spines and of ``kernel.lock``, and the daemon's first
+    tick resumes every turn left open.
     """
+    kernel = _embedded_kernel(client)
+    if kernel is not None:
+        kernel.draining = True
+        while kernel.running_count():
+            await asyncio.sleep(_DRAIN_POLL_S)
     await client.close()
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
@@ -155,11 +176,20 @@ async def hand_off(client: KernelClient, home: Home) -> DaemonReport:
 
 def turns_to_cut(client: KernelClient) -> int:
     """Turns an embedded kernel behind ``client`` runs now (0 for a daemon's client)."""
+    kernel = _embedded_kernel(client)
+    return kernel.running_count() if kernel is not None else 0
+
+
+def _embedded_kernel(client: KernelClient) -> Kernel | None:
+    """The open kernel behind an embedded client; None for a daemon's (or one not open yet)."""
     if isinstance(client, DeferredClient):
-        return client.turns_running()
+        try:
+            return client.kernel
+        except RuntimeError:  # not open (yet, or any more): it runs no turn
+            return None
     if isinstance(client, LocalClient):
-        return client.kernel.running_count()
-    return 0
+        return client.kernel
+    return None
 
 
 async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:

@@ -221,6 +221,10 @@ class CockpitApp(App[int]):
     def quit_chosen(self, choice: str | None) -> None:
         if choice in ("cut", "daemon"):
             self.hand_off = choice == "daemon"
+            if self.hand_off:
+                from hz_kernel.connect import drain
+
+                drain(self.client)
             self.exit()
 
     # -- navigation --------------------------------------------------------------------
@@ -342,6 +346,8 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     When the cockpit closes, the work beside it is told to stop and given
     ``BESIDE_GRACE_S`` to finish; what is still running then is cancelled
     (a turn cut off that way is resumed by the next kernel that starts).
+    A user who quit handing the turns to the daemon gets it started here
+    once they reached a step boundary (``hz_kernel.connect.hand_off``).
     Returns the exit status for the ``hz`` command.
     """
     stop = asyncio.Event()
@@ -354,7 +360,9 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
             await app.client.close()
         stop.set()
         if tasks:
-            _, late = await asyncio.wait(tasks, timeout=BESIDE_GRACE_S)
+            # Handing off, the tick's own turn stops at its next step boundary: wait for it.
+            grace = None if app.hand_off else BESIDE_GRACE_S
+            _, late = await asyncio.wait(tasks, timeout=grace)
             for task in late:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
