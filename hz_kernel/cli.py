@@ -26,9 +26,10 @@ from pydantic import BaseModel, ValidationError
 from hz_kernel import operations as ops
 from hz_kernel import remote, tail_cli
 from hz_kernel.client import DeferredClient, KernelClient
-from hz_kernel.connect import connect
+from hz_kernel.connect import connect, connect_ticker, may_start
 from hz_kernel.daemon.cli import register as register_daemon
 from hz_kernel.errors import HzError, UsageError
+from hz_kernel.held import Queued
 from hz_kernel.home import Home
 from hz_kernel.store.fsutil import open_regular
 from hz_kernel.store.pruning import DailyPrune
@@ -36,6 +37,15 @@ from hz_kernel.store.pruning import DailyPrune
 Command = Callable[[KernelClient, argparse.Namespace], Awaitable[int]]
 #: Adds commands to the main parser from outside the kernel (``hz serve``, by ``hz_tui.entry``).
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+#: The commands that change state: they adopt the home's daemon or start one (``may_start``).
+_WRITES: set[Command] = set()
+
+
+def _writes(command: Command) -> Command:
+    _WRITES.add(command)
+    return command
+
 
 #: The exit code of a command whose reader went away (``hz ... | head``): 128 + SIGPIPE,
 #: what a shell reports for a program that a broken pipe ended.
@@ -280,6 +290,7 @@ async def cmd_verify(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_reindex(client: KernelClient, args: argparse.Namespace) -> int:
     report = await client.call(ops.REINDEX, ops.Empty())
     if args.json:
@@ -292,6 +303,7 @@ async def cmd_reindex(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_prune(client: KernelClient, args: argparse.Namespace) -> int:
     report = await client.call(ops.PRUNE, ops.Empty())
     if args.json:
@@ -328,6 +340,7 @@ def _read_text(path: str) -> str:
         raise UsageError("HZU025", f"cannot read the file ({exc})", path) from None
 
 
+@_writes
 async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     source = args.source
     if args.template:
@@ -362,6 +375,7 @@ async def cmd_templates(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_import(client: KernelClient, args: argparse.Namespace) -> int:
     path = str(Path(args.folder).expanduser().resolve())
     report = await client.call(ops.IMPORT, ops.ImportRequest(path=path))
@@ -377,6 +391,7 @@ async def cmd_import(client: KernelClient, args: argparse.Namespace) -> int:
     return 1 if report.conflicts else 0
 
 
+@_writes
 async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
     text = _read_text(args.contract)
     made = await client.call(
@@ -394,6 +409,7 @@ async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
 
 
 def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
+    @_writes
     async def run(client: KernelClient, args: argparse.Namespace) -> int:
         reason = {"reason": args.reason} if getattr(args, "reason", None) else {}
         decided = await client.call(operation, operation.request(ref=args.name, **reason))
@@ -407,6 +423,7 @@ def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
     return run
 
 
+@_writes
 async def cmd_rename(client: KernelClient, args: argparse.Namespace) -> int:
     decided = await client.call(ops.RENAME, ops.RenameRequest(ref=args.name, name=args.new_name))
     if args.json:
@@ -416,6 +433,7 @@ async def cmd_rename(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
     if getattr(args, "follow", False):
         return await tail_cli.wake_follow(client, args)
@@ -464,6 +482,7 @@ async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_chat(client: KernelClient, args: argparse.Namespace) -> int:
     request = ops.ChatRequest(
         ref=args.name, message=args.message, mode=args.mode, request_id=args.request_id
@@ -477,6 +496,7 @@ async def cmd_chat(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_turn_command(client: KernelClient, args: argparse.Namespace) -> int:
     """stop, retry and answer: each ends in a turn report."""
     if args.command == "stop":
@@ -515,6 +535,7 @@ async def cmd_lessons(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@_writes
 async def cmd_dismiss(client: KernelClient, args: argparse.Namespace) -> int:
     decided = await client.call(
         ops.DISMISS, ops.DismissRequest(ref=args.name, lesson_id=args.lesson)
@@ -553,6 +574,11 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     parser = _Parser(prog="hz", description="Durable agents that keep documents true.")
     parser.add_argument("--home", help="the hz home (default: $HZ_HOME or the user data dir)")
     remote.add_options(parser)
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="never start the daemon: run the kernel in this process when none serves the home",
+    )
     sub = parser.add_subparsers(dest="group", parser_class=_Parser)
 
     heinzel = sub.add_parser("heinzel", help="manage heinzels")
@@ -721,7 +747,7 @@ async def _run(args: argparse.Namespace) -> int:
         home = Home.resolve(args.home)
         if not getattr(args, "needs_kernel", True):
             return int(await args.run(home, args))
-        client = await connect(home)
+        client = await _connect_for(home, args)
     try:
         if getattr(args, "run", None) is cmd_tick and args.interval is None:
             from hz_kernel.commands.tick import tick_interval
@@ -729,8 +755,25 @@ async def _run(args: argparse.Namespace) -> int:
             args.interval = tick_interval(home.settings)
         command: Command = args.run
         return await command(client, args)
+    except Queued as queued:
+        if getattr(args, "json", False):
+            _emit_json(queued.report())
+        else:
+            name = getattr(args, "name", None) or queued.request.heinzel
+            sys.stdout.write(queued.line(name) + "\n")
+        return 0
     finally:
         await client.close()
+
+
+async def _connect_for(home: Home, args: argparse.Namespace) -> KernelClient:
+    """The kernel a command runs on: ``hz tick`` embedded (never beside a daemon); a write on
+    the daemon, started if need be; a read on a running daemon, else embedded. An embedded
+    write to a spine another process holds is queued (``hz_kernel.held``)."""
+    if args.run is cmd_tick:
+        return await connect_ticker(home)
+    start = args.run in _WRITES and may_start(home, embedded=args.embedded)
+    return await connect(home, start=start, queue_held=True)
 
 
 Beside = Callable[[asyncio.Event], Awaitable[None]]
@@ -740,9 +783,14 @@ Cockpit = Callable[[Home, KernelClient, Sequence[Beside]], Awaitable[int]]
 
 
 async def _cockpit(
-    explicit_home: str | None, cockpit: Cockpit | None, beside: Sequence[Beside] = ()
+    explicit_home: str | None,
+    cockpit: Cockpit | None,
+    beside: Sequence[Beside] = (),
+    *,
+    embedded: bool = False,
 ) -> int:
-    """``hz`` alone: the cockpit on the home's daemon, else on a kernel embedded here.
+    """``hz`` alone: the cockpit on the home's daemon, adopted or started now (the header says
+    which), so its work outlives the window; on a kernel embedded here under ``--embedded``.
 
     An embedded kernel lives as long as the cockpit, so it is made long-lived
     (turns run in the background, a command answers at once) and the tick
@@ -752,7 +800,7 @@ async def _cockpit(
     """
     run_cockpit = _need_cockpit(cockpit)
     home = Home.resolve(explicit_home)
-    client = await connect(home, defer_kernel=True)
+    client = await connect(home, defer_kernel=True, start=may_start(home, embedded=embedded))
     jobs = list(beside)
     if isinstance(client, DeferredClient):
         jobs.append(partial(_tick_beside, client))
@@ -791,8 +839,12 @@ async def _tick_beside(client: DeferredClient, stop: asyncio.Event) -> None:
     await run_tick_loop(client.kernel, tick_interval(client.home.settings), stop)
 
 
-async def _demo(explicit_root: str | None, cockpit: Cockpit | None) -> int:
-    """``hz demo``: build a throwaway home (``hz_kernel.demo``), then open the cockpit on it."""
+async def _demo(explicit_root: str | None, cockpit: Cockpit | None, *, embedded: bool) -> int:
+    """``hz demo``: build a throwaway home (``hz_kernel.demo``), then open the cockpit on it.
+
+    The cockpit runs on a daemon started for the demo home (unless
+    ``--embedded``); as the home is thrown away, that daemon stops with it.
+    """
     from hz_kernel import demo
 
     def say(line: str) -> None:
@@ -804,7 +856,14 @@ async def _demo(explicit_root: str | None, cockpit: Cockpit | None) -> int:
     for line in demo.summary(world):
         say(line)
     committing = partial(demo.keep_committing, world)
-    return await _cockpit(str(world.home.root), cockpit, beside=[committing])
+    try:
+        return await _cockpit(str(world.home.root), cockpit, beside=[committing], embedded=embedded)
+    finally:
+        from hz_kernel.daemon import lifecycle
+
+        stopped = await lifecycle.stop(world.home)
+        if stopped.stopped is not None:
+            say(f"stopped the demo's daemon (pid {stopped.stopped})")
 
 
 def main(
@@ -824,9 +883,9 @@ def main(
     if args.group in (None, "demo") and remote.wanted(args):
         job = _remote_cockpit(args, cockpit)
     elif args.group is None:
-        job = _cockpit(args.home, cockpit)
+        job = _cockpit(args.home, cockpit, embedded=args.embedded)
     elif args.group == "demo":
-        job = _demo(args.demo_home, cockpit)
+        job = _demo(args.demo_home, cockpit, embedded=args.embedded)
     elif getattr(args, "run", None):
         job = _run(args)
     else:

@@ -33,6 +33,7 @@ from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.tick.schedule import SlotClock, user_zone
 
 if TYPE_CHECKING:
+    from hz_kernel.daemon.discovery import KernelLock
     from hz_kernel.daemon.feed import FeedHub
     from hz_kernel.kernel import Kernel
 
@@ -75,8 +76,12 @@ class LocalClient:
 
     remote = False
 
-    def __init__(self, kernel: Kernel, hub: FeedHub | None = None) -> None:
+    def __init__(
+        self, kernel: Kernel, hub: FeedHub | None = None, *, kernel_lock: KernelLock | None = None
+    ) -> None:
         self.kernel = kernel
+        self.kernel_lock = kernel_lock
+        """The home's ``kernel.lock`` while this kernel is the one that ticks, released on close."""
         self.where = f"embedded kernel on {kernel.home.root}"
         from hz_kernel.daemon.feed import FeedHub  # the event log behind ``subscribe``
 
@@ -85,10 +90,18 @@ class LocalClient:
             kernel.observers.append(self.hub.observe)
 
     @classmethod
-    async def open(cls, home: Home, *, long_lived: bool = False) -> LocalClient:
+    async def open(
+        cls, home: Home, *, long_lived: bool = False, kernel_lock: KernelLock | None = None
+    ) -> LocalClient:
         from hz_kernel.kernel import Kernel  # the whole kernel, loaded only where one runs
 
-        return cls(await Kernel.open(home, long_lived=long_lived))
+        try:
+            kernel = await Kernel.open(home, long_lived=long_lived)
+        except BaseException:
+            if kernel_lock is not None:
+                kernel_lock.release()
+            raise
+        return cls(kernel, kernel_lock=kernel_lock)
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         if OPERATIONS.get(operation.name) is not operation:
@@ -119,7 +132,11 @@ class LocalClient:
         return None
 
     async def close(self) -> None:
-        await self.kernel.close()
+        try:
+            await self.kernel.close()
+        finally:
+            if self.kernel_lock is not None:
+                self.kernel_lock.release()
 
 
 class DeferredClient:
@@ -135,9 +152,13 @@ class DeferredClient:
 
     remote = False
 
-    def __init__(self, home: Home, *, long_lived: bool = False) -> None:
+    def __init__(
+        self, home: Home, *, long_lived: bool = False, kernel_lock: KernelLock | None = None
+    ) -> None:
         self.home = home
         self.long_lived = long_lived
+        self.kernel_lock = kernel_lock
+        """The home's ``kernel.lock`` (held from the start, so no daemon starts beside us)."""
         self.where = f"embedded kernel on {home.root}"
         self.opened = asyncio.Event()
         """Set once the kernel is open (what runs beside the cockpit waits for it)."""
@@ -210,12 +231,19 @@ class DeferredClient:
         await self.open_kernel()
 
     async def close(self) -> None:
+        """Close the kernel (its turns are cut at a checkpoint) and let go of the home; twice is
+        fine, as the hand-off to a daemon closes before the cockpit's own exit does."""
         if self._reader is not None:
             await self._reader.close()
             self._reader = None
-        if self._opening is not None:
-            local = await asyncio.shield(self._opening)
-            await local.close()
+        opening, self._opening, self._local = self._opening, None, None
+        try:
+            if opening is not None:
+                local = await asyncio.shield(opening)
+                await local.close()
+        finally:
+            if self.kernel_lock is not None:
+                self.kernel_lock.release()
 
 
 def _arguments(request: BaseModel) -> dict[str, Any]:

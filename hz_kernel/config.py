@@ -49,6 +49,8 @@ class DaemonSettings(_Section):
     ``min_free_memory_mb`` (default: the larger of 1024 MB and an eighth of RAM).
     The connection limits (``hz_kernel.daemon.connections``) keep local processes
     without the token from starving the daemon of sockets.
+    ``autostart = false`` keeps ``hz`` and the CLI from starting a daemon (they
+    still adopt one that runs).
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -64,6 +66,7 @@ class DaemonSettings(_Section):
     idle_timeout_seconds: int = Field(default=5, ge=1, le=3600)
     send_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     max_unauthenticated_connections: int = Field(default=128, ge=1, le=100_000)
+    autostart: bool = True
 
 
 class DocumentsSettings(_Section):

@@ -4,7 +4,13 @@
 whose process and kernel lock are alive but that fails its health check
 is reported unreachable (``HZD040``), and one that speaks another protocol
 is refused (``HZD020``) and left alone. Only when no daemon runs (no
-discovery file, or a stale one) does the head get an embedded kernel.
+discovery file, or a stale one) does the head get an embedded kernel, or,
+with ``start=True`` (``hz`` and the commands that change state), a daemon
+it starts. Nothing starts one under ``--embedded``, ``HZ_EMBEDDED=1`` or
+``[daemon] autostart = false`` (``may_start``), nor while another process
+runs the home's kernel (an ``hz --embedded`` cockpit, ``hz tick``): that
+process holds ``kernel.lock``, and the head embeds a one-shot kernel whose
+writes to a spine it holds go through the inbox (``hz_kernel.held``).
 
 The HTTP client is imported where a daemon is actually talked to, so an
 embedded cockpit never loads the HTTP stack.
@@ -12,44 +18,178 @@ embedded cockpit never loads the HTTP stack.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from hz_kernel.client import DeferredClient, KernelClient, LocalClient
-from hz_kernel.daemon.discovery import HEALTH_TIMEOUT_S, check_health, inspect, read_discovery
-from hz_kernel.daemon.protocol import FeedItem
+from hz_kernel.daemon.discovery import (
+    HEALTH_TIMEOUT_S,
+    KernelBusy,
+    KernelLock,
+    check_health,
+    inspect,
+    read_discovery,
+)
+from hz_kernel.daemon.protocol import Discovery, FeedItem
 from hz_kernel.errors import HzError
+from hz_kernel.held import QueueingClient
 from hz_kernel.home import Home
 
 if TYPE_CHECKING:
+    from hz_kernel.daemon.lifecycle import DaemonReport
     from hz_kernel.http_client import HttpClient
+    from hz_kernel.kernel import Kernel
+
+#: Set to 1 to keep ``hz`` and the CLI from starting a daemon (the test suite does).
+EMBEDDED_ENV = "HZ_EMBEDDED"
+_DRAIN_POLL_S = 0.05
 
 #: Event kinds after which a turn does no more work: it ended, or it parked itself to wait.
 TURN_ENDS = frozenset({"turn.finished", "turn.skipped", "turn.waiting"})
 
 
-async def connect(
-    home: Home, *, health_timeout: float = HEALTH_TIMEOUT_S, defer_kernel: bool = False
-) -> KernelClient:
-    """A client of the home's running daemon, or of a kernel embedded in this process.
+def may_start(home: Home, *, embedded: bool = False) -> bool:
+    """Whether a head may start the home's daemon: not under ``--embedded`` (``embedded``),
+    ``HZ_EMBEDDED=1`` or ``[daemon] autostart = false``."""
+    if embedded or os.environ.get(EMBEDDED_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return False
+    return home.settings.daemon.autostart
 
-    ``defer_kernel`` (the cockpit) embeds a ``DeferredClient``: the kernel is
-    opened when first needed, and a listing before that comes from the index.
+
+async def connect(
+    home: Home,
+    *,
+    health_timeout: float = HEALTH_TIMEOUT_S,
+    defer_kernel: bool = False,
+    start: bool = False,
+    queue_held: bool = False,
+) -> KernelClient:
+    """A client of the home's daemon, or of a kernel embedded in this process.
+
+    ``start`` starts the daemon when none runs (the startup lock makes racing
+    heads end with one); its client's ``where`` then says whether it was
+    ``started now`` or ``adopted``. ``defer_kernel`` (the cockpit) embeds a
+    ``DeferredClient`` that holds ``kernel.lock`` while it lives, so no
+    daemon starts beside it: the kernel is opened when first needed, and a
+    listing before that comes from the index. ``queue_held`` (the CLI)
+    embeds a ``QueueingClient``: a command on a spine another process holds
+    is queued in the heinzel's inbox (``hz_kernel.held``).
     """
     found = inspect(home)
     if found.state == "running" and found.discovery is not None:
-        from hz_kernel.http_client import HttpClient
+        return await _attach(found.discovery, health_timeout, "adopted" if start else None)
+    if start:
+        from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
-        client = HttpClient(found.discovery)
         try:
-            await check_health(client, health_timeout)
-        except BaseException:
-            await client.close()
-            raise
-        return client
+            report = await lifecycle.start(home)
+        except KernelBusy:
+            pass  # an embedded kernel runs the home; embed beside it (the spines' locks arbitrate)
+        else:
+            return await _attach_started(home, report, health_timeout)
     if defer_kernel:
-        return DeferredClient(home, long_lived=True)
-    return await LocalClient.open(home)
+        return DeferredClient(home, long_lived=True, kernel_lock=_try_kernel_lock(home))
+    return await (QueueingClient if queue_held else LocalClient).open(home)
+
+
+async def _attach(discovery: Discovery, health_timeout: float, how: str | None) -> HttpClient:
+    from hz_kernel.http_client import HttpClient
+
+    client = HttpClient(discovery)
+    try:
+        await check_health(client, health_timeout)
+    except BaseException:
+        await client.close()
+        raise
+    if how is not None:
+        client.where = f"{client.where} · {how}"
+    return client
+
+
+async def _attach_started(home: Home, report: DaemonReport, health_timeout: float) -> HttpClient:
+    discovery = read_discovery(home)
+    if discovery is None or discovery.pid != report.pid:
+        raise HzError("HZD100", "the daemon started but its discovery file is gone", str(home.root))
+    return await _attach(discovery, health_timeout, "adopted" if report.adopted else "started now")
+
+
+def _try_kernel_lock(home: Home) -> KernelLock | None:
+    """``kernel.lock`` if free: whoever holds it runs (and ticks) the home's kernel."""
+    try:
+        return KernelLock(home).acquire(wait=0)
+    except KernelBusy:
+        return None
+
+
+async def connect_ticker(home: Home) -> LocalClient:
+    """``hz tick``'s embedded kernel, holding ``kernel.lock`` while it ticks when it can.
+
+    Beside a live daemon it refuses (``HZD101``): the daemon ticks the home
+    already, and a second ticker would race it. Holding the lock keeps a
+    daemon from starting while this tick runs; an embedded cockpit that
+    holds it already ticks too, as before (the spines' locks keep the two
+    apart).
+    """
+    lock = _try_kernel_lock(home)
+    found = inspect(home) if lock is None else None  # a daemon holds the lock all its life
+    if found is not None and found.state == "running" and found.discovery is not None:
+        raise HzError(
+            "HZD101",
+            f"the daemon (pid {found.discovery.pid}) serves this home and already ticks it; "
+            "a second ticker would race it (see hz daemon status; hz daemon stop to tick here)",
+            str(home.root),
+        )
+    return await LocalClient.open(home, kernel_lock=lock)
+
+
+def drain(client: KernelClient) -> None:
+    """Have the embedded kernel's running turns stop at their next step boundary.
+
+    A turn cut there is open at a checkpoint and resumes where it stopped;
+    one cut while its model's answer streams could not be resumed
+    (``engine_restart_mid_stream``).
+    """
+    kernel = _embedded_kernel(client)
+    if kernel is not None:
+        kernel.draining = True
+
+
+async def hand_off(client: KernelClient, home: Home) -> DaemonReport:
+    """Close the embedded kernel behind ``client`` and start the home's daemon in its place.
+
+    The running turns stop at their next step boundary (``drain``); closing
+    lets go of their spines and of ``kernel.lock``, and the daemon's first
+    tick resumes every turn left open.
+    """
+    kernel = _embedded_kernel(client)
+    if kernel is not None:
+        kernel.draining = True
+        while kernel.running_count():
+            await asyncio.sleep(_DRAIN_POLL_S)
+    await client.close()
+    from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
+
+    return await lifecycle.start(home)
+
+
+def turns_to_cut(client: KernelClient) -> int:
+    """Turns an embedded kernel behind ``client`` runs now (0 for a daemon's client)."""
+    kernel = _embedded_kernel(client)
+    return kernel.running_count() if kernel is not None else 0
+
+
+def _embedded_kernel(client: KernelClient) -> Kernel | None:
+    """The open kernel behind an embedded client; None for a daemon's (or one not open yet)."""
+    if isinstance(client, DeferredClient):
+        try:
+            return client.kernel
+        except RuntimeError:  # not open (yet, or any more): it runs no turn
+            return None
+    if isinstance(client, LocalClient):
+        return client.kernel
+    return None
 
 
 async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:

@@ -54,6 +54,8 @@ class KernelCore:
         self.sessions: dict[str, HeldSession] = {}
         self.long_lived = long_lived
         self.tasks: set[asyncio.Task[None]] = set()
+        self.draining = False
+        """Set when the kernel hands its turns on: each stops at its next step boundary."""
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
         self._slot_clocks: dict[str, SlotClock] = {}

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
@@ -66,6 +67,8 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
+        self.hand_off = False
+        """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.watcher = live_source(home, client)
         self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
@@ -222,6 +225,28 @@ class CockpitApp(App[int]):
         await self.link.attach(fresh)
         await self.load_all()
 
+    async def action_quit(self) -> None:
+        """Quit; an embedded kernel that runs turns asks first what becomes of them."""
+        from hz_kernel.connect import turns_to_cut
+        from hz_tui.screens.quit import QuitScreen
+
+        if isinstance(self.screen, QuitScreen):
+            return
+        running = turns_to_cut(self.link.current)
+        if not running:
+            self.exit()
+            return
+        self.push_screen(QuitScreen(running), self.quit_chosen)
+
+    def quit_chosen(self, choice: str | None) -> None:
+        if choice in ("cut", "daemon"):
+            self.hand_off = choice == "daemon"
+            if self.hand_off:
+                from hz_kernel.connect import drain
+
+                drain(self.link.current)
+            self.exit()
+
     # -- navigation --------------------------------------------------------------------
     # Pages other than the home are imported when first opened: loading them all at start
     # would cost the first frame about a tenth of its time.
@@ -341,6 +366,8 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     When the cockpit closes, the work beside it is told to stop and given
     ``BESIDE_GRACE_S`` to finish; what is still running then is cancelled
     (a turn cut off that way is resumed by the next kernel that starts).
+    A user who quit handing the turns to the daemon gets it started here
+    once they reached a step boundary (``hz_kernel.connect.hand_off``).
     Returns the exit status for the ``hz`` command.
     """
     stop = asyncio.Event()
@@ -353,9 +380,18 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
             await app.link.current.close()
         stop.set()
         if tasks:
-            _, late = await asyncio.wait(tasks, timeout=BESIDE_GRACE_S)
+            # Handing off, the tick's own turn stops at its next step boundary: wait for it.
+            grace = None if app.hand_off else BESIDE_GRACE_S
+            _, late = await asyncio.wait(tasks, timeout=grace)
             for task in late:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
+    if app.hand_off:
+        from hz_kernel.connect import hand_off
+
+        report = await hand_off(client, home)
+        sys.stdout.write(
+            f"handed the running turns to the daemon (pid {report.pid}) at {report.address}\n"
+        )
     return app.return_code or 0

@@ -8,6 +8,7 @@ tests that cancel asyncio tasks — a failed run with every test passed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from time_machine import TimeMachineFixture
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+
+#: The CLI the tests run stays embedded: hundreds of commands must not each start a daemon.
+#: The tests of the daemon-by-default promise drop it (``tests/e2e/test_daemon_default.py``).
+os.environ["HZ_EMBEDDED"] = "1"
 
 #: Where a pinned clock starts: a Monday morning, before every slot the tests tick.
 PINNED_START = "2026-11-30T08:00:00Z"

@@ -41,6 +41,7 @@ from hz_kernel.config import Settings
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
+from hz_kernel.held import deliver_queued
 from hz_kernel.store.inbox import undelivered
 from hz_kernel.store.locks import FileLock, SpineBusy
 from hz_kernel.store.pruning import DailyPrune
@@ -206,13 +207,14 @@ class TickCommands(KernelCore):
         try:
             fetcher = self._source_fetcher()
             fetches = fetcher.fetches
+            queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
             plan, staged, spent, noticed, observed = await self._plan(moment, zone)
             report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
         except HzError:
             raise
         except Exception as exc:
             raise HzError("HZT121", f"the tick failed: {_described(exc)}") from exc
-        problems = observed
+        problems = queued + observed
         return report.model_copy(
             update={
                 "fetches": fetcher.fetches - fetches,

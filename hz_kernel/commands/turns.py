@@ -140,6 +140,10 @@ class TurnCommands(KernelCore):
         runner = self._running.get(heinzel_id)
         return runner.turn if runner is not None else None
 
+    def running_count(self) -> int:
+        """How many turns run in this kernel now (what quitting an embedded cockpit would cut)."""
+        return len(self._running)
+
     # -- running wakes -------------------------------------------------------------------
 
     async def run_wakes(
@@ -558,15 +562,16 @@ class TurnCommands(KernelCore):
         if not turns:
             raise UsageError("HZU050", "there is no finished turn to retry", row["name"])
         parent = str(turns[-1]["turn"])
-        request = self._admit(
-            heinzel_id,
-            InboxRequest(
-                request_id=request_id or str(ULID()),
-                heinzel=heinzel_id,
-                kind="retry",
-                message=hint or "",
-            ),
-        )
+        async with self.holding(heinzel_id):  # a spine held elsewhere refuses before admission
+            request = self._admit(
+                heinzel_id,
+                InboxRequest(
+                    request_id=request_id or str(ULID()),
+                    heinzel=heinzel_id,
+                    kind="retry",
+                    message=hint or "",
+                ),
+            )
         wake = Wake(
             cause="retry",
             key=retry_key(heinzel_id, parent, request.request_id),
@@ -589,16 +594,17 @@ class TurnCommands(KernelCore):
             raise UsageError(
                 "HZU051", "no question of this heinzel waits for an answer", row["name"]
             )
-        request = self._admit(
-            heinzel_id,
-            InboxRequest(
-                request_id=request_id or str(ULID()),
-                heinzel=heinzel_id,
-                kind="answer",
-                message=message,
-                question_key=key,
-            ),
-        )
+        async with self.holding(heinzel_id):  # a spine held elsewhere refuses before admission
+            request = self._admit(
+                heinzel_id,
+                InboxRequest(
+                    request_id=request_id or str(ULID()),
+                    heinzel=heinzel_id,
+                    kind="answer",
+                    message=message,
+                    question_key=key,
+                ),
+            )
 
         async def work() -> str | None:
             async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:

@@ -354,27 +354,35 @@ class TurnRunner:
             state.done = []
         self._reload(state)
         try:
+            await self._boundary()
             if "gather" not in state.done:
                 await self._gather(state)
-                await asyncio.sleep(0)
+                await self._boundary()
             if "think" not in state.done:
                 disposition = await self._think(state)
                 if disposition is not None:
                     return disposition
-                await asyncio.sleep(0)
+                await self._boundary()
             if "outcome" not in state.done:
                 await self._outcome(state)
-                await asyncio.sleep(0)
+                await self._boundary()
             if "act" not in state.done:
                 waited = await self._act(state)
                 if waited:
                     return "waited"
-                await asyncio.sleep(0)
+                await self._boundary()
             await self._maybe_summarise(state)
         except HzError as exc:
             step = state.done[-1] if state.done else None
             return await self._finish(state, "failed", reason=exc.one_line()[:500], step=step)
         return await self._finish(state, _disposition(state.outcome), report=state.report)
+
+    async def _boundary(self) -> None:
+        """Between two steps: let what arrived meanwhile in, and stop here, the turn open at
+        its checkpoint, when the kernel is being handed to a daemon (``draining``)."""
+        await asyncio.sleep(0)
+        if self.kernel.draining:
+            raise asyncio.CancelledError
 
     async def _maybe_summarise(self, state: TurnState) -> None:
         """Past the budget, end the turn with a summary in the fixed shape, chained to the last.

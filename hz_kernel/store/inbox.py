@@ -16,6 +16,10 @@ admitted while another process held the spine (or before a crash) waits
 for the next tick, not for the heinzel's next turn. The deliverer removes
 the marker under the spine's lock before it reads the inbox, so a message
 admitted meanwhile leaves a new marker and is never stranded.
+
+An ``operation`` request is a whole command (stop, pause, approve, …) that
+found the spine held by another process (``hz_kernel.held``): the next
+tick performs it and then removes its file (``consume``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,7 +54,7 @@ MAX_MESSAGE = 64 * 1024
 UNDELIVERED_DIR = "undelivered"
 MARKER_NAME = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
 
-RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "reject"]
+RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "reject", "operation"]
 
 
 class InboxRequest(BaseModel):
@@ -64,6 +68,10 @@ class InboxRequest(BaseModel):
     mode: Literal["steer", "queue"] = "queue"
     message: str = Field(default="", max_length=MAX_MESSAGE)
     question_key: str | None = None
+    operation: str | None = None
+    """An ``operation`` request's operation (its wire name, e.g. ``heinzel.stop``)."""
+    arguments: dict[str, Any] = {}
+    """An ``operation`` request's request, as the operation's model dumps it."""
     admitted_at: datetime = Field(default_factory=now_utc)
 
     def same_content(self, other: InboxRequest) -> bool:
@@ -134,6 +142,13 @@ class Inbox:
         """Remove the marker; call it under the spine's lock, before reading what is pending."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.marker)
+
+    def consume(self, request_id: str) -> None:
+        """Remove a request that has been carried out (an ``operation`` request)."""
+        path = self.dir / f"{check_request_id(request_id)}.json"
+        with store_io(path), contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            fsync_dir(self.dir)
 
     def get(self, request_id: str) -> InboxRequest | None:
         """The stored request; an entry that is a FIFO, socket or device is refused (HZS090)."""

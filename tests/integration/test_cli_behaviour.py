@@ -37,7 +37,8 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     kept = {
         k: v for k, v in os.environ.items() if not k.startswith("HZ_") and k != "PYTHONUNBUFFERED"
     }
-    return {**kept, "HZ_HOME": str(home), "HZ_NOW": NOW, "COLUMNS": "200", **extra}
+    env = {**kept, "HZ_HOME": str(home), "HZ_NOW": NOW, "HZ_EMBEDDED": "1", "COLUMNS": "200"}
+    return {**env, **extra}
 
 
 def hz(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:

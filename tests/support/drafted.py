@@ -67,7 +67,7 @@ class Drafted:
     def hz_env(self, now: str = DRAFTED_AT) -> dict[str, str]:
         """The environment of an ``hz`` run on this home, its clock pinned to ``now``."""
         clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-        return {**clean, "HZ_HOME": str(self.home), "HZ_NOW": now}
+        return {**clean, "HZ_HOME": str(self.home), "HZ_NOW": now, "HZ_EMBEDDED": "1"}
 
     def events(self) -> list[dict[str, object]]:
         return [orjson.loads(line) for line in self.spine.read_bytes().splitlines()]

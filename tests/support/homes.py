@@ -35,7 +35,7 @@ class World:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-        return {**env, "HZ_HOME": str(self.home), **extra}
+        return {**env, "HZ_HOME": str(self.home), "HZ_EMBEDDED": "1", **extra}
 
     def hz(self, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(

@@ -32,7 +32,7 @@ HZ = Path(sys.executable).parent / "hz"
 
 def hz(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(HZ_HOME=str(home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
+    env.update(HZ_HOME=str(home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600", HZ_EMBEDDED="1")
     return subprocess.run(
         [str(HZ), *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
@@ -76,7 +76,9 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             assert isinstance(page, DaemonScreen)
             await until(lambda: "a local daemon" in text_of(page.query_one(Facts)))
             facts = " ".join(text_of(page.query_one(Facts)).split())
-            assert f"Process pid {first_pid}" in facts and f"hz protocol v{PROTOCOL_VERSION}" in facts
+            assert (
+                f"Process pid {first_pid}" in facts and f"hz protocol v{PROTOCOL_VERSION}" in facts
+            )
             assert "Heinzels 9" in facts and "R restarts the daemon" in facts
             await pilot.press("R")
             await until(lambda: restarted(app) not in (None, first_pid), timeout=30)

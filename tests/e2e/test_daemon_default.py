@@ -1,0 +1,164 @@
+"""Issue 13 item 1 with the real ``hz`` binary in tmux: work outlives the window.
+
+``hz`` alone starts the home's daemon and says so in its header; a turn
+woken from the cockpit keeps running in the daemon after the cockpit quit,
+and finishes there. Beside an ``hz --embedded`` cockpit that holds a
+heinzel mid-turn, ``hz heinzel chat`` is not locked out: it exits 0 with
+"queued" and the message is delivered exactly once. These runs drop the
+suite's ``HZ_EMBEDDED=1``; every daemon they start is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
+from tests.e2e.test_cockpit_tmux import tmux as tmux
+from tests.tui import homes, worlds
+
+LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
+WAIT_S = 60.0
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[worlds.World]:
+    """One approved digest heinzel that has not run yet; its daemon is stopped after."""
+    made = worlds.make_world(tmp_path)
+    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+
+    async def build() -> None:
+        kernel = await Kernel.open(made.home)
+        try:
+            await worlds.add_heinzel(kernel, made, "notes-digest", wake=False)
+        finally:
+            await kernel.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HZ_NOW", homes.NOW)
+        asyncio.run(build())
+    try:
+        yield made
+    finally:
+        found = read_discovery(made.home)
+        hz(env_of(made), "daemon", "stop")
+        if found is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found.pid, signal.SIGKILL)
+
+
+def env_of(world: worlds.World, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env.update(
+        HZ_HOME=str(world.home.root),
+        HZ_NOW=homes.NOW,
+        HZ_TICK_SECONDS="3600",
+        HZ_MODEL_DELAY_MS="150",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+    )
+    return env | extra
+
+
+def open_cockpit(tmux: Tmux, env: dict[str, str], *args: str) -> None:
+    knobs = [f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC", "TERM"))]
+    command = " ".join(["env", "-u", "HZ_EMBEDDED", *knobs, str(HZ), *args])
+    tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+
+
+def spine(home: Home) -> list[dict[str, object]]:
+    (heinzel_id,) = home.heinzel_ids()
+    path = home.heinzel_dir(heinzel_id) / "session.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def wait_until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def running_turn(home: Home) -> str | None:
+    events = spine(home)
+    started = [e["turn"] for e in events if e["kind"] == "turn.started"]
+    ended = {e["turn"] for e in events if e["kind"] in ("turn.finished", "turn.skipped")}
+    open_turns = [t for t in started if t not in ended]
+    return str(open_turns[-1]) if open_turns else None
+
+
+def cockpit_exited(tmux: Tmux) -> bool:
+    return not tmux.run("list-sessions")
+
+
+def test_issue13_item1_hz_starts_the_daemon_and_a_turn_outlives_the_cockpit(
+    world: worlds.World, tmux: Tmux
+) -> None:
+    home = world.home
+    open_cockpit(tmux, env_of(world))
+    shown = tmux.wait_for(lambda s: "notes-digest" in s and "started now" in s, "the header")
+    found = read_discovery(home)
+    assert found is not None, "hz did not start a daemon (no daemon.json)"
+    assert f"daemon (pid {found.pid}) at {found.address}" in shown
+
+    tmux.keys("w")
+    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
+    turn = running_turn(home)
+    tmux.keys("q")
+    wait_until(lambda: cockpit_exited(tmux), "the cockpit to exit on q")
+    assert running_turn(home) == turn, "the turn ended with the cockpit"
+    quit_seq = len(spine(home))
+
+    wait_until(lambda: running_turn(home) != turn, "the daemon to finish the turn")
+    after = spine(home)[quit_seq:]
+    finished = [e for e in after if e["kind"] == "turn.finished" and e["turn"] == turn]
+    assert finished and finished[0]["data"]["disposition"] == "drafted"  # type: ignore[index]
+    assert read_discovery(home) == found
+
+
+def test_issue13_item1_chat_beside_an_embedded_cockpit_mid_turn_is_queued_and_delivered_once(
+    world: worlds.World, tmux: Tmux
+) -> None:
+    home = world.home
+    open_cockpit(tmux, env_of(world, HZ_TICK_SECONDS="1"), "--embedded")
+    shown = tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+    assert "embedded kernel on" in shown
+    tmux.keys("w")
+    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
+    turn = running_turn(home)
+
+    chat = hz(env_of(world), "heinzel", "chat", "notes-digest", "add the dates")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stderr == "" and " queued" in chat.stdout, chat.stdout
+    request_id = chat.stdout.split()[2]
+    assert read_discovery(home) is None, "the chat started a daemon beside the embedded kernel"
+
+    def delivered() -> list[dict[str, object]]:
+        return [
+            e
+            for e in spine(home)
+            if e["kind"] == "turn.started" and request_id in e["data"].get("request_ids", [])  # type: ignore[union-attr]
+        ]
+
+    wait_until(lambda: bool(delivered()), "the queued message to become a turn")
+    wait_until(lambda: running_turn(home) is None, "the turns to end")
+    time.sleep(2.5)  # two more ticks of the cockpit's kernel: none may deliver it again
+    (started,) = delivered()
+    inbox = home.heinzel_dir(home.heinzel_ids()[0]) / "inbox"
+    assert [p.name for p in inbox.iterdir()].count(f"{request_id}.json") == 1
+    keys = [k for e in spine(home) for k in e["data"].get("keys", []) if request_id in k]  # type: ignore[union-attr]
+    assert len(keys) == 1, keys
+    assert started["turn"] != turn
+    tmux.keys("q")
+    wait_until(lambda: cockpit_exited(tmux), "the cockpit to exit on q")

@@ -1,0 +1,122 @@
+"""Issue 13 item 1: an embedded cockpit (``hz --embedded``) that quits mid-turn asks first.
+
+The cockpit runs on the kernel ``hz --embedded`` embeds (``connect`` with
+``defer_kernel``), on a real home with the offline local model slowed by
+``HZ_MODEL_DELAY_MS`` so a turn is running when the user quits. "Stay"
+keeps the cockpit; "hand them to the daemon" closes the embedded kernel
+(the turn is cut at a checkpoint) and starts the home's daemon, whose
+first tick resumes the turn and finishes it. The daemon is stopped at
+teardown, whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+from textual.widgets import OptionList, Static
+
+from hz_kernel import operations as ops
+from hz_kernel.client import DeferredClient
+from hz_kernel.connect import connect, hand_off, turns_to_cut
+from hz_kernel.daemon import lifecycle
+from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_tui.app import CockpitApp
+from hz_tui.screens.quit import QuitScreen
+from tests.tui import homes, worlds
+from tests.tui.test_cockpit import SIZE, text_of, until
+
+LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
+
+
+@pytest.fixture
+async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Home]:
+    """A home with one approved digest heinzel; any daemon started on it is stopped after."""
+    for name in ("HZ_EMBEDDED", "HZ_CRASH_AT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HZ_NOW", homes.NOW)
+    monkeypatch.setenv("HZ_TICK_SECONDS", "3600")
+    world = worlds.make_world(tmp_path)
+    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    kernel = await Kernel.open(world.home)
+    try:
+        await worlds.add_heinzel(kernel, world, "notes-digest", wake=False)
+    finally:
+        await kernel.close()
+    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "150")
+    try:
+        yield world.home
+    finally:
+        found = read_discovery(world.home)
+        with contextlib.suppress(Exception):
+            await lifecycle.stop(world.home)
+        if found is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found.pid, signal.SIGKILL)
+
+
+def spine(home: Home) -> list[dict[str, object]]:
+    (heinzel_id,) = home.heinzel_ids()
+    path = home.heinzel_dir(heinzel_id) / "session.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+async def quit_dialog(pilot: object, app: CockpitApp) -> QuitScreen:
+    await pilot.press("ctrl+q")  # type: ignore[attr-defined]
+    await until(lambda: isinstance(app.screen, QuitScreen))
+    assert isinstance(app.screen, QuitScreen)
+    return app.screen
+
+
+async def test_issue13_item1_quit_mid_turn_offers_cut_hand_off_or_stay_and_the_daemon_finishes(
+    home: Home,
+) -> None:
+    client = await connect(home, defer_kernel=True)
+    assert isinstance(client, DeferredClient)
+    app = CockpitApp(home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
+        await until(lambda: turns_to_cut(client) == 1, timeout=10)
+        (turn,) = [e["turn"] for e in spine(home) if e["kind"] == "turn.started"]
+
+        dialog = await quit_dialog(pilot, app)
+        assert text_of(dialog.query_one("#dialog-title", Static)).startswith(
+            "1 turn is running: quit and cut them, hand them to the daemon, or stay?"
+        )
+        options = dialog.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(3)]
+        assert [label.split(" (")[0] for label in labels] == [
+            "Quit and cut them",
+            "Hand them to the daemon",
+            "Stay",
+        ]
+        await pilot.press("down", "down", "enter")
+        await until(lambda: not isinstance(app.screen, QuitScreen))
+        assert app.is_running and not app.hand_off and turns_to_cut(client) == 1
+
+        await quit_dialog(pilot, app)
+        await pilot.press("down", "enter")
+        await until(lambda: not app.is_running)
+    assert app.hand_off
+    report = await hand_off(client, home)
+    assert report.running and not report.adopted
+    assert read_discovery(home) is not None and read_discovery(home).pid == report.pid  # type: ignore[union-attr]
+
+    deadline = asyncio.get_running_loop().time() + 90
+    while not any(e["kind"] == "turn.finished" and e["turn"] == turn for e in spine(home)):
+        assert asyncio.get_running_loop().time() < deadline, "the daemon did not finish the turn"
+        await asyncio.sleep(0.2)
+    events = [e for e in spine(home) if e.get("turn") == turn]
+    resumed = [e for e in events if e["kind"] == "turn.resumed"]
+    assert resumed and resumed[0]["data"]["woken_by"] == "restart"  # type: ignore[index]
+    (finished,) = [e for e in events if e["kind"] == "turn.finished"]
+    assert finished["data"]["disposition"] == "drafted"  # type: ignore[index]
