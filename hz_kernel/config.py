@@ -44,6 +44,7 @@ class DaemonSettings(_Section):
     The host must be a loopback address; the daemon refuses any other at
     start. ``unix_socket`` serves on ``<home>/daemon.sock`` instead of TCP.
     ``min_free_memory_mb`` defaults to the larger of 1024 MB and an eighth of RAM.
+    ``daemon.log`` rotates at ``log_max_bytes``, keeping ``log_files`` older files.
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -55,6 +56,8 @@ class DaemonSettings(_Section):
     feed_heartbeat_seconds: float = Field(default=15.0, gt=0, le=60)
     feed_queue_items: int = Field(default=4096, ge=8, le=1_000_000)
     feed_log_items: int = Field(default=10_000, ge=1, le=1_000_000)
+    log_max_bytes: int = Field(default=5 << 20, ge=1024, le=1 << 30)
+    log_files: int = Field(default=3, ge=1, le=20)
 
 
 class DocumentsSettings(_Section):

@@ -51,6 +51,8 @@ class KernelCore:
         self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
+        self.draining = False
+        """Set before a restart: no turn or step starts; running turns stop at a boundary."""
         self._slot_clocks: dict[str, SlotClock] = {}
         self.opened_at = now_utc()
 

@@ -95,6 +95,10 @@ class TurnCommands(KernelCore):
         task.add_done_callback(self.tasks.discard)
         return None
 
+    def running_turns(self) -> dict[str, str]:
+        """Every turn running in this kernel now: heinzel id → turn id."""
+        return {heinzel_id: runner.turn for heinzel_id, runner in self._running.items()}
+
     def running_turn(self, heinzel_id: str) -> str | None:
         """The turn of this heinzel that runs in this kernel now, if any."""
         runner = self._running.get(heinzel_id)
@@ -116,6 +120,8 @@ class TurnCommands(KernelCore):
         turn of this heinzel runs in this kernel, the wakes are journalled as
         ``turn.requested`` and the running turn's follow-up takes them.
         """
+        if self.draining:
+            return None  # the wakes stay admitted (and the inbox marked): the next start runs them
         lock = self._turn_lock(heinzel_id)
         if lock.locked() and heinzel_id in self._running:
             held = self.sessions[heinzel_id]
@@ -161,7 +167,7 @@ class TurnCommands(KernelCore):
                 turn, wakes, request_ids=request_ids, parent_turn=parent_turn, from_step=from_step
             )
             await runner.run(state)
-        if runner.stopping:
+        if runner.stopping or self.draining:
             raise _Stopped(turn)
         return turn
 
@@ -227,7 +233,7 @@ class TurnCommands(KernelCore):
 
     async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
         state = _load_state(held, turn)
-        if state is None:
+        if state is None or self.draining:
             return
         with self._registered(held, turn) as runner:
             resumed = await runner.resume(state, woken_by)  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ OP_PREFIX = f"{API_PREFIX}/op/"
 HEALTH_PATH = f"{API_PREFIX}/health"
 EVENTS_PATH = f"{API_PREFIX}/events"
 SHUTDOWN_PATH = f"{API_PREFIX}/shutdown"
+DRAIN_PATH = f"{API_PREFIX}/drain"
 BENCH_FEED_PATH = f"{API_PREFIX}/bench/feed"
 
 #: Names a loopback ``Host`` or ``Origin`` may carry (DNS-rebinding protection).
@@ -52,6 +53,10 @@ class Discovery(_Shape):
     started_at: str
     home: str
     run: str
+    supervisor: str | None = None
+    """``systemd`` or ``launchd`` when a service manager runs the daemon (restart through it)."""
+    unit: str | None = None
+    """The systemd unit or launchd label of that service."""
 
 
 class Health(_Shape):
@@ -81,6 +86,9 @@ class Health(_Shape):
     """The coded line of the last tick that failed as a whole, until one finishes."""
     healthy: bool = True
     """False when no tick has finished within two intervals: the loop is stuck or gone."""
+    draining: bool = False
+    """True once a restart asked it to drain: no turn or step starts any more."""
+    supervisor: str | None = None
 
 
 class FeedItem(_Shape):
@@ -129,3 +137,18 @@ class BenchFeedRequest(_Shape):
 
     count: int = Field(ge=1, le=1_000_000)
     rate: float = Field(gt=0, le=1_000_000)
+
+
+class DrainRequest(_Shape):
+    """``POST /v1/drain``: start no turn or step; wait this long for running turns to pause."""
+
+    timeout_s: float = Field(default=60.0, ge=0, le=3600)
+    draining: bool = True
+    """False takes a drain back (a restart that could not go ahead)."""
+
+
+class DrainReport(_Shape):
+    """What draining found: turns that paused at a step boundary, and those still running."""
+
+    paused: list[str] = []
+    still_running: list[str] = []

@@ -229,6 +229,10 @@ def timeout_s(state: TurnState, default: float) -> float:
     return (datetime.fromisoformat(str(deadline)) - state.started.when).total_seconds()
 
 
+class Drained(Exception):
+    """The kernel drains: the turn stops at a step boundary, open, as a resumable checkpoint."""
+
+
 class TurnRunner:
     """Runs one turn of one heinzel while its session (and lock) is held."""
 
@@ -319,6 +323,8 @@ class TurnRunner:
         self.body = BodyWriter(self.held.dir, state.turn)
         try:
             return await self._walk(state)
+        except Drained:
+            return "drained"
         except asyncio.CancelledError:
             if not self.stopping:
                 raise
@@ -334,7 +340,8 @@ class TurnRunner:
 
     async def _walk(self, state: TurnState) -> str:
         """The remaining steps. Each boundary yields to the event loop, so a message, a
-        wake or a stop that arrived meanwhile is taken in between two steps."""
+        wake or a stop that arrived meanwhile is taken in between two steps; a draining
+        kernel ends the walk there, the turn left open for the next start to resume."""
         assert self.body is not None
         if self.body.size == 0 and "think" in state.done and "act" not in state.done:
             # The body was deleted: the inputs and the outcome are gone. Those steps are
@@ -344,25 +351,31 @@ class TurnRunner:
         try:
             if "gather" not in state.done:
                 await self._gather(state)
-                await asyncio.sleep(0)
+                await self._boundary()
             if "think" not in state.done:
                 disposition = await self._think(state)
                 if disposition is not None:
                     return disposition
-                await asyncio.sleep(0)
+                await self._boundary()
             if "outcome" not in state.done:
                 await self._outcome(state)
-                await asyncio.sleep(0)
+                await self._boundary()
             if "act" not in state.done:
                 waited = await self._act(state)
                 if waited:
                     return "waited"
-                await asyncio.sleep(0)
+                await self._boundary()
             await self._maybe_summarise(state)
         except HzError as exc:
             step = state.done[-1] if state.done else None
             return await self._finish(state, "failed", reason=exc.one_line()[:500], step=step)
         return await self._finish(state, _disposition(state.outcome), report=state.report)
+
+    async def _boundary(self) -> None:
+        """Between two steps: let what arrived run, and stop here when the kernel drains."""
+        await asyncio.sleep(0)
+        if self.kernel.draining:
+            raise Drained
 
     async def _maybe_summarise(self, state: TurnState) -> None:
         """Past the budget, end the turn with a summary in the fixed shape, chained to the last.
