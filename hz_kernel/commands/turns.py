@@ -338,7 +338,7 @@ class TurnCommands(KernelCore):
         heinzel_id = row["id"]
         asked = InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake")
         async with self._admitting(row, asked) as (request, held):
-            if held is None:
+            if held is None or self.draining:  # draining: the next daemon runs it
                 return api.TurnReport(heinzel=heinzel_id, turn=None, status="queued")
             wake = Wake(
                 cause="asked",
@@ -371,7 +371,7 @@ class TurnCommands(KernelCore):
             message=message,
         )
         async with self._admitting(row, sent) as (request, held):
-            if held is None:
+            if held is None or self.draining:
                 return api.Admitted(
                     request_id=request.request_id,
                     heinzel=heinzel_id,

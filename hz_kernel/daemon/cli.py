@@ -46,9 +46,10 @@ def _uptime(seconds: float | None) -> str:
 
 def _describe(report: DaemonReport) -> str:
     tick = f"  last tick {report.tick_age_s:.0f}s ago" if report.tick_age_s is not None else ""
+    managed = f"  run by {report.supervisor}" if report.supervisor else ""
     return (
         f"pid {report.pid}  {report.address}  protocol {report.protocol}  "
-        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}{tick}"
+        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}{tick}{managed}"
     )
 
 
@@ -123,8 +124,7 @@ async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
         sys.stdout.write(f"{len(report.paused)} turns paused at a step boundary; resuming them\n")
     if report.stopped is not None:
         sys.stdout.write(f"stopped daemon pid {report.stopped}\n")
-    how = f" (by {report.supervisor})" if report.supervisor else ""
-    sys.stdout.write(f"started daemon{how}: {_describe(report)}\n")
+    sys.stdout.write(f"started daemon: {_describe(report)}\n")
     return 0
 
 

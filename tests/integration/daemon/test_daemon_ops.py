@@ -325,3 +325,27 @@ async def test_issue13_item4_restart_drains_then_the_new_daemon_finishes_the_tur
     assert resumed["data"]["woken_by"] == "restart"
     assert orjson.loads((world.home / "daemon.json").read_bytes())["pid"] == report["pid"]
     assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+async def test_issue13_item4_a_wake_while_draining_is_queued_and_the_next_daemon_runs_it(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world, first_turn=True)
+    home = Home.resolve(world.home)
+    daemons.start(home, env={"HZ_TICK_SECONDS": "0.5"})
+    async with HttpClient(discovery(home)) as client:
+        drained = await client.drain(0)
+    assert drained.paused == [] and drained.still_running == []
+    woke = hz(world.home, "heinzel", "wake", "notes-digest", "--request-id", "w1", "--json")
+    assert woke.returncode == 0, woke.stderr
+    assert json.loads(woke.stdout)["status"] == "queued"
+    time.sleep(1.5)  # three ticks of the draining daemon: none may start the turn
+    assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.started") == 1
+    restarted = hz(world.home, "daemon", "restart", "--json")
+    assert restarted.returncode == 0, restarted.stderr
+    daemons.track(json.loads(restarted.stdout)["pid"])
+    spine = _wait(world, heinzel_id, "turn.finished", count=2)
+    started = [e for e in spine if e["kind"] == "turn.started"]
+    assert len(started) == 2 and started[1]["data"]["request_ids"] == ["w1"]
+    assert hz(world.home, "daemon", "stop").returncode == 0
