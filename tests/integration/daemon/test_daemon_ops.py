@@ -349,3 +349,28 @@ async def test_issue13_item4_a_wake_while_draining_is_queued_and_the_next_daemon
     started = [e for e in spine if e["kind"] == "turn.started"]
     assert len(started) == 2 and started[1]["data"]["request_ids"] == ["w1"]
     assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+def test_issue13_item4_restart_keeps_settings_and_names_a_missing_key_never_its_value(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    home = make_home(tmp_path / "home", heinzels=0)
+    secret = "sk-test-not-a-real-key-0123456789"
+    first = daemons.start(home, env={"OPENAI_API_KEY": secret, "HZ_TICK_SECONDS": "7"})
+    record = home.root / "daemon.start.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    stored = json.loads(record.read_text())
+    assert secret not in record.read_text() and stored["secrets"] == ["OPENAI_API_KEY"]
+    assert stored["env"]["HZ_TICK_SECONDS"] == "7"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    restarted = subprocess.run(
+        [*HZ, "daemon", "restart", "--json"], capture_output=True, text=True, timeout=120,
+        env={**env, "HZ_HOME": str(home.root), "HZ_TICK_SECONDS": "99"},
+    )  # fmt: skip
+    assert restarted.returncode == 0, restarted.stderr
+    report = json.loads(restarted.stdout)
+    daemons.track(report["pid"])
+    assert report["stopped"] == first["pid"] and report["tick_seconds"] == 7
+    line = one_coded_line(restarted, "HZD152")
+    assert "OPENAI_API_KEY" in line and secret not in line
+    assert hz(home.root, "daemon", "stop").returncode == 0
