@@ -71,7 +71,8 @@ class Follower:
     ``start()`` places it at the current end; each ``read()`` returns the
     whole lines appended since. When the live file has been renamed away,
     the rest of the renamed file is read through the handle already open,
-    then the new live file from its start: no line is lost or read twice.
+    then the new live file from its start: no line is lost or read twice,
+    as long as the log rotates at most once between two reads.
     """
 
     def __init__(self, root: Path) -> None:
