@@ -51,6 +51,7 @@ class DaemonSettings(_Section):
     without the token from starving the daemon of sockets.
     ``autostart = false`` keeps ``hz`` and the CLI from starting a daemon (they
     still adopt one that runs).
+    ``daemon.log`` rotates at ``log_max_bytes``, keeping ``log_files`` older files.
     """
 
     tick_seconds: float = Field(default=60.0, gt=0, le=86400)
@@ -67,6 +68,8 @@ class DaemonSettings(_Section):
     send_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     max_unauthenticated_connections: int = Field(default=128, ge=1, le=100_000)
     autostart: bool = True
+    log_max_bytes: int = Field(default=5 << 20, ge=1024, le=1 << 30)
+    log_files: int = Field(default=3, ge=1, le=20)
 
 
 class DocumentsSettings(_Section):

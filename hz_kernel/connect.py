@@ -195,8 +195,11 @@ def _embedded_kernel(client: KernelClient) -> Kernel | None:
 async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
     """Restart the daemon behind ``client`` (like ``hz daemon restart``); a client of the new one.
 
-    The old client is closed whatever happens. An embedded kernel has no
-    daemon to restart (``HZU064``): it lives and ends with its cockpit.
+    The restart drains the daemon first, which can take a while. ``client``
+    is left open for the caller to close once it has switched to the new
+    one: a head's background reads must never meet a closed client. An
+    embedded kernel has no daemon to restart (``HZU064``): it lives and ends
+    with its cockpit.
     """
     from hz_kernel.http_client import HttpClient
 
@@ -209,7 +212,6 @@ async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
         )
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
-    await client.close()
     await lifecycle.restart(home)
     return await connect(home)
 

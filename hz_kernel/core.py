@@ -54,10 +54,11 @@ class KernelCore:
         self.sessions: dict[str, HeldSession] = {}
         self.long_lived = long_lived
         self.tasks: set[asyncio.Task[None]] = set()
-        self.draining = False
-        """Set when the kernel hands its turns on: each stops at its next step boundary."""
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
+        self.draining = False
+        """Set before a restart or a hand-off to the daemon: no turn or step starts, and running
+        turns stop at their next step boundary, open at a checkpoint the next kernel resumes."""
         self._slot_clocks: dict[str, SlotClock] = {}
         self.opened_at = now_utc()
         self.warming: asyncio.Future[object] | None = None

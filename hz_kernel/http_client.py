@@ -21,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from hz_kernel.api import KernelLoad, KernelStatus
 from hz_kernel.daemon.feed import FeedReset
 from hz_kernel.daemon.protocol import (
+    DRAIN_PATH,
     EVENTS_PATH,
     HEALTH_PATH,
     OP_PREFIX,
@@ -28,6 +29,8 @@ from hz_kernel.daemon.protocol import (
     PROTOCOL_VERSION,
     SHUTDOWN_PATH,
     Discovery,
+    DrainReport,
+    DrainRequest,
     ErrorBody,
     FeedItem,
     Health,
@@ -138,6 +141,12 @@ class HttpClient:
     async def shutdown(self) -> None:
         """Ask the daemon to exit (it answers first, then stops)."""
         await self._send("POST", SHUTDOWN_PATH)
+
+    async def drain(self, timeout_s: float, *, draining: bool = True) -> DrainReport:
+        """Ask the daemon to start nothing new and let running turns pause (before a restart)."""
+        order = DrainRequest(timeout_s=timeout_s, draining=draining).model_dump_json().encode()
+        response = await self._send("POST", DRAIN_PATH, content=order, timeout=timeout_s + 10)
+        return DrainReport.model_validate_json(response.content)
 
     # -- the feed --------------------------------------------------------------------------
 

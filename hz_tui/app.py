@@ -203,14 +203,19 @@ class CockpitApp(App[int]):
     async def restart_daemon(self) -> None:
         """Restart the daemon behind the cockpit and carry on with a client of the new one.
 
+        The restart drains first (running turns pause at a step boundary and
+        the new daemon resumes them), and goes through the service manager
+        when one runs the daemon.
+
         If the daemon does not come back, the cockpit carries on with what
         ``connect`` finds (an embedded kernel when no daemon serves the home).
         """
         from hz_kernel import connect  # the HTTP stack: not worth loading before the first frame
 
-        self.notify("Restarting the daemon…")
+        self.notify("Restarting the daemon once running turns reach a step boundary…")
+        old = self.link.current
         try:
-            fresh = await connect.restart_daemon(self.link.current, self.home)
+            fresh = await connect.restart_daemon(old, self.home)
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
             if exc.code in ("HZU064", "HZU125"):
@@ -292,6 +297,12 @@ class CockpitApp(App[int]):
             if isinstance(self.screen, HeinzelScreen):
                 self.pop_screen()
             self.push_screen(DaemonScreen())
+
+    def action_logs(self) -> None:
+        from hz_tui.screens.logs import LogScreen
+
+        if not isinstance(self.screen, LogScreen):
+            self.push_screen(LogScreen(self.home.root))
 
     def action_help(self) -> None:
         from hz_tui.screens.help import HelpScreen

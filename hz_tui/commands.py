@@ -37,6 +37,7 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         ),
         Command("Refresh", "Ask the kernel for every row again", app.reload),
         Command("Kernel page", "Which kernel, process, home and database", app.action_daemon),
+        Command("Daemon log", "The daemon's log, followed as it is written", app.action_logs),
         Command("Help: every key", "List every binding", app.action_help),
     ]
     commands += [

@@ -103,6 +103,13 @@ DAEMON = [
     Binding("escape", "back", "Back", id="daemon.back"),
     Binding("r", "refresh", "Refresh", id="daemon.refresh"),
     Binding("R", "restart", "Restart daemon", id="daemon.restart", key_display="R"),
+    Binding("l", "logs", "Daemon log", id="daemon.logs"),
+]
+
+#: The daemon's log, followed live.
+LOGS = [
+    Binding("escape", "back", "Back", id="logs.back"),
+    Binding("f", "toggle_follow", "Follow on/off", id="logs.follow"),
 ]
 
 HELP = [
@@ -131,6 +138,7 @@ SCOPES = (
     Scope("Draft review", REVIEW),
     Scope("Dialogs", DIALOG),
     Scope("Kernel page", DAEMON),
+    Scope("Daemon log", LOGS),
     Scope("Help", HELP),
 )
 

@@ -135,6 +135,10 @@ class TurnCommands(KernelCore):
             )
         return activity
 
+    def running_turns(self) -> dict[str, str]:
+        """Every turn running in this kernel now: heinzel id → turn id."""
+        return {heinzel_id: runner.turn for heinzel_id, runner in self._running.items()}
+
     def running_turn(self, heinzel_id: str) -> str | None:
         """The turn of this heinzel that runs in this kernel now, if any."""
         runner = self._running.get(heinzel_id)
@@ -160,6 +164,8 @@ class TurnCommands(KernelCore):
         turn of this heinzel runs in this kernel, the wakes are journalled as
         ``turn.requested`` and the running turn's follow-up takes them.
         """
+        if self.draining:
+            return None  # the wakes stay admitted (and the inbox marked): the next start runs them
         lock = self._turn_lock(heinzel_id)
         if lock.locked() and heinzel_id in self._running:
             held = self.sessions[heinzel_id]
@@ -228,7 +234,7 @@ class TurnCommands(KernelCore):
                     raise
                 _uncancel()
                 await runner.abandon(await start(), "stopped")
-        if runner.stopping:
+        if runner.stopping or self.draining:
             raise _Stopped(turn)
         return turn
 
@@ -313,7 +319,7 @@ class TurnCommands(KernelCore):
         from hz_kernel.engine.turn import TurnState, timeout_s
 
         state = _load_state(held, turn)
-        if not isinstance(state, TurnState):
+        if not isinstance(state, TurnState) or self.draining:
             return
         left = timeout_s(state, self.home.settings.heinzel.turn_timeout_s) - state.ran_s
         deadline = now_utc() + timedelta(seconds=max(left, 1.0))
@@ -429,7 +435,7 @@ class TurnCommands(KernelCore):
         heinzel_id = row["id"]
         asked = InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake")
         async with self._admitting(row, asked) as (request, held):
-            if held is None:
+            if held is None or self.draining:  # draining: the next daemon runs it
                 return api.TurnReport(heinzel=heinzel_id, turn=None, status="queued")
             wake = Wake(
                 cause="asked",
@@ -462,7 +468,7 @@ class TurnCommands(KernelCore):
             message=message,
         )
         async with self._admitting(row, sent) as (request, held):
-            if held is None:
+            if held is None or self.draining:
                 return api.Admitted(
                     request_id=request.request_id,
                     heinzel=heinzel_id,

@@ -38,6 +38,7 @@ from hz_kernel.daemon.connections import ACCEPT_BATCH, ConnectionLimits, Warden,
 from hz_kernel.daemon.feed import HEARTBEAT_COMMENT, FeedHub, Subscription, frames
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
+    DRAIN_PATH,
     EVENTS_PATH,
     HEALTH_PATH,
     LOOPBACK_NAMES,
@@ -47,6 +48,8 @@ from hz_kernel.daemon.protocol import (
     SHUTDOWN_PATH,
     BenchFeedRequest,
     Discovery,
+    DrainReport,
+    DrainRequest,
     ErrorBody,
     Health,
 )
@@ -59,6 +62,7 @@ from hz_kernel.operations import OPERATIONS
 log = logging.getLogger("hz.daemon")
 
 MAX_BODY_BYTES = 1 << 20
+DRAIN_POLL_S = 0.05
 _BUSY_CODES = frozenset({"HZS010"})
 #: Kernel errors that refuse what the request asked (a malformed request id, an id reused
 #: for other content): the client's to fix, never a server failure.
@@ -261,6 +265,17 @@ def build_app(state: DaemonState) -> ASGIApp:
             background=BackgroundTask(state.request_shutdown),
         )
 
+    async def drain(request: Request) -> Response:
+        try:
+            order = DrainRequest.model_validate_json(await request.body() or b"{}")
+        except ValidationError as exc:
+            return error_response(HzError("HZD010", exc.errors()[0]["msg"]), 422)
+        if not order.draining:
+            state.kernel.draining = False
+            log.info("draining taken back")
+            return json_response(DrainReport())
+        return json_response(await drain_turns(state.kernel, order.timeout_s))
+
     async def bench_feed(request: Request) -> Response:
         try:
             order = BenchFeedRequest.model_validate_json(await request.body())
@@ -282,6 +297,7 @@ def build_app(state: DaemonState) -> ASGIApp:
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(EVENTS_PATH, events, methods=["GET"]),
         Route(SHUTDOWN_PATH, shutdown, methods=["POST"]),
+        Route(DRAIN_PATH, drain, methods=["POST"]),
     ]
     if state.bench_feed:
         routes.append(Route(BENCH_FEED_PATH, bench_feed, methods=["POST"]))
@@ -314,7 +330,28 @@ def describe(state: DaemonState) -> Health:
         tick_age_s=round(pulse.age, 3) if pulse else None,
         tick_error=pulse.error if pulse else None,
         healthy=not pulse.stale if pulse else True,
+        draining=state.kernel.draining,
+        supervisor=state.discovery.supervisor,
     )
+
+
+async def drain_turns(kernel: Kernel, timeout_s: float) -> DrainReport:
+    """Start no turn or step from now on; wait up to ``timeout_s`` for running turns to pause.
+
+    A paused turn stays open at its last step boundary, and the next start
+    resumes it. Draining lasts until the daemon stops: it precedes a restart.
+    """
+    kernel.draining = True
+    before = kernel.running_turns()
+    log.info("draining: %d turns running", len(before))
+    deadline = time.monotonic() + timeout_s
+    while kernel.running_turns() and time.monotonic() < deadline:
+        await asyncio.sleep(DRAIN_POLL_S)
+    left = kernel.running_turns()
+    paused = sorted(turn for heinzel, turn in before.items() if left.get(heinzel) != turn)
+    if left:
+        log.warning("draining: %d turns still running after %gs", len(left), timeout_s)
+    return DrainReport(paused=paused, still_running=sorted(left.values()))
 
 
 async def emit_synthetic(kernel: Kernel, order: BenchFeedRequest) -> None:

@@ -1,4 +1,4 @@
-"""``hz daemon start|stop|status|restart [--foreground] [--json]``.
+"""``hz daemon start|stop|status|restart|logs|install|uninstall``.
 
 These commands manage the daemon itself, so they take the home, not a
 kernel client (``needs_kernel=False``). Exit codes: ``start``, ``stop`` and
@@ -7,12 +7,15 @@ kernel client (``needs_kernel=False``). Exit codes: ``start``, ``stop`` and
 ``status`` exits 0 when a daemon runs and answers with a fresh tick, 1
 with the coded line ``HZD041`` when none runs and ``HZD070`` when its tick
 has not finished within two intervals (``--json`` prints the report either
-way).
+way). ``logs`` prints the log's last lines (and follows it with ``-f``);
+``install``/``uninstall`` put the daemon under the user's service manager.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -43,9 +46,10 @@ def _uptime(seconds: float | None) -> str:
 
 def _describe(report: DaemonReport) -> str:
     tick = f"  last tick {report.tick_age_s:.0f}s ago" if report.tick_age_s is not None else ""
+    managed = f"  run by {report.supervisor}" if report.supervisor else ""
     return (
         f"pid {report.pid}  {report.address}  protocol {report.protocol}  "
-        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}{tick}"
+        f"up {_uptime(report.uptime_s)}  heinzels {report.heinzels}{tick}{managed}"
     )
 
 
@@ -125,13 +129,109 @@ async def cmd_status(home: Home, args: argparse.Namespace) -> int:
 async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
     from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
 
-    report = await lifecycle.restart(home)
+    report = await lifecycle.restart(home, drain_s=args.drain_timeout)
+    for warning in report.warnings:
+        sys.stderr.write(warning + "\n")
     if args.json:
         _emit(report)
         return 0
+    if report.paused:
+        sys.stdout.write(f"{len(report.paused)} turns paused at a step boundary; resuming them\n")
     if report.stopped is not None:
         sys.stdout.write(f"stopped daemon pid {report.stopped}\n")
     sys.stdout.write(f"started daemon: {_describe(report)}\n")
+    return 0
+
+
+#: How often ``hz daemon logs -f`` looks for new lines.
+FOLLOW_POLL_S = 0.2
+
+
+async def cmd_logs(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel import logfiles
+    from hz_kernel.daemon.discovery import inspect
+
+    found = inspect(home)
+    running = found.discovery if found.state == "running" else None
+    if running is not None and running.supervisor == "systemd":
+        follow = " -f" if args.follow else ""
+        sys.stderr.write(
+            f"the daemon (pid {running.pid}) runs under systemd and logs to the journal: "
+            f"journalctl --user -u {running.unit}{follow}\n"
+        )
+        if args.follow:
+            return 0
+    path = logfiles.log_path(home.root)
+    follower = logfiles.Follower(home.root)
+    follower.start()
+    lines = logfiles.tail(home.root, args.lines)
+    if not lines and not args.follow and not path.exists():
+        sys.stderr.write(HzError("HZD156", "no daemon log here yet", str(path)).one_line() + "\n")
+        return 1
+    _write_lines(lines)
+    try:
+        while args.follow:
+            _write_lines(follower.read())
+            await asyncio.sleep(FOLLOW_POLL_S)
+    finally:
+        follower.close()
+    return 0
+
+
+def _write_lines(lines: list[str]) -> None:
+    if lines:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+
+
+async def cmd_install(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import lifecycle, service
+    from hz_kernel.daemon.discovery import inspect
+
+    unit = service.service_file(home, args.manager)
+    if args.dry_run:
+        sys.stdout.write(f"# would write {unit.path}\n{unit.text}")
+        for argv in unit.enable:
+            sys.stdout.write(f"# would run: {' '.join(argv)}\n")
+        return 0
+    other = service.installed_home(unit)
+    if other is not None and other != str(home.root) and not args.force:
+        raise HzError(
+            "HZD155",
+            f"{unit.path.name} already serves the home {other}; --force replaces it",
+            str(unit.path),
+        )
+    found = inspect(home)
+    if found.state == "running" and found.discovery and found.discovery.supervisor is None:
+        stopped = await lifecycle.stop(home)
+        sys.stdout.write(f"stopped daemon pid {stopped.stopped}: {unit.manager} runs it now\n")
+    unit.path.parent.mkdir(parents=True, exist_ok=True)
+    unit.path.write_text(unit.text, encoding="utf-8")
+    os.chmod(unit.path, 0o600)
+    sys.stdout.write(f"wrote {unit.path}\n")
+    for argv in unit.enable:
+        service.run_manager(argv)
+    sys.stdout.write(f"enabled and started {unit.path.name} ({unit.manager}, restart on failure)\n")
+    return 0
+
+
+async def cmd_uninstall(home: Home, args: argparse.Namespace) -> int:
+    from hz_kernel.daemon import service
+
+    unit = service.service_file(home, args.manager)
+    if not unit.path.exists():
+        sys.stdout.write(f"nothing to uninstall: {unit.path} does not exist\n")
+        return 0
+    if args.dry_run:
+        for argv in unit.disable:
+            sys.stdout.write(f"# would run: {' '.join(argv)}\n")
+        sys.stdout.write(f"# would remove {unit.path}\n")
+        return 0
+    service.run_manager(unit.disable[0])
+    unit.path.unlink()
+    for argv in unit.disable[1:]:
+        service.run_manager(argv)
+    sys.stdout.write(f"stopped and removed {unit.path}\n")
     return 0
 
 
@@ -157,6 +257,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_status, needs_kernel=False)
 
-    p = commands.add_parser("restart", help="stop, then start")
+    p = commands.add_parser(
+        "restart", help="let running turns reach a step boundary, stop, start as before"
+    )
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long running turns may take to reach a step boundary (default 60)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_restart, needs_kernel=False)
+
+    p = commands.add_parser("logs", help="the daemon log's last lines; -f follows it")
+    p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="default 50")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    p.set_defaults(run=cmd_logs, needs_kernel=False)
+
+    for name, run, what in (
+        ("install", cmd_install, "write and enable a user service that runs the daemon"),
+        ("uninstall", cmd_uninstall, "disable and remove that user service"),
+    ):
+        p = commands.add_parser(name, help=what)
+        p.add_argument("--manager", choices=["systemd", "launchd"], default=None,
+                       help="default: systemd on Linux, launchd on macOS")  # fmt: skip
+        p.add_argument("--dry-run", action="store_true", help="print what it would do")
+        if name == "install":
+            p.add_argument("--force", action="store_true", help="replace a unit of another home")
+        p.set_defaults(run=run, needs_kernel=False)

@@ -45,6 +45,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import TickPulse, run_tick_loop, tick_interval
 from hz_kernel.config import DaemonSettings
+from hz_kernel.daemon import logs, service, startenv
 from hz_kernel.daemon.discovery import (
     HEALTH_TIMEOUT_S,
     KERNEL_LOCK_NAME,
@@ -58,11 +59,12 @@ from hz_kernel.daemon.discovery import (
     write_discovery,
 )
 from hz_kernel.daemon.feed import FeedHub
-from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery, Health
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery, DrainReport, Health
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
+from hz_kernel.logfiles import LOG_NAME
 from hz_kernel.store.fsutil import FILE_MODE
 from hz_kernel.store.locks import read_holder
 from hz_kernel.tick.report import TickReport
@@ -70,14 +72,14 @@ from hz_kernel.tick.report import TickReport
 log = logging.getLogger("hz.daemon")
 
 START_LOCK_NAME = "daemon.start.lock"
-LOG_NAME = "daemon.log"
 SOCKET_NAME = "daemon.sock"
 #: The bench-only knob: set to 1 in the daemon's environment to serve ``/v1/bench/feed``.
 BENCH_FEED_ENV = "HZ_BENCH_FEED"
 
 START_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
-LOG_KEEP_BYTES = 8 << 20
+#: How long a restart lets running turns reach a step boundary before it stops the daemon.
+DRAIN_TIMEOUT_S = 60.0
 SEND_BUFFER_BYTES = 128 << 10
 _POLL_S = 0.05
 _CODED_LINE = re.compile(r"^(HZ[A-Z]\d{3}): (.*)$")
@@ -115,6 +117,12 @@ class DaemonReport(BaseModel):
     memory_available_mb: int | None = None
     memory_floor_mb: int | None = None
     turns: list[TurnActivity] = []
+    supervisor: str | None = None
+    paused: list[str] = []
+    """A restart's drain: turns that paused at a step boundary (the new daemon resumes them)."""
+    still_running: list[str] = []
+    """A restart's drain: turns still running when it gave up waiting (cut, then resumed)."""
+    warnings: list[str] = []
     log: str
 
     @classmethod
@@ -134,6 +142,7 @@ class DaemonReport(BaseModel):
                 "tick_seconds": health.tick_seconds,
                 "tick_age_s": health.tick_age_s,
                 "tick_error": health.tick_error,
+                "supervisor": health.supervisor,
             }
         return cls.model_validate(fields | extra)
 
@@ -190,8 +199,14 @@ async def startup_lock(home: Home, timeout: float = START_TIMEOUT_S) -> AsyncIte
         os.close(fd)
 
 
-async def start(home: Home, *, timeout: float = START_TIMEOUT_S) -> DaemonReport:
-    """Adopt the running daemon, or spawn one detached and wait until it answers."""
+async def start(
+    home: Home, *, timeout: float = START_TIMEOUT_S, like: startenv.StartRecord | None = None
+) -> DaemonReport:
+    """Adopt the running daemon, or spawn one detached and wait until it answers.
+
+    ``like`` (a restart) spawns it with the command line, directory and
+    environment that record says the previous daemon had.
+    """
     async with startup_lock(home, timeout):
         found = inspect(home)
         if found.state == "running" and found.discovery is not None:
@@ -200,7 +215,7 @@ async def start(home: Home, *, timeout: float = START_TIMEOUT_S) -> DaemonReport
             lock_path = home.root / KERNEL_LOCK_NAME
             raise KernelBusy(lock_path, read_holder(lock_path))
         logged = _log_size(home)
-        process = _spawn(home)
+        process = _spawn(home, like)
         health = await _wait_until_serving(home, process, timeout, logged)
         return DaemonReport.of(home, health, stale_pid=found.stale_pid)
 
@@ -213,17 +228,25 @@ def _log_size(home: Home) -> int:
 
 
 def _open_log(home: Home) -> int:
-    path = log_path(home)
-    with contextlib.suppress(FileNotFoundError):
-        if path.stat().st_size > LOG_KEEP_BYTES:
-            path.unlink()
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    """The live log, appended to: the daemon rotates it once its logging is set up."""
+    return os.open(
+        log_path(home), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE
+    )
 
 
-def _spawn(home: Home) -> subprocess.Popen[bytes]:
-    """The daemon in its own session: no terminal, no pipes back, output to the log."""
+def _spawn(home: Home, like: startenv.StartRecord | None = None) -> subprocess.Popen[bytes]:
+    """The daemon in its own session: no terminal, no pipes back, output to the log.
+
+    No service manager supervises it, so none of their variables pass on
+    (the daemon would take itself for a service, and a restart would go there).
+    """
     argv = [sys.executable, "-m", "hz_kernel.cli", "--home", str(home.root)]
     argv += ["daemon", "start", "--foreground"]
+    env = {k: v for k, v in os.environ.items() if k not in logs.SUPERVISOR_ENV}
+    cwd = str(home.root)
+    if like is not None and "--foreground" in like.argv:
+        argv, cwd = like.argv, like.cwd if os.path.isdir(like.cwd) else cwd
+        env, _ = like.environment(os.environ)
     log_fd = _open_log(home)
     try:
         return subprocess.Popen(
@@ -231,7 +254,8 @@ def _spawn(home: Home) -> subprocess.Popen[bytes]:
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
-            cwd=home.root,
+            cwd=cwd,
+            env=env,
             start_new_session=True,
             close_fds=True,
         )
@@ -316,10 +340,81 @@ async def _wait_until_gone(home: Home, pid: int, timeout: float) -> bool:
     return False
 
 
-async def restart(home: Home) -> DaemonReport:
-    stopped = await stop(home)
-    report = await start(home)
-    return report.model_copy(update={"stopped": stopped.stopped})
+async def restart(home: Home, *, drain_s: float = DRAIN_TIMEOUT_S) -> DaemonReport:
+    """Drain, then restart the daemon the way it was started: through its service manager
+    when one runs it, else stop it and spawn the next one with its recorded command line
+    and environment. The new daemon resumes the turns that paused at a step boundary."""
+    found = inspect(home)
+    discovery = found.discovery
+    if found.state != "running" or discovery is None:
+        return await start(home)
+    record = startenv.read_record(home, discovery.pid)
+    warnings = []
+    if record is not None:
+        _, missing = record.environment(os.environ)
+        if missing:
+            warnings.append(
+                HzError(
+                    "HZD152",
+                    f"the daemon was started with {', '.join(missing)} set; this environment "
+                    "lacks it, so the new daemon runs without it",
+                ).one_line()
+            )
+    drained = await _drain(discovery, drain_s)
+    if drained.still_running:
+        warnings.append(
+            HzError(
+                "HZD158",
+                f"{len(drained.still_running)} turns did not reach a step boundary within "
+                f"{drain_s:g}s; they are cut and resume at their last checkpoint",
+            ).one_line()
+        )
+    if discovery.supervisor is not None:
+        try:
+            service.run_manager(service.restart_command(discovery.supervisor, discovery.unit))
+        except HzError:
+            await _drain(discovery, 0, draining=False)
+            raise
+        report = DaemonReport.of(home, await _wait_for_successor(home, discovery.pid))
+    else:
+        await stop(home)
+        report = await start(home, like=record)
+    return report.model_copy(
+        update={
+            "stopped": discovery.pid,
+            "paused": drained.paused,
+            "still_running": drained.still_running,
+            "warnings": warnings,
+        }
+    )
+
+
+async def _drain(discovery: Discovery, timeout_s: float, *, draining: bool = True) -> DrainReport:
+    """Ask the daemon to drain (or to stop draining); a daemon that cannot is simply stopped."""
+    if discovery.protocol != PROTOCOL_VERSION:
+        return DrainReport()
+    try:
+        async with HttpClient(discovery, timeout=HEALTH_TIMEOUT_S) as client:
+            return await client.drain(timeout_s, draining=draining)
+    except HzError as exc:
+        log.warning("drain: %s", exc.one_line())
+        return DrainReport()
+
+
+async def _wait_for_successor(home: Home, old_pid: int) -> Health:
+    """The daemon the service manager started in place of ``old_pid``, once it answers."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        found = inspect(home)
+        if found.state == "running" and found.discovery and found.discovery.pid != old_pid:
+            with contextlib.suppress(HzError):
+                return await ask_health(found.discovery)
+        await asyncio.sleep(_POLL_S)
+    raise HzError(
+        "HZD153",
+        f"the service manager did not bring up a new daemon within {START_TIMEOUT_S:.0f}s",
+        str(log_path(home)),
+    )
 
 
 # -- serving (the daemon process itself) -----------------------------------------------------
@@ -375,11 +470,17 @@ def _listen(home: Home, settings: DaemonSettings) -> tuple[socket.socket, str, f
 
 async def serve(home: Home) -> None:
     """Run the daemon in this process until asked to stop (``hz daemon start --foreground``)."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s"
-        )
     settings = home.settings.daemon
+    logs.setup(home, settings)
+    try:
+        await _serve(home, settings)
+    except HzError as exc:
+        if not logs.stderr_is_logged(home):
+            log.error("%s", exc.one_line())
+        raise
+
+
+async def _serve(home: Home, settings: DaemonSettings) -> None:
     interval = tick_interval(home.settings)
     lock = KernelLock(home).acquire(wait=2.0)
     try:
@@ -418,6 +519,7 @@ async def _serve_on(
     hub = FeedHub.of(kernel, queue_items=settings.feed_queue_items)
     kernel.observers.append(hub.observe)
     watching = asyncio.ensure_future(hub.watch())
+    supervisor = logs.supervisor()
     discovery = Discovery(
         pid=os.getpid(),
         address=address,
@@ -426,6 +528,8 @@ async def _serve_on(
         started_at=now_utc().isoformat(timespec="seconds"),
         home=str(home.root),
         run=hub.run,
+        supervisor=supervisor[0] if supervisor else None,
+        unit=supervisor[1] if supervisor else None,
     )
     state = app.DaemonState(
         home=home,
@@ -446,8 +550,10 @@ async def _serve_on(
     )
     ticking.add_done_callback(_tick_ended)
     try:
+        startenv.write_record(home)
         write_discovery(home, discovery)
-        log.info("serving %s at %s (pid %d)", home.root, address, discovery.pid)
+        managed = f", run by {supervisor[0]} as {supervisor[1]}" if supervisor else ""
+        log.info("serving %s at %s (pid %d%s)", home.root, address, discovery.pid, managed)
         await app.serve(state, sock)
     finally:
         state.stopping.set()

@@ -23,6 +23,7 @@ OP_PREFIX = f"{API_PREFIX}/op/"
 HEALTH_PATH = f"{API_PREFIX}/health"
 EVENTS_PATH = f"{API_PREFIX}/events"
 SHUTDOWN_PATH = f"{API_PREFIX}/shutdown"
+DRAIN_PATH = f"{API_PREFIX}/drain"
 BENCH_FEED_PATH = f"{API_PREFIX}/bench/feed"
 
 #: Names a loopback ``Host`` or ``Origin`` may carry (DNS-rebinding protection).
@@ -54,6 +55,10 @@ class Discovery(_Shape):
     started_at: str
     home: str
     run: str
+    supervisor: str | None = None
+    """``systemd`` or ``launchd`` when a service manager runs the daemon (restart through it)."""
+    unit: str | None = None
+    """The systemd unit or launchd label of that service."""
 
 
 class Health(KernelLoad):
@@ -86,6 +91,9 @@ class Health(KernelLoad):
     """False when no tick has finished within two intervals: the loop is stuck or gone."""
     generation: str = ""
     """The index generation the feed's positions belong to."""
+    draining: bool = False
+    """True once a restart asked it to drain: no turn or step starts any more."""
+    supervisor: str | None = None
 
 
 class FeedItem(_Shape):
@@ -139,3 +147,18 @@ class BenchFeedRequest(_Shape):
 
     count: int = Field(ge=1, le=1_000_000)
     rate: float = Field(gt=0, le=1_000_000)
+
+
+class DrainRequest(_Shape):
+    """``POST /v1/drain``: start no turn or step; wait this long for running turns to pause."""
+
+    timeout_s: float = Field(default=60.0, ge=0, le=3600)
+    draining: bool = True
+    """False takes a drain back (a restart that could not go ahead)."""
+
+
+class DrainReport(_Shape):
+    """What draining found: turns that paused at a step boundary, and those still running."""
+
+    paused: list[str] = []
+    still_running: list[str] = []

@@ -234,6 +234,10 @@ def timeout_s(state: TurnState, default: float) -> float:
     return (datetime.fromisoformat(str(deadline)) - state.started.when).total_seconds()
 
 
+class Drained(Exception):
+    """The kernel drains: the turn stops at a step boundary, open, as a resumable checkpoint."""
+
+
 class TurnRunner:
     """Runs one turn of one heinzel while its session (and lock) is held."""
 
@@ -331,6 +335,8 @@ class TurnRunner:
         self.state = state
         try:
             return await self._walk(state)
+        except Drained:
+            return "drained"
         except asyncio.CancelledError:
             if not self.stopping:
                 raise
@@ -346,7 +352,8 @@ class TurnRunner:
 
     async def _walk(self, state: TurnState) -> str:
         """The remaining steps. Each boundary yields to the event loop, so a message, a
-        wake or a stop that arrived meanwhile is taken in between two steps."""
+        wake or a stop that arrived meanwhile is taken in between two steps; a draining
+        kernel ends the walk there, the turn left open for the next start to resume."""
         assert self.body is not None
         if self.body.size == 0 and "think" in state.done and "act" not in state.done:
             # The body was deleted: the inputs and the outcome are gone. Those steps are
@@ -378,11 +385,12 @@ class TurnRunner:
         return await self._finish(state, _disposition(state.outcome), report=state.report)
 
     async def _boundary(self) -> None:
-        """Between two steps: let what arrived meanwhile in, and stop here, the turn open at
-        its checkpoint, when the kernel is being handed to a daemon (``draining``)."""
+        """Between two steps: let what arrived run, and stop here, the turn open at its
+        checkpoint, when the kernel drains (a restart, or a cockpit handing its turns to the
+        daemon): the next kernel resumes it from there."""
         await asyncio.sleep(0)
         if self.kernel.draining:
-            raise asyncio.CancelledError
+            raise Drained
 
     async def _maybe_summarise(self, state: TurnState) -> None:
         """Past the budget, end the turn with a summary in the fixed shape, chained to the last.

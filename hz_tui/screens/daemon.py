@@ -88,8 +88,27 @@ class DaemonScreen(Screen[None]):
         return True
 
     def action_restart(self) -> None:
-        self.cockpit.restart_daemon()
-        self.dismiss()
+        """Restart at once when no turn runs; else ask first, as the restart waits for them."""
+        running = sum(1 for row in self.cockpit.rows.values() if row.state == "awake")
+        if not running:
+            self.restart_chosen("restart")
+            return
+        from hz_tui.screens.choose import ChooseScreen
+
+        turns = "1 turn" if running == 1 else f"{running} turns"
+        choices = [
+            ("restart", "Wait for them to reach a step boundary, then restart"),
+            ("cancel", "Cancel"),
+        ]
+        self.app.push_screen(ChooseScreen(f"{turns} running", choices), self.restart_chosen)
+
+    def restart_chosen(self, choice: str | None) -> None:
+        if choice == "restart":
+            self.cockpit.restart_daemon()
+            self.dismiss()
+
+    def action_logs(self) -> None:
+        self.cockpit.action_logs()
 
     def action_back(self) -> None:
         self.dismiss()
