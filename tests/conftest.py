@@ -9,10 +9,11 @@ tests that cancel asyncio tasks — a failed run with every test passed.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import hypothesis  # noqa: F401  (see below)
+import psutil
 import pytest
 from time_machine import TimeMachineFixture
 
@@ -20,11 +21,39 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 
 #: The CLI the tests run stays embedded: hundreds of commands must not each start a daemon.
-#: The tests of the daemon-by-default promise drop it (``tests/e2e/test_daemon_default.py``).
+#: The tests of the daemon-by-default promise drop it (``tests/e2e/test_daemon_by_default_e2e.py``).
 os.environ["HZ_EMBEDDED"] = "1"
 
 #: Where a pinned clock starts: a Monday morning, before every slot the tests tick.
 PINNED_START = "2026-11-30T08:00:00Z"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_daemon_outlives_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Stop every daemon still serving a home under this run's temporary folders at its end.
+
+    Each test stops the daemons it starts; this is the net under a test that
+    failed before its teardown could, so a run never leaves processes behind.
+    """
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    left = [
+        process
+        for process in psutil.process_iter(["cmdline"])
+        if _serves_a_home_under(process.info["cmdline"] or [], base)
+    ]
+    for process in left:
+        process.terminate()
+    _, alive = psutil.wait_procs(left, timeout=10)
+    for process in alive:
+        process.kill()
+
+
+def _serves_a_home_under(cmdline: list[str], base: str) -> bool:
+    if "--foreground" not in cmdline or "--home" not in cmdline:
+        return False
+    at = cmdline.index("--home") + 1
+    return at < len(cmdline) and cmdline[at].startswith(base)
 
 
 @pytest.fixture

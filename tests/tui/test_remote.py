@@ -68,7 +68,8 @@ class FileAudit:
 
 def hz(world: worlds.World, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    clean.update(HZ_HOME=str(world.home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600", **env)
+    clean.update(HZ_HOME=str(world.home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
+    clean.update(HZ_EMBEDDED="1", **env)
     return subprocess.run(
         [str(HZ), *args], env=clean, capture_output=True, text=True, timeout=60, check=False
     )

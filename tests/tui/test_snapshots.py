@@ -163,7 +163,7 @@ def five_wakes(monkeypatch):  # type: ignore[no-untyped-def]
     """Wake all five at once: the first runs (held in think), four wait for its slot."""
 
     async def run(pilot: Pilot[int]) -> None:
-        client = pilot.app.client  # type: ignore[attr-defined]
+        client = pilot.app.link.current  # type: ignore[attr-defined]
         kernel = client.kernel
         woken = [
             asyncio.ensure_future(client.call(ops.WAKE, ops.WakeRequest(ref=name)))

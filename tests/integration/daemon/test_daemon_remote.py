@@ -33,6 +33,7 @@ def env_for(world: worlds.World, **extra: str) -> dict[str, str]:
         "HZ_HOME": str(world.home.root),
         "HZ_NOW": homes.NOW,
         "HZ_TICK_SECONDS": "3600",
+        "HZ_EMBEDDED": "1",
         "PYDANTIC_AI_NO_BANNER": "1",
         **extra,
     }
