@@ -239,13 +239,16 @@ def _spawn(home: Home, like: startenv.StartRecord | None = None) -> subprocess.P
 
     No service manager supervises it, so none of their variables pass on
     (the daemon would take itself for a service, and a restart would go there).
+    The command is always this hz's own (``-P``: the working directory is not
+    on the import path); a ``like`` record lends only its directory and its
+    kept variables, so a tampered ``daemon.start.json`` never names the program.
     """
-    argv = [sys.executable, "-m", "hz_kernel.cli", "--home", str(home.root)]
+    argv = [sys.executable, "-P", "-m", "hz_kernel.cli", "--home", str(home.root)]
     argv += ["daemon", "start", "--foreground"]
     env = {k: v for k, v in os.environ.items() if k not in logs.SUPERVISOR_ENV}
     cwd = str(home.root)
-    if like is not None and "--foreground" in like.argv:
-        argv, cwd = like.argv, like.cwd if os.path.isdir(like.cwd) else cwd
+    if like is not None:
+        cwd = like.cwd if os.path.isdir(like.cwd) else cwd
         env, _ = like.environment(os.environ)
     log_fd = _open_log(home)
     try:
