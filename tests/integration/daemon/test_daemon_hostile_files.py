@@ -58,3 +58,36 @@ def test_issue13_restart_never_runs_the_program_a_tampered_start_record_names(
     assert "LD_LIBRARY_PATH" not in environ or environ["LD_LIBRARY_PATH"] != "/nowhere"
     assert "X_TOKEN" not in environ
     assert hz(home.root, "daemon", "stop").returncode == 0
+
+
+def _odd(path: Path, kind: str) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+@pytest.mark.parametrize("name", ["kernel.lock", "daemon.log", "daemon.json", "daemon.start.lock"])
+def test_issue13_an_odd_daemon_file_is_one_coded_line_never_a_hang(
+    tmp_path: Path, daemons: Daemons, name: str, kind: str
+) -> None:
+    """A daemon file that is a FIFO or a directory: start, a write and logs refuse or work,
+    each at once, with one coded line naming the file (HZS090) and no traceback."""
+    home = make_home(tmp_path / "home", heinzels=1)
+    _odd(home.root / name, kind)
+    commands = [("daemon", "start"), ("heinzel", "pause", "h0")]
+    if name == "daemon.log":
+        commands.append(("daemon", "logs"))
+    for args in commands:
+        result = hz(home.root, *args, timeout=QUICK_S)
+        if result.returncode == 0:
+            assert "Traceback" not in result.stderr, result.stderr
+            continue
+        line = one_coded_line(result, "HZS090")
+        assert str(home.root / name) in line
+    if (home.root / "daemon.json").is_file():
+        daemons.track(discovery(home).pid)
+    assert hz(home.root, "daemon", "stop", timeout=QUICK_S).returncode == 0
