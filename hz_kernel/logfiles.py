@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from hz_kernel.store.fsutil import open_regular, store_error
+
 LOG_NAME = "daemon.log"
 #: Rotated files are read at most this far back for a tail: older ones are not looked for.
 MAX_ROTATED = 50
@@ -40,6 +42,21 @@ def rotated(root: Path, index: int) -> Path:
     return root / f"{LOG_NAME}.{index}"
 
 
+def _open(path: Path) -> BinaryIO:
+    """A log file for reading; one that is a FIFO, directory or link is refused, never waited on."""
+    return open(open_regular(path, os.O_RDONLY), "rb")
+
+
+def refuse_odd_log(root: Path) -> None:
+    """Raise ``HZS090`` when the live log is there but is not a regular file."""
+    try:
+        _open(log_path(root)).close()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise store_error(exc, log_path(root)) from None
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
@@ -52,7 +69,8 @@ def tail(root: Path, lines: int) -> list[str]:
     paths = [log_path(root)] + [rotated(root, i) for i in range(1, MAX_ROTATED + 1)]
     for index, path in enumerate(paths):
         try:
-            raw = path.read_bytes()
+            with _open(path) as handle:
+                raw = handle.read()
         except FileNotFoundError:
             if index == 0:
                 continue
@@ -86,9 +104,9 @@ class Follower:
 
     def _open(self, *, at_end: bool) -> None:
         try:
-            handle = open(self.path, "rb")  # noqa: SIM115 - held across reads on purpose
-        except FileNotFoundError:
-            return
+            handle = _open(self.path)
+        except OSError:
+            return  # missing, or not a regular file (refused by ``refuse_odd_log``)
         if at_end:
             handle.seek(0, os.SEEK_END)
         self._handle = handle

@@ -162,8 +162,8 @@ class DismissRequest(Request):
 
 class TurnBodyRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    turn: str | None = Field(default=None, max_length=26)
-    """The turn to read; None: the heinzel's newest turn that ran."""
+    turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    """The turn to read (a ULID: it names a file); None: the heinzel's newest turn that ran."""
     after_offset: int = Field(default=0, ge=0)
     """Body records after this byte offset (the ``offset`` a previous answer gave)."""
     types: list[str] | None = Field(default=None, max_length=20)

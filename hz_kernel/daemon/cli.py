@@ -162,6 +162,7 @@ async def cmd_logs(home: Home, args: argparse.Namespace) -> int:
         if args.follow:
             return 0
     path = logfiles.log_path(home.root)
+    logfiles.refuse_odd_log(home.root)
     follower = logfiles.Follower(home.root)
     follower.start()
     lines = logfiles.tail(home.root, args.lines)

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery, Health
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_kernel.store.fsutil import atomic_write, read_nofollow
+from hz_kernel.store.fsutil import atomic_write, open_regular, read_nofollow, store_error
 from hz_kernel.store.locks import FileLock, SpineBusy
 
 KERNEL_LOCK_NAME = "kernel.lock"
@@ -84,9 +84,9 @@ class KernelLock:
         """True while some process holds the kernel lock of ``home`` (probed, not taken)."""
         path = home.root / KERNEL_LOCK_NAME
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            return False
+            fd = open_regular(path, os.O_RDONLY)
+        except OSError:
+            return False  # missing, or not a lock file (a FIFO would block): taking it says which
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -108,7 +108,10 @@ def read_discovery(home: Home) -> Discovery | None:
 
 
 def write_discovery(home: Home, discovery: Discovery) -> None:
-    atomic_write(home.discovery_path, discovery.model_dump_json(indent=2).encode() + b"\n")
+    try:
+        atomic_write(home.discovery_path, discovery.model_dump_json(indent=2).encode() + b"\n")
+    except OSError as exc:
+        raise store_error(exc, home.discovery_path) from None
 
 
 def remove_discovery(home: Home, pid: int) -> None:

@@ -65,7 +65,7 @@ from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.logfiles import LOG_NAME
-from hz_kernel.store.fsutil import FILE_MODE
+from hz_kernel.store.fsutil import FILE_MODE, open_regular, store_error
 from hz_kernel.store.locks import read_holder
 from hz_kernel.tick.report import TickReport
 
@@ -181,7 +181,10 @@ async def status(home: Home) -> DaemonReport:
 async def startup_lock(home: Home, timeout: float = START_TIMEOUT_S) -> AsyncIterator[None]:
     """Hold ``daemon.start.lock`` while checking for a daemon and spawning one."""
     path = home.root / START_LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    except OSError as exc:
+        raise store_error(exc, path) from None
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -229,9 +232,11 @@ def _log_size(home: Home) -> int:
 
 def _open_log(home: Home) -> int:
     """The live log, appended to: the daemon rotates it once its logging is set up."""
-    return os.open(
-        log_path(home), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE
-    )
+    path = log_path(home)
+    try:
+        return open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    except OSError as exc:
+        raise store_error(exc, path) from None
 
 
 def _spawn(home: Home, like: startenv.StartRecord | None = None) -> subprocess.Popen[bytes]:
@@ -239,13 +244,16 @@ def _spawn(home: Home, like: startenv.StartRecord | None = None) -> subprocess.P
 
     No service manager supervises it, so none of their variables pass on
     (the daemon would take itself for a service, and a restart would go there).
+    The command is always this hz's own (``-P``: the working directory is not
+    on the import path); a ``like`` record lends only its directory and its
+    kept variables, so a tampered ``daemon.start.json`` never names the program.
     """
-    argv = [sys.executable, "-m", "hz_kernel.cli", "--home", str(home.root)]
+    argv = [sys.executable, "-P", "-m", "hz_kernel.cli", "--home", str(home.root)]
     argv += ["daemon", "start", "--foreground"]
     env = {k: v for k, v in os.environ.items() if k not in logs.SUPERVISOR_ENV}
     cwd = str(home.root)
-    if like is not None and "--foreground" in like.argv:
-        argv, cwd = like.argv, like.cwd if os.path.isdir(like.cwd) else cwd
+    if like is not None:
+        cwd = like.cwd if os.path.isdir(like.cwd) else cwd
         env, _ = like.environment(os.environ)
     log_fd = _open_log(home)
     try:

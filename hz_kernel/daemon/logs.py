@@ -27,7 +27,7 @@ from typing import Literal, TextIO
 from hz_kernel.config import DaemonSettings
 from hz_kernel.home import Home
 from hz_kernel.logfiles import log_path
-from hz_kernel.store.fsutil import FILE_MODE
+from hz_kernel.store.fsutil import FILE_MODE, open_regular
 
 Supervisor = Literal["systemd", "launchd"]
 #: The unit ``hz daemon install`` writes, and the one assumed when the cgroup names none.
@@ -77,8 +77,8 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
         super().__init__(path, maxBytes=max_bytes, backupCount=keep, encoding="utf-8")
 
     def _open(self) -> TextIO:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.baseFilename, flags, FILE_MODE)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = open_regular(Path(self.baseFilename), flags, FILE_MODE)
         return open(fd, "a", encoding="utf-8", errors="backslashreplace")
 
     def doRollover(self) -> None:

@@ -73,7 +73,9 @@ class StartRecord(BaseModel):
             for name, value in current.items()
             if not _kept(name) and name not in SUPERVISOR_ENV
         }
-        env |= self.env
+        env |= {
+            name: value for name, value in self.env.items() if _kept(name) and not is_secret(name)
+        }
         missing = []
         for name in self.secrets:
             if current.get(name):

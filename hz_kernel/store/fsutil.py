@@ -90,6 +90,8 @@ def store_error(exc: OSError, path: Path | str) -> HzError:
         return HzError("HZS090", f"refused: {exc.strerror}", place)
     if exc.errno == errno.ELOOP:
         return HzError("HZS090", "refused: it is a symbolic link, not a regular file", place)
+    if exc.errno == errno.EISDIR:
+        return HzError("HZS090", "refused: it is a directory, not a regular file", place)
     return HzError("HZS093", f"input/output error ({exc.strerror or type(exc).__name__})", place)
 
 

@@ -51,7 +51,7 @@ def digest_world(root: Path) -> worlds.World:
     world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
     contract = root / "notes-digest.prose.md"
     contract.write_text(worlds.digest("notes-digest"))
-    env = env_for(world)
+    env = env_for(world, HZ_EMBEDDED="1")  # set up in place: no daemon is started for it
     made = hz(env, "heinzel", "new", str(contract))
     assert made.returncode == 0, made.stderr
     assert hz(env, "approve", "notes-digest").returncode == 0

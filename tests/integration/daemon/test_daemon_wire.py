@@ -197,3 +197,17 @@ async def test_http_and_local_clients_agree_on_every_read_operation(shared_home:
                 assert over_http == embedded, op.name
     finally:
         await local.close()
+
+
+async def test_issue13_item8_a_malformed_turn_id_is_a_bad_field_never_a_path(
+    shared_home: Home, raw: httpx.AsyncClient
+) -> None:
+    """issue 13 item 8: ids on the wire are checked; a turn id never walks out of ``turns/``."""
+    escape = shared_home.root / "heinzel" / "x.jsonl"
+    escape.write_text('{"type": "chunk", "text": "not a body"}\n')
+    for bad in ("../../x", "../x", "a b", "01m8s6en3ytzfzk72d8pjdhfh6"):
+        refused = await raw.post(
+            OP_PREFIX + "turn.body", json={"ref": "h0", "turn": bad}, headers=_ours(shared_home)
+        )
+        assert refused.status_code == 422, (bad, refused.text)
+        assert _code(refused) == "HZD010" and refused.json()["place"] == "turn"
