@@ -264,7 +264,9 @@ async def reattach(home: Home, *, health_timeout: float = HEALTH_TIMEOUT_S) -> H
     """A client of the daemon serving ``home`` now, if one runs and answers; else None.
 
     For a head whose daemon went away (the cockpit's link): unlike ``connect``
-    it never embeds a kernel and never starts a daemon, it only finds one.
+    it never embeds a kernel and never starts a daemon, it only finds one. A
+    daemon that drains is on its way out (a restart): attaching to it would
+    only lose it again, so it is not found; the one that follows is.
     """
     found = inspect(home)
     if found.state != "running" or found.discovery is None:
@@ -273,8 +275,11 @@ async def reattach(home: Home, *, health_timeout: float = HEALTH_TIMEOUT_S) -> H
 
     client = HttpClient(found.discovery)
     try:
-        await check_health(client, health_timeout)
+        health = await check_health(client, health_timeout)
     except HzError:
+        await client.close()
+        return None
+    if health.draining:
         await client.close()
         return None
     return client

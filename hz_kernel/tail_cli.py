@@ -16,13 +16,21 @@ import argparse
 import asyncio
 import contextlib
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from hz_kernel import operations as ops
-from hz_kernel.client import KernelClient, LocalClient
-from hz_kernel.connect import TURN_ENDS, feed_edge
+from hz_kernel.client import FeedItem, KernelClient, LocalClient
+from hz_kernel.connect import TURN_ENDS, feed_edge, reattach
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.following import SHOWN_TYPES, BodyCursor, chunk_text
+from hz_kernel.home import Home
+
+#: How long a follower waits for the next daemon when its own goes away mid-turn (a restart
+#: drains first, so the old one is gone only once the new one is about to start).
+RESTART_WAIT_S = 30.0
+RESTART_POLL_S = 0.2
 
 
 def register(hsub: Any, wake: argparse.ArgumentParser) -> None:
@@ -71,31 +79,77 @@ class TurnPrinter:
             self.line(said)
 
     async def follow(self, client: KernelClient, after: int | None) -> dict[str, Any]:
-        """Print feed items from ``after`` until the followed turn ends; its last event."""
-        async for item in client.subscribe(after):
-            if item.heinzel != self.heinzel or item.turn is None:
-                continue
-            if item.type == "event" and item.event is not None:
-                kind = item.event["kind"]
-                if kind in ("turn.started", "turn.skipped") and item.turn != self.turn:
-                    self.start(item.turn)
-                if item.turn != self.turn:
-                    continue
-                if kind in TURN_ENDS:
-                    await self.catch_up(client)
-                self.event(item.event)
-                if kind in TURN_ENDS:
-                    return item.event
-            elif item.type == "body" and item.body is not None and item.turn == self.turn:
-                assert self.cursor is not None
-                text = self.cursor.take(item.body)
-                self.out(text if text is not None else await self.cursor.read(client))
-        raise HzError("HZD040", "the daemon closed the feed before the turn ended")
+        """Print feed items from ``after`` until the followed turn ends; its last event.
+
+        When this home's daemon goes away mid-turn (a restart drains it, the
+        next one resumes the turn), the feed is taken up again on the next
+        daemon from the last position read, so nothing is missed or printed twice.
+        """
+        from hz_kernel.http_client import FeedLost  # the HTTP stack, for following only
+
+        taken: list[KernelClient] = []
+        try:
+            while True:
+                with contextlib.suppress(FeedLost):
+                    async for item in client.subscribe(after):
+                        ended = await self.take(client, item)
+                        if ended is not None:
+                            return ended
+                after = getattr(client, "feed_position", after)
+                client = await next_daemon(client)
+                taken.append(client)
+        finally:
+            for extra in taken:
+                await extra.close()
+
+    async def take(self, client: KernelClient, item: FeedItem) -> dict[str, Any] | None:
+        """Print one feed item of the followed heinzel; the turn's last event when it ends."""
+        if item.heinzel != self.heinzel or item.turn is None:
+            return None
+        if item.type == "event" and item.event is not None:
+            kind = item.event["kind"]
+            if kind in ("turn.started", "turn.skipped") and item.turn != self.turn:
+                self.start(item.turn)
+            if item.turn != self.turn:
+                return None
+            if kind in TURN_ENDS:
+                await self.catch_up(client)
+            self.event(item.event)
+            return item.event if kind in TURN_ENDS else None
+        if item.type == "body" and item.body is not None and item.turn == self.turn:
+            assert self.cursor is not None
+            text = self.cursor.take(item.body)
+            self.out(text if text is not None else await self.cursor.read(client))
+        return None
 
     async def catch_up(self, client: KernelClient) -> None:
         """Print what the body holds beyond what was printed (a dropped or late delta)."""
         if self.cursor is not None:
             self.out(await self.cursor.read(client))
+
+
+async def next_daemon(client: KernelClient) -> KernelClient:
+    """A client of the daemon that took over this home from ``client``'s, once one answers.
+
+    Only a daemon of this machine's home can be found again (its discovery
+    file names the next one); ``HZD040`` for a remote daemon, an embedded
+    kernel, or when none comes within ``RESTART_WAIT_S``.
+    """
+    from hz_kernel.http_client import HttpClient
+
+    lost = HzError("HZD040", "the daemon closed the feed before the turn ended")
+    if not isinstance(client, HttpClient) or client.remote:
+        raise lost
+    home = Home.resolve(Path(client.discovery.home))
+    sys.stderr.write("the daemon went away; waiting for the next one to follow the turn…\n")
+    deadline = time.monotonic() + RESTART_WAIT_S
+    while time.monotonic() < deadline:
+        fresh = await reattach(home)
+        if fresh is not None:
+            fresh.feed_generation = client.feed_generation
+            return fresh
+        await asyncio.sleep(RESTART_POLL_S)
+    raise lost
 
 
 def describe(event: dict[str, Any], effects: dict[str, str]) -> str | None:

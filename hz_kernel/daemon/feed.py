@@ -205,6 +205,8 @@ class FeedHub:
         self.edge = rows.edge()
         """The last position published (or, at start, the last the index has assigned)."""
         self._live: set[Subscription] = set()
+        self.stopped = False
+        """Closed for good (the daemon is stopping): a late subscriber gets an ended feed."""
 
     @classmethod
     def of(cls, kernel: KernelCore, *, queue_items: int = 4096) -> FeedHub:
@@ -296,7 +298,10 @@ class FeedHub:
         ``generation`` None takes ``after`` at its word.
         """
         subscription = Subscription(self, self.queue_items)
-        self._live.add(subscription)
+        if self.stopped:
+            subscription.end()
+        else:
+            self._live.add(subscription)
         if after is None:
             return subscription
         if generation is not None and generation != self.generation:
@@ -311,7 +316,13 @@ class FeedHub:
         self._live.discard(subscription)
 
     def close(self, reset: Reset | None = None) -> None:
-        """End every subscription: the daemon is stopping, or (``reset``) the index was rebuilt."""
+        """End every subscription: the daemon is stopping, or (``reset``) the index was rebuilt.
+
+        Stopping is for good: a reader that subscribes in the moment before the
+        server exits is ended too, or it would hold the exit up until the
+        server's graceful timeout cancelled it.
+        """
+        self.stopped = self.stopped or reset is None
         for subscription in list(self._live):
             subscription.reset = subscription.reset or reset
             subscription.end()

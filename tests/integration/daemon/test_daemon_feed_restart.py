@@ -20,7 +20,7 @@ import orjson
 import pytest
 from daemon_helpers import Daemons, discovery, hz, pid_alive
 
-from hz_kernel.daemon.feed import FeedReset
+from hz_kernel.daemon.feed import FeedHub, FeedReset
 from hz_kernel.daemon.protocol import FeedItem
 from hz_kernel.home import Home
 from hz_kernel.http_client import FeedLost, HttpClient
@@ -210,3 +210,19 @@ async def test_lines_another_process_writes_reach_a_live_reader(
         got.append(await asyncio.wait_for(anext(reading), WAIT_S))
         await reading.aclose()
     assert [(i.seq, i.event["seq"]) for i in got if i.event] == [(edge + 1, 2), (edge + 2, 3)]
+
+
+async def test_a_feed_asked_for_while_the_daemon_stops_ends_at_once(home: Home) -> None:
+    """Issue 13 items 3/4: a reader that subscribes after the hub closed for a stop (a cockpit
+    re-attaching to the old daemon in the moment before it exits) gets an ended feed, not one
+    that hangs until the server's graceful timeout cancels it with a traceback in the log."""
+    kernel = await Kernel.open(home)
+    hub = FeedHub.of(kernel)
+    try:
+        hub.close()
+        late = hub.subscribe(after=None)
+        assert late.finished and hub.subscribers == 0
+        replaying = hub.subscribe(after=0)
+        assert replaying.closed and hub.subscribers == 0
+    finally:
+        await kernel.close()

@@ -374,3 +374,23 @@ def test_issue13_item4_restart_keeps_settings_and_names_a_missing_key_never_its_
     line = one_coded_line(restarted, "HZD152")
     assert "OPENAI_API_KEY" in line and secret not in line
     assert hz(home.root, "daemon", "stop").returncode == 0
+
+
+async def test_issue13_item4_a_cockpit_does_not_reattach_to_a_daemon_on_its_way_out(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """Issue 13 item 4: the cockpit's link finds the daemon again with ``reattach``; a daemon
+    that drains for a restart is about to exit, so it is not found (the link waits for the
+    new one instead of attaching to the old and losing it again with a "not connected"
+    toast); once the drain is taken back it is found again."""
+    from hz_kernel.connect import reattach
+
+    home = make_home(tmp_path / "home", heinzels=1)
+    daemons.start(home)
+    async with HttpClient(discovery(home)) as client:
+        await client.drain(0)
+        assert await reattach(home) is None
+        await client.drain(0, draining=False)
+    found = await reattach(home)
+    assert found is not None
+    await found.close()

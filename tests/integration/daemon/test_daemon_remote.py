@@ -46,7 +46,11 @@ def hz(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def digest_world(root: Path) -> worlds.World:
-    """A world with the approved heinzel ``notes-digest`` (one turn run) and a long stream."""
+    """A world with the approved heinzel ``notes-digest`` (one turn run) and a long stream.
+
+    Built embedded: a write would otherwise start a daemon without the model's delay,
+    which ``daemon_on`` would then adopt (and no test would stop).
+    """
     world = worlds.make_world(root)
     world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
     contract = root / "notes-digest.prose.md"
@@ -109,7 +113,8 @@ def test_wake_follow_prints_the_turn_live_and_exits_when_it_ends(served: worlds.
 def test_wake_follow_with_an_embedded_kernel(tmp_path: Path) -> None:
     """Issue 13 item 5: with no daemon the embedded kernel's own feed prints the turn."""
     world = digest_world(tmp_path / "world")
-    woke = hz(env_for(world, HZ_MODEL_DELAY_MS="5"), "heinzel", "wake", "notes-digest", "--follow")
+    env = env_for(world, HZ_MODEL_DELAY_MS="5", HZ_EMBEDDED="1")
+    woke = hz(env, "heinzel", "wake", "notes-digest", "--follow")
     assert woke.returncode == 0, woke.stderr
     assert_whole_turn(woke.stdout)
 
@@ -119,7 +124,7 @@ def test_wake_follow_of_a_failing_turn_exits_1_as_wake_does(tmp_path: Path) -> N
     world = worlds.make_world(tmp_path / "world")
     plain = tmp_path / "plain"
     plain.mkdir()
-    env = env_for(world)
+    env = env_for(world, HZ_EMBEDDED="1")  # no daemon left behind
     made = hz(
         env, "heinzel", "new", "--template", "weekly-report",
         "--param", f"repo={plain}", "--param", "notes=notes",
@@ -247,3 +252,33 @@ def test_connect_refuses_bad_options_in_one_coded_line(
     )
     assert result.returncode == exit_code
     one_coded_line(result, code)
+
+
+def test_wake_follow_carries_on_across_a_daemon_restart(tmp_path: Path) -> None:
+    """Issue 13 items 3/5: ``wake --follow`` while ``hz daemon restart`` runs elsewhere: the
+    turn pauses at a step boundary, the new daemon resumes it, and the follower re-attaches
+    to the new daemon (new port, new token) and prints the rest once, exiting 0 — not
+    ``HZD040: the daemon closed the feed``. Each chunk is held 2.5 s, so the turn is still
+    thinking when the restart drains it."""
+    with daemon_on(digest_world(tmp_path / "world"), 2500) as served:
+        env = env_for(served)
+        follow = subprocess.Popen(
+            [str(HZ), "heinzel", "wake", "notes-digest", "--follow"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert follow.stdout is not None
+            first = "".join(follow.stdout.readline() for _ in range(3))
+            assert first.endswith("· think: attempt 1 with local\n"), first
+            restarted = hz(env, "daemon", "restart")
+            assert restarted.returncode == 0, restarted.stderr
+            assert "1 turns paused" in restarted.stdout, restarted.stdout
+            out, err = follow.communicate(timeout=TIMEOUT_S)
+        finally:
+            follow.kill()
+    assert follow.returncode == 0, err
+    assert "HZD040" not in err
+    assert_whole_turn(first + out)
