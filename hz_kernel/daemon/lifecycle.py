@@ -355,7 +355,9 @@ async def restart(home: Home, *, drain_s: float = DRAIN_TIMEOUT_S) -> DaemonRepo
     found = inspect(home)
     discovery = found.discovery
     if found.state != "running" or discovery is None:
-        return await start(home)
+        # A daemon that died (SIGKILL, a crash) still comes back as it was started.
+        crashed = found.stale_pid and startenv.read_record(home, found.stale_pid)
+        return await start(home, like=crashed or None)
     record = startenv.read_record(home, discovery.pid)
     warnings = []
     if record is not None:

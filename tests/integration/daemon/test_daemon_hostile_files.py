@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -91,3 +92,21 @@ def test_issue13_an_odd_daemon_file_is_one_coded_line_never_a_hang(
     if (home.root / "daemon.json").is_file():
         daemons.track(discovery(home).pid)
     assert hz(home.root, "daemon", "stop", timeout=QUICK_S).returncode == 0
+
+
+def test_issue13_item4_restart_after_a_crash_keeps_the_settings_it_was_started_with(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """A daemon SIGKILLed (before or during ``hz daemon restart``) comes back as it was started."""
+    home = make_home(tmp_path / "home", heinzels=0)
+    first = daemons.start(home, env={"HZ_TICK_SECONDS": "7"})
+    os.kill(first["pid"], signal.SIGKILL)
+    restarted = subprocess.run(
+        [*HZ, "daemon", "restart", "--json"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "HZ_HOME": str(home.root)},
+    )  # fmt: skip
+    assert restarted.returncode == 0, restarted.stderr
+    report = json.loads(restarted.stdout)
+    daemons.track(report["pid"])
+    assert report["pid"] != first["pid"] and report["tick_seconds"] == 7
+    assert hz(home.root, "daemon", "stop").returncode == 0
