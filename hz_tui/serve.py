@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hmac
-import ipaddress
 import secrets
 import shlex
 import signal
@@ -27,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hz_kernel.errors import HzError, UsageError
+from hz_kernel.loopback import loopback_address
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -40,15 +40,10 @@ _REFUSED_HEADERS = {"content-type": "text/plain; charset=utf-8", "cache-control"
 
 def loopback_host(host: str) -> str:
     """``host`` as an address to bind, when it is a loopback one (``HZD130`` otherwise)."""
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is None or not address.is_loopback:
+    address = loopback_address(host)
+    if address is None:
         raise UsageError("HZD130", "hz serve binds loopback addresses only", f"--host {host}")
-    return str(address)
+    return address
 
 
 def _port(text: str) -> int:

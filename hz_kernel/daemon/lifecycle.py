@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import ipaddress
 import logging
 import os
 import re
@@ -65,6 +64,7 @@ from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.logfiles import LOG_NAME
+from hz_kernel.loopback import loopback_address
 from hz_kernel.store.fsutil import FILE_MODE, open_regular, store_error
 from hz_kernel.store.locks import read_holder
 from hz_kernel.tick.report import TickReport
@@ -431,15 +431,10 @@ async def _wait_for_successor(home: Home, old_pid: int) -> Health:
 
 
 def _loopback_host(host: str) -> str:
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is None or not address.is_loopback:
+    address = loopback_address(host)
+    if address is None:
         raise HzError("HZD001", "the daemon binds loopback addresses only", f"daemon.host={host}")
-    return str(address)
+    return address
 
 
 def _listen(home: Home, settings: DaemonSettings) -> tuple[socket.socket, str, frozenset[str]]:
