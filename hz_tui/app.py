@@ -69,7 +69,7 @@ class CockpitApp(App[int]):
         self.loaded = asyncio.Event()
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
-        self.watcher = live_source(home, client)
+        self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs
@@ -225,9 +225,11 @@ class CockpitApp(App[int]):
             except HzError as again:
                 self.notify(again.one_line(), severity="error", timeout=10)
                 return
+            how = "adopted"
         else:
             self.notify(f"Restarted: now talking to the {fresh.where}.")
-        await self.link.attach(fresh)
+            how = "restarted"
+        await self.link.attach(fresh, how=how)
         await self.load_all()
 
     async def action_quit(self) -> None:
