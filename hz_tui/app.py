@@ -239,11 +239,10 @@ class CockpitApp(App[int]):
 
         if isinstance(self.screen, QuitScreen):
             return
-        running = turns_to_cut(self.link.current)
-        if not running:
+        if not turns_to_cut(self.link.current):
             self.exit()
             return
-        self.push_screen(QuitScreen(running), self.quit_chosen)
+        self.push_screen(QuitScreen(lambda: turns_to_cut(self.link.current)), self.quit_chosen)
 
     def quit_chosen(self, choice: str | None) -> None:
         if choice in ("cut", "daemon"):
