@@ -22,8 +22,7 @@ from urllib.parse import urlsplit
 
 import platformdirs
 
-from hz_kernel.daemon.discovery import HEALTH_TIMEOUT_S
-from hz_kernel.daemon.protocol import LOOPBACK_NAMES, PROTOCOL_VERSION, Discovery
+from hz_kernel.daemon.protocol import LOOPBACK_NAMES
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.store.fsutil import ensure_private_dir, open_regular
@@ -77,8 +76,11 @@ def check_url(url: str) -> tuple[str, int]:
     return str(split.hostname), port
 
 
-def read_token(path: str) -> str:
-    """The token in ``path``: ``HZU122`` when it is missing, unreadable or empty."""
+def read_token(path: str, *, warn: bool = True) -> str:
+    """The token in ``path``: ``HZU122`` when it is missing, unreadable or empty.
+
+    ``warn`` says on stderr when others may read the file (not once the cockpit draws).
+    """
     named = Path(path).expanduser()
     try:
         fd = open_regular(named, os.O_RDONLY, follow=True)
@@ -95,7 +97,7 @@ def read_token(path: str) -> str:
         token = ""
     if not token or any(c.isspace() for c in token):
         raise HzError("HZU122", "the token file holds no token (one line, as in daemon.json)", path)
-    if stat.S_IMODE(mode) & 0o077:
+    if warn and stat.S_IMODE(mode) & 0o077:
         sys.stderr.write(f"warning: {path} is readable by others; chmod 600 it\n")
     return token
 
@@ -107,30 +109,15 @@ def connection_home(host: str, port: int) -> Home:
     return Home(ensure_private_dir(state / "connections" / f"{safe}-{port}"))
 
 
-async def attach(url: str, token: str) -> HttpClient:
-    """A client of the daemon at ``url``, its health checked, marked ``remote``."""
-    from hz_kernel.http_client import HttpClient  # the HTTP stack, only once it is used
+async def attach(url: str, token: str, *, token_file: str | None = None) -> HttpClient:
+    """A client of the daemon at ``url``, its health checked, marked ``remote``.
 
-    placeholder = Discovery(
-        pid=0, address=url, token=token, protocol=PROTOCOL_VERSION, started_at="", home="", run=""
-    )
-    client = HttpClient(placeholder)
-    try:
-        health = await client.health(HEALTH_TIMEOUT_S)
-    except BaseException:
-        await client.close()
-        raise
-    client.discovery = Discovery(
-        pid=health.pid,
-        address=url,
-        token=token,
-        protocol=health.protocol,
-        started_at=health.started_at,
-        home=health.home,
-        run=health.run,
-    )
-    client.remote = True
-    client.where = f"remote daemon (pid {health.pid}) at {url}, home {health.home}"
+    Given ``token_file``, the client reads it again when it dials the URL
+    anew after losing the daemon (``RemoteClient.redial``).
+    """
+    from hz_kernel.remote_client import RemoteClient  # the HTTP stack, only once it is used
+
+    client, _ = await RemoteClient.dial(url, token, token_file=token_file)
     return client
 
 
@@ -149,7 +136,7 @@ async def open_remote(args: argparse.Namespace) -> tuple[Home, KernelClient]:
         )
     host, port = check_url(args.connect)
     token = read_token(args.token_file)
-    client = await attach(args.connect.rstrip("/"), token)
+    client = await attach(args.connect.rstrip("/"), token, token_file=args.token_file)
     return connection_home(host, port), client
 
 

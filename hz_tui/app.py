@@ -69,7 +69,7 @@ class CockpitApp(App[int]):
         self.loaded = asyncio.Event()
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
-        self.watcher = live_source(home, client)
+        self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs
@@ -225,9 +225,11 @@ class CockpitApp(App[int]):
             except HzError as again:
                 self.notify(again.one_line(), severity="error", timeout=10)
                 return
+            how = "adopted"
         else:
             self.notify(f"Restarted: now talking to the {fresh.where}.")
-        await self.link.attach(fresh)
+            how = "restarted"
+        await self.link.attach(fresh, how=how)
         await self.load_all()
 
     async def action_quit(self) -> None:
@@ -237,11 +239,10 @@ class CockpitApp(App[int]):
 
         if isinstance(self.screen, QuitScreen):
             return
-        running = turns_to_cut(self.link.current)
-        if not running:
+        if not turns_to_cut(self.link.current):
             self.exit()
             return
-        self.push_screen(QuitScreen(running), self.quit_chosen)
+        self.push_screen(QuitScreen(lambda: turns_to_cut(self.link.current)), self.quit_chosen)
 
     def quit_chosen(self, choice: str | None) -> None:
         if choice in ("cut", "daemon"):

@@ -1,15 +1,24 @@
 """The cockpit's link to its kernel: one client, attached again when its daemon goes away.
 
 Attached to a daemon, the cockpit talks to the one ``<home>/daemon.json``
-names. That daemon may die, or be restarted anywhere (a new port, a new
-token). The link notices — its feed ends or fails, a call finds the daemon
-unreachable (``HZD040``), or the discovery file comes to name another
-daemon — and says so (``reconnecting…``). It then tries again with backoff,
-and at once whenever the discovery file changes: each try reads the file,
-and a daemon that is alive and answers its health check becomes the new
-client. The cockpit then catches up: its rows are listed again and the feed
-resumes after the last position read; a position the new daemon cannot
-serve (``FeedReset``) means one more full reload.
+names, or (``hz --connect``) to the one its URL leads to. That daemon may
+die, or be restarted (locally anywhere: a new port, a new token). The link
+notices — its feed ends or fails, a call finds the daemon unreachable
+(``HZD040``), or the discovery file comes to name another daemon — and says
+so (``reconnecting…``). It then tries again with backoff: locally at once
+whenever the discovery file changes too, each try reading the file; a
+remote cockpit has no such file and dials its URL again, reading its token
+file afresh (``RemoteClient.redial``). A daemon that is alive, answers its
+health check and is not draining becomes the new client. The cockpit then
+catches up: its rows are listed again and the feed resumes after the last
+position read; a position the new daemon cannot serve (``FeedReset``) means
+one more full reload.
+
+The header says how the cockpit came by its daemon: ``started now`` or
+``adopted`` at start (``hz_kernel.connect``), then ``adopted`` for another
+daemon the link found (the cockpit did not start it) and ``restarted`` for
+one the cockpit restarted itself (``R``); the same daemon found again keeps
+what it had.
 
 The link never starts a kernel: when no daemon comes back, it keeps
 reconnecting (whatever supervises the daemon restarts it). Meanwhile every
@@ -78,8 +87,12 @@ class Link:
         """The seq of the last feed item read from the current daemon run (None: not yet known)."""
         self.changed: Signal[Link] = Signal(owner, "link-changed")
         self.catch_up = catch_up
+        self.how: str | None = None
+        """How the cockpit came by a daemon it re-attached to (``adopted``, ``restarted``)."""
         self._lost = asyncio.Event()
         self._nudge = asyncio.Event()
+        self._attached = asyncio.Event()
+        self._attached.set()
 
     @property
     def attached(self) -> bool:
@@ -87,22 +100,39 @@ class Link:
 
     @property
     def daemon(self) -> bool:
-        """True when the kernel is this home's daemon, named by its discovery file.
-
-        A remote daemon (``--connect``) has no discovery file here to watch: the
-        feed source resumes from its own position, and calls pass through.
-        """
-        return getattr(self.current, "discovery", None) is not None and not self.remote
+        """True when the kernel is a daemon the link can lose and find again: this home's
+        (named by its discovery file) or a remote one (at its URL)."""
+        return getattr(self.current, "discovery", None) is not None
 
     @property
     def remote(self) -> bool:
         return self.current.remote
 
     @property
+    def described(self) -> str:
+        """The current (or lost) daemon in the header's words, and how the cockpit came by it."""
+        return self.current.where if self.how is None else f"{self.current.where} · {self.how}"
+
+    @property
     def where(self) -> str:
         if self.attached:
-            return self.current.where
-        return f"reconnecting… (lost the {self.current.where})"
+            return self.described
+        return f"reconnecting… (lost the {self.described})"
+
+    async def wait_attached(self) -> None:
+        """Return once the link is attached (at once if it is)."""
+        await self._attached.wait()
+
+    async def feed_edge(self) -> int:
+        """The feed's last durable position on the current daemon (``NotConnected`` if lost)."""
+        from hz_kernel.connect import feed_edge
+
+        client = self._usable()
+        try:
+            return await feed_edge(client)
+        except HzError as exc:
+            self._check(client, exc)
+            raise
 
     # -- the KernelClient interface ------------------------------------------------------
 
@@ -151,19 +181,25 @@ class Link:
 
     # -- attaching -----------------------------------------------------------------------
 
-    async def attach(self, client: KernelClient) -> None:
+    async def attach(self, client: KernelClient, *, how: str | None = None) -> None:
         """Carry on with ``client`` (a daemon the cockpit restarted itself); the old one closes.
 
+        ``how`` is what the header says of a daemon's client (``restarted``).
         If the link has found that daemon already, it keeps its own client
         (calls may be under way on it) and closes ``client``.
         """
+        how = how if getattr(client, "discovery", None) is not None else None
         found = getattr(self.current, "discovery", None)
         if self.attached and found is not None and found == getattr(client, "discovery", None):
             await client.close()
+            self.how = how
+            self.changed.publish(self)
             return
         previous, self.current = self.current, client
         self.position = None
+        self.how = how
         self.state = "attached"
+        self._attached.set()
         self.changed.publish(self)
         self._lost.set()  # the watch moves on to the new client
         self._nudge.set()  # and a reconnect under way stops trying
@@ -178,6 +214,10 @@ class Link:
     def _set_state(self, state: LinkState) -> None:
         if state != self.state:
             self.state = state
+            if state == "attached":
+                self._attached.set()
+            else:
+                self._attached.clear()
             self.changed.publish(self)
 
     async def run(self) -> None:
@@ -185,7 +225,8 @@ class Link:
         if not self.daemon:
             return
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._watch_discovery())
+            if not self.remote:
+                group.create_task(self._watch_discovery())
             while True:
                 following = self.current
                 await self._follow(following)
@@ -231,16 +272,22 @@ class Link:
             return
 
     async def _reach(self) -> HttpClient | None:
-        """The client of the daemon the discovery file names, once one answers.
+        """The client of the daemon the discovery file names (remote: at the URL), once one
+        answers.
 
         None when ``attach`` supplied a client meanwhile.
         """
         from hz_kernel import connect
+        from hz_kernel.remote_client import RemoteClient
 
         delay = BACKOFF_FIRST_S
         while not self.attached:
             self._nudge.clear()
-            client = await connect.reattach(self.home)
+            lost = self.current
+            if isinstance(lost, RemoteClient):
+                client: HttpClient | None = await lost.redial()
+            else:
+                client = await connect.reattach(self.home)
             if client is not None and self.attached:
                 await client.close()
             elif client is not None:
@@ -255,6 +302,11 @@ class Link:
         index generation, which the new one judges (a rebuilt index is a reset)."""
         previous, self.current = self.current, client
         client.feed_generation = getattr(previous, "feed_generation", None)
+        before = getattr(previous, "discovery", None)
+        if before is not None and before.run == client.discovery.run:
+            client.where = previous.where  # the same daemon, found again: the same words
+        else:
+            self.how = "adopted"  # another daemon, which this cockpit did not start
         self._set_state("attached")
         await previous.close()
 

@@ -6,6 +6,10 @@ with ``hz --connect`` it has no files to read, and builds the same
 ``SpineBatch``es from the daemon's feed (``FeedSource``): spine events
 become lines, body deltas ride along, and a feed that lost its place asks
 for a reload. Either way the app gets one kind of message.
+
+The feed is read through the cockpit's ``Link``, so when the daemon is lost
+it waits for the link to attach again and resumes from its position on
+whichever daemon that is.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from hz_kernel.client import FeedItem, KernelClient
-from hz_kernel.connect import feed_edge
+from hz_kernel.client import FeedItem
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_tui.link import Link, NotConnected
 from hz_tui.tail import SpineLine
 from hz_tui.watcher import BodyDelta, SpineBatch, SpineWatcher
 
@@ -44,9 +48,9 @@ class LiveSource(Protocol):
         ...
 
 
-def live_source(home: Home, client: KernelClient) -> LiveSource:
+def live_source(home: Home, link: Link) -> LiveSource:
     """The feed for a cockpit attached with ``--connect``, the home's files otherwise."""
-    return FeedSource(client) if client.remote else FileSource(home)
+    return FeedSource(link) if link.remote else FileSource(home)
 
 
 class FileSource:
@@ -66,18 +70,19 @@ class FileSource:
 class FeedSource:
     """The daemon's feed, from the position taken at ``prime``; follows again when it ends."""
 
-    def __init__(self, client: KernelClient) -> None:
-        self.client = client
+    def __init__(self, link: Link) -> None:
+        self.link = link
         self.position: int | None = None
 
     async def prime(self) -> None:
-        self.position = await feed_edge(self.client)
+        self.position = await self.link.feed_edge()
 
     async def run(self, deliver: Deliver) -> None:
         """Follow the feed until cancelled; a lost position means a fresh start and a reload.
 
-        An unreachable daemon, or a feed it closed, is followed again after a
-        pause that grows up to ``RETRY_MAX_S``, from the last item delivered.
+        A daemon the link lost is followed again as soon as the link is
+        attached again; a feed that ended or dropped, after a pause that
+        grows up to ``RETRY_MAX_S``. Either way from the last item delivered.
         """
         pause = RETRY_MIN_S
         while True:
@@ -87,6 +92,10 @@ class FeedSource:
                     deliver(SpineBatch(reload=True))
                 await self.follow(deliver)
                 pause = RETRY_MIN_S
+            except NotConnected:
+                await self.link.wait_attached()
+                pause = RETRY_MIN_S
+                continue
             except HzError as exc:
                 if exc.code == FEED_RESET:
                     self.position = None
@@ -100,7 +109,7 @@ class FeedSource:
 
         async def read() -> None:
             try:
-                async for item in self.client.subscribe(self.position):
+                async for item in self.link.subscribe(self.position):
                     arrived.put_nowait(item)
             finally:
                 arrived.put_nowait(None)

@@ -7,6 +7,10 @@ local or remote: the running and queued turns, the tick (last, next, what
 it left undone), the admission limits and the memory sample. A daemon can
 be restarted from here (the cockpit carries on with a client of the new
 one); an embedded kernel cannot, and the page says so.
+
+While the cockpit reconnects to a lost daemon, the page says so and shows
+none of the lost daemon's figures (they would read as current); it samples
+again as soon as the cockpit is attached.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import KernelStatus, TickStatus, TurnActivity
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
+from hz_tui.link import Link, NotConnected
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.key_bar import KeyBar
 
@@ -65,12 +70,36 @@ class DaemonScreen(Screen[None]):
         self.title = "hz · kernel"
         self.load()
         self.set_interval(REFRESH_S, self.load)
+        self.cockpit.link.changed.subscribe(self, self.on_link_changed)
+
+    def on_link_changed(self, link: Link) -> None:
+        if link.attached:
+            self.load()
+        else:
+            self.show_reconnecting()
+
+    def show_reconnecting(self) -> None:
+        """No figures while the daemon is lost: the last ones sampled are no longer true."""
+        unknown = "not known while reconnecting"
+        self.query_one("#facts", Facts).show(
+            [
+                ("Kernel", "reconnecting… (this page fills in once a daemon answers)"),
+                ("Lost", self.cockpit.link.described),
+            ]
+        )
+        muted = rows.Palette.from_theme(self.app.theme_variables).muted
+        self.query_one("#turns", Static).update(Text(f"{unknown.capitalize()}.", style=muted))
+        self.query_one("#tick", Facts).show([("Loop", unknown)])
+        self.query_one("#limits", Facts).show([("Limits", unknown)])
 
     @work(exclusive=True, group="daemon-page")
     async def load(self) -> None:
         cockpit = self.cockpit
         try:
             status = await cockpit.client.status()
+        except NotConnected:
+            self.show_reconnecting()
+            return
         except HzError as exc:
             self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
             return

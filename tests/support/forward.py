@@ -3,6 +3,9 @@
 It listens on a port of its own on 127.0.0.1 and copies bytes both ways to
 the target port, so a client's ``Host`` header names the forward's port,
 not the daemon's: exactly what a remote cockpit sends through ``ssh -L``.
+Like ``ssh -L``, it outlives its target: while nothing listens there, a
+connection is accepted and closed at once, and a target that listens again
+(a daemon restarted on the same port) is reached through the same forward.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ class PortForward:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.target))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
             self.sockets += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=_pump, args=(source, sink), daemon=True).start()

@@ -90,13 +90,13 @@ async def test_issue13_item1_quit_mid_turn_offers_cut_hand_off_or_stay_and_the_d
 
         dialog = await quit_dialog(pilot, app)
         assert text_of(dialog.query_one("#dialog-title", Static)).startswith(
-            "1 turn is running: quit and cut them, hand them to the daemon, or stay?"
+            "1 turn running: quit and cut it, hand it to the daemon, or stay?"
         )
         options = dialog.query_one(OptionList)
         labels = [str(options.get_option_at_index(i).prompt) for i in range(3)]
         assert [label.split(" (")[0] for label in labels] == [
-            "Quit and cut them",
-            "Hand them to the daemon",
+            "Quit and cut it",
+            "Hand it to the daemon",
             "Stay",
         ]
         await pilot.press("down", "down", "enter")

@@ -1,0 +1,100 @@
+"""Issue 13 item 1: the embedded cockpit's quit question counts the running turns as they change.
+
+The cockpit runs on the kernel ``hz --embedded`` embeds, on a real home
+with two approved digest heinzels and the offline local model slowed by
+``HZ_MODEL_DELAY_MS``. The question is opened while one turn runs; a
+second turn starts while it is open, then both end, and each time the
+question says so, in the right number ("cut it" for one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList, Static
+
+from hz_kernel import operations as ops
+from hz_kernel.client import DeferredClient
+from hz_kernel.connect import connect, turns_to_cut
+from hz_kernel.daemon import lifecycle
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_tui.app import CockpitApp
+from hz_tui.screens.quit import QuitScreen
+from tests.tui import homes, worlds
+from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_quit_dialog import LONG_NOTES, quit_dialog
+
+#: Generous: two turns of the slowed local model on a loaded machine.
+TURNS_S = 120.0
+
+
+@pytest.fixture
+async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Home]:
+    """Two approved digest heinzels over long notes; no memory floor to queue their turns."""
+    for name in ("HZ_EMBEDDED", "HZ_CRASH_AT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HZ_NOW", homes.NOW)
+    monkeypatch.setenv("HZ_TICK_SECONDS", "3600")
+    world = worlds.make_world(tmp_path)
+    with (world.home.root / "hz.toml").open("a") as toml:
+        toml.write("\n[daemon]\nmin_free_memory_mb = 0\n")
+    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    kernel = await Kernel.open(world.home)
+    try:
+        for name in ("notes-digest", "team-digest"):
+            await worlds.add_heinzel(kernel, world, name, wake=False)
+    finally:
+        await kernel.close()
+    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "150")
+    try:
+        yield world.home
+    finally:
+        with contextlib.suppress(Exception):
+            await lifecycle.stop(world.home)
+
+
+def question(dialog: QuitScreen) -> tuple[str, list[str]]:
+    """The dialog's title and its options' labels up to their explanations."""
+    options = dialog.query_one(OptionList)
+    labels = [str(options.get_option_at_index(i).prompt).split(" (")[0] for i in range(3)]
+    return text_of(dialog.query_one("#dialog-title", Static)).strip(), labels
+
+
+async def test_issue13_item1_the_quit_question_recounts_running_turns_while_it_is_open(
+    home: Home,
+) -> None:
+    client = await connect(home, defer_kernel=True)
+    assert isinstance(client, DeferredClient)
+    app = CockpitApp(home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
+        await until(lambda: turns_to_cut(client) == 1, timeout=10)
+
+        dialog = await quit_dialog(pilot, app)
+        assert question(dialog) == (
+            "1 turn running: quit and cut it, hand it to the daemon, or stay?",
+            ["Quit and cut it", "Hand it to the daemon", "Stay"],
+        )
+
+        await client.call(ops.WAKE, ops.WakeRequest(ref="team-digest"))
+        await until(lambda: question(dialog)[0].startswith("2 turns"), timeout=10)
+        assert question(dialog) == (
+            "2 turns running: quit and cut them, hand them to the daemon, or stay?",
+            ["Quit and cut them", "Hand them to the daemon", "Stay"],
+        )
+
+        await until(lambda: turns_to_cut(client) == 0, timeout=TURNS_S)
+        await until(lambda: question(dialog)[0].startswith("No turn"), timeout=10)
+        assert question(dialog) == (
+            "No turn is running now: quit, or stay?",
+            ["Quit", "Quit and start the daemon", "Stay"],
+        )
+        assert app.screen is dialog
+        await pilot.press("enter")
+        await until(lambda: not app.is_running)
+    assert not app.hand_off

@@ -1,0 +1,138 @@
+"""Issue 13 item 4: what the header and the kernel page say across a lost and found daemon.
+
+Real daemons (``hz daemon start``, their own processes) on the standard
+test home; the first is SIGKILLed under the cockpit and another started.
+The header must keep saying how the cockpit came by its daemon (here:
+``adopted``, for one it did not start; ``restarted`` after ``R``), and the
+kernel page must not show the lost daemon's figures while it reconnects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from hz_kernel.connect import connect
+from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
+from hz_tui.app import CockpitApp
+from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.widgets.facts import Facts
+from tests.e2e.test_cockpit_reconnects import kill_daemon
+from tests.tui.test_attach import hz
+from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_reconnecting import gone_daemon
+from tests.tui.test_snapshots import loaded
+
+#: Long enough for a daemon to start and the link's backoff to find it, on a loaded machine.
+ATTACH_S = 30.0
+
+
+def start(home: Home) -> int:
+    started = hz(home, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    found = read_discovery(home)
+    assert found is not None
+    return found.pid
+
+
+@pytest.fixture
+def daemon(cockpit_home: Home) -> Iterator[Home]:
+    """The test home with a daemon running; whatever daemon runs at the end is stopped."""
+    start(cockpit_home)
+    try:
+        yield cockpit_home
+    finally:
+        hz(cockpit_home, "daemon", "stop")
+        found = read_discovery(cockpit_home)
+        if found is not None and Path(f"/proc/{found.pid}").exists():
+            kill_daemon(cockpit_home)
+
+
+def page_text(page: DaemonScreen) -> str:
+    parts = [text_of(page.query_one(f"#{name}", Facts)) for name in ("facts", "tick", "limits")]
+    parts.append(text_of(page.query_one("#turns", Static)))
+    return " ".join(" ".join(parts).split())
+
+
+async def test_issue13_item4_the_header_says_adopted_after_a_reconnect_and_restarted_after_r(
+    daemon: Home,
+) -> None:
+    """Issue 13 item 4 (header): a daemon found after the loss is "· adopted" (the cockpit did
+    not start it); one the cockpit restarted with ``R`` is "· restarted"."""
+    client = await connect(daemon, start=True)
+    assert isinstance(client, HttpClient)
+    app = CockpitApp(daemon, client)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            assert app.sub_title.endswith(" · adopted")
+            kill_daemon(daemon)
+            await until(lambda: app.sub_title.startswith("reconnecting…"), ATTACH_S)
+            second = start(daemon)
+            found = read_discovery(daemon)
+            assert found is not None
+            await until(lambda: app.sub_title.startswith(f"daemon (pid {second})"), ATTACH_S)
+            assert app.sub_title == f"daemon (pid {second}) at {found.address} · adopted"
+
+            await pilot.press("f2", "R")
+            await until(lambda: f"(pid {second})" not in app.sub_title, ATTACH_S)
+            await until(lambda: app.sub_title.endswith(" · restarted"), ATTACH_S)
+            third = read_discovery(daemon)
+            assert third is not None and third.pid != second
+            assert app.sub_title == f"daemon (pid {third.pid}) at {third.address} · restarted"
+    finally:
+        await app.link.close()
+
+
+async def test_issue13_item4_the_kernel_page_says_reconnecting_without_stale_figures(
+    daemon: Home,
+) -> None:
+    """Issue 13 item 4 (kernel page): while the daemon is lost the page says it is reconnecting
+    and shows none of the lost daemon's numbers; once attached it shows the new daemon's."""
+    client = await connect(daemon)
+    assert isinstance(client, HttpClient)
+    first = client.discovery.pid
+    app = CockpitApp(daemon, client)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.press("f2")
+            page = app.screen
+            assert isinstance(page, DaemonScreen)
+            await until(lambda: f"Process pid {first}" in page_text(page), ATTACH_S)
+            assert "0 running, 0 queued" in page_text(page)
+
+            kill_daemon(daemon)
+            await until(lambda: "reconnecting…" in page_text(page), ATTACH_S)
+            shown = page_text(page)
+            assert "Process" not in shown and "running," not in shown and "queued ·" not in shown
+            assert "Uptime" not in shown and "Every" not in shown
+
+            second = start(daemon)
+            await until(lambda: f"Process pid {second}" in page_text(page), ATTACH_S)
+            shown = page_text(page)
+            assert "reconnecting…" not in shown and "0 running, 0 queued" in shown
+    finally:
+        await app.link.close()
+
+
+def test_reconnecting_kernel_page(snap_compare, cockpit_home: Home) -> None:
+    """Issue 13 item 4: the kernel page of a cockpit whose daemon is gone says it reconnects and
+    shows no figures (nothing listens on the daemon's address any more)."""
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home, port=9)), live=False)
+
+    async def lost(pilot: Pilot[int]) -> None:
+        await loaded(pilot)
+        await until(lambda: not app.link.attached)
+        await pilot.press("f2")
+        await until(lambda: "reconnecting…" in page_text(app.screen))  # type: ignore[arg-type]
+        app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=lost)
