@@ -400,10 +400,11 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
     if app.hand_off:
-        from hz_kernel.connect import hand_off
+        from hz_kernel.connect import hand_off, turns_to_cut
 
+        running = turns_to_cut(client)
         report = await hand_off(client, home)
-        sys.stdout.write(
-            f"handed the running turns to the daemon (pid {report.pid}) at {report.address}\n"
-        )
+        turns = f"{running} running turn{'s' if running != 1 else ''}"
+        handed = f"handed {turns} to" if running else "started"
+        sys.stdout.write(f"{handed} the daemon (pid {report.pid}) at {report.address}\n")
     return app.return_code or 0
