@@ -38,6 +38,8 @@ from hz_tui.widgets.queue_filter import QueueFilter
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
+#: Below this many columns the queue shrinks to the heinzels' names: the diff takes the width.
+NARROW_COLUMNS = 110
 EMPTY = "No drafts wait for you. New ones appear here as they land."
 FILTERED_OUT = "No draft matches the filter (/ to change it)."
 
@@ -122,6 +124,7 @@ class ReviewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "hz · review drafts"
+        self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
         self.queue.focus()
         self.load()
@@ -130,6 +133,7 @@ class ReviewScreen(Screen[None]):
         self.load()
 
     def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
         self.redraw()
 
     @work(exclusive=True, group="review-queue")
@@ -166,9 +170,9 @@ class ReviewScreen(Screen[None]):
             parts = [f"draft {queue.cursor_row + 1} of {count}{shown}"]
         if queue.selected:
             parts.append(f"{len(queue.selected)} selected: A approves them")
-        parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
         if self.undoable:
-            parts.append(f"{len(self.undoable)} rejected: u undoes")
+            parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
+        parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
         self.query_one("#review-status", Static).update(" · ".join(parts))
 
     @work(exclusive=True, group="review-diff")

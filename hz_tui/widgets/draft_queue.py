@@ -26,6 +26,8 @@ COLUMNS = (
     ("placed", "Placed", 8),
 )
 ASSET_MIN = 16
+#: Narrower than this, the queue shows the mark and the heinzel only (the diff needs the room).
+FULL_WIDTH = 40
 MARKED = "●"
 
 
@@ -48,13 +50,20 @@ class DraftQueue(DataTable[Cell]):
         self.asset_width = 0
 
     def on_resize(self, event: events.Resize) -> None:
-        fixed = sum(width for _, _, width in COLUMNS) + 2 * self.cell_padding * len(COLUMNS)
+        columns = COLUMNS if event.size.width >= FULL_WIDTH else COLUMNS[:2]
+        fixed = sum(width for _, _, width in columns) + 2 * self.cell_padding * len(columns)
         asset = max(ASSET_MIN, event.size.width - fixed - 2)
+        if len(columns) < len(COLUMNS):
+            asset = -max(1, event.size.width - 2 * self.cell_padding * 2 - 3)
         if asset != self.asset_width:
             self.asset_width = asset
             self.clear(columns=True)
-            for key, label, width in COLUMNS:
-                self.add_column(label, key=key, width=width or asset)
+            for key, label, width in columns:
+                self.add_column(
+                    label,
+                    key=key,
+                    width=(abs(asset) if key == "heinzel" and asset < 0 else width or asset),
+                )
             self.show(self.listed)
 
     def show(self, drafts: Iterable[DraftSummary]) -> None:
@@ -68,15 +77,16 @@ class DraftQueue(DataTable[Cell]):
             return
         self.clear()
         now = now_utc()
+        narrow = len(self.columns) < len(COLUMNS)
         for draft in self.drafts:
             asset = (draft.asset or "?").removeprefix("doc:")
-            self.add_row(
+            cells = [
                 Cell(MARKED if draft.key in self.selected else ""),
                 Cell(draft.heinzel_name or draft.heinzel),
                 Cell(asset),
                 Cell(display.ago(draft.placed_at, now, exact=False)),
-                key=draft.key,
-            )
+            ]
+            self.add_row(*cells[: 2 if narrow else 4], key=draft.key)
         keys = [d.key for d in self.drafts]
         if focused in keys:
             self.move_cursor(row=keys.index(focused), animate=False)
