@@ -393,6 +393,22 @@ class DraftDiff(_Shape):
     current_text: str
 
 
+class DraftReview(DraftDiff):
+    """A draft with what a reviewer compares it to: the section's last approved text too.
+
+    ``approved_text`` is the text the user last approved in this section
+    (None: nothing approved there before, or that approval's turn body was
+    pruned: ``approved_note`` says which); ``line`` is the 1-based line of the
+    draft's first text line in the document, for ``$EDITOR +LINE``.
+    """
+
+    approved_text: str | None = None
+    approved_key: str | None = None
+    approved_at: str | None = None
+    approved_note: str | None = None
+    line: int | None = None
+
+
 class DraftList(_Shape):
     items: list[DraftSummary]
 

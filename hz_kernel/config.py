@@ -85,6 +85,8 @@ class DocumentsSettings(_Section):
 class CockpitSettings(_Section):
     theme: str = "hz-dark"
     bell: bool = False
+    undo_seconds: float = Field(default=5.0, ge=1.0, le=600.0)
+    """How long a rejection in the review desk waits for ``u`` before it is sent."""
 
 
 class Settings(_Section):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.lifecycle import LifecycleCommands
+from hz_kernel.commands.review import ReviewCommands
 from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
 from hz_kernel.commands.turns import TurnCommands
@@ -18,7 +19,9 @@ from hz_kernel.observe import Observation, Observer
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
-class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands):
+class Kernel(
+    TickCommands, ReviewCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands
+):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 
     def load(self) -> api.KernelLoad:

@@ -224,6 +224,14 @@ TURN_BODY = Operation(
     "turn.body", TurnBodyRequest, api.TurnBody, "turn_body", False, "A turn's events and body"
 )
 DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
+REVIEW = Operation(
+    "draft.review",
+    DraftKey,
+    api.DraftReview,
+    "draft_review",
+    False,
+    "A draft with its text as placed and the section's last approved text",
+)
 TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
 
@@ -232,6 +240,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF, TURN_BODY,
+        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY,
     )
 }  # fmt: skip

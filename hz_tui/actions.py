@@ -60,6 +60,30 @@ def request_for(
     raise ValueError(f"unknown heinzel action {action!r}")
 
 
+def confirmation(
+    action: str, name: str, state: str | None, waits: bool
+) -> tuple[str, str, str] | None:
+    """The question to ask before ``action`` (question, what it does, the yes label), or None.
+
+    Retiring stops every wake of the heinzel and rejecting what ``waits``
+    deletes a draft's section, so both ask; the other actions are undone by
+    their opposite key (and a reject with nothing waiting is only refused).
+    """
+    if action == "retire" and state != "retired":
+        return (
+            f"Retire {name}?",
+            "It keeps its files and history but never wakes again until you unretire it.",
+            "Retire",
+        )
+    if action == "reject" and waits:
+        return (
+            f"Reject what {name} waits on?",
+            "A draft's section is deleted from the document; a proposed contract is declined.",
+            "Reject",
+        )
+    return None
+
+
 def describe(name: str, result: object) -> str:
     """One line saying what the kernel did."""
     if isinstance(result, Decision):

@@ -131,8 +131,12 @@ class CockpitApp(App[int]):
     @work(exclusive=True, group="warm")
     async def warm_client(self) -> None:
         """After the first frame, load what the client put off (an embedded kernel opens)."""
+        from hz_tui.review import HeldRejects
+
         try:
             await self.client.warm()
+            for line in await HeldRejects(self.home).send_left_behind(self.client):
+                self.notify(line)  # a rejection held for undo when the last cockpit ended
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
 
@@ -342,7 +346,14 @@ class CockpitApp(App[int]):
         """Send the action's operation; the answer is a notification, the change comes live."""
         row = self.rows.get(heinzel_id)
         name = row.name if row else heinzel_id
-        operation, request = actions.request_for(action, heinzel_id, row.state if row else None)
+        state = row.state if row else None
+        waits = bool(row and (row.pending_draft or row.pending_amendment or state == "proposed"))
+        if (asked := actions.confirmation(action, name, state, waits)) is not None:
+            from hz_tui.screens.confirm import ConfirmScreen
+
+            if not await self.push_screen_wait(ConfirmScreen(*asked)):
+                return
+        operation, request = actions.request_for(action, heinzel_id, state)
         try:
             result = await self.client.call(operation, request)
         except HzError as exc:

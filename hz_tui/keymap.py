@@ -87,12 +87,24 @@ COMPOSER = [
 REVIEW = [
     Binding("j,down", "move(1)", "Down", id="review.down", show=False),
     Binding("k,up", "move(-1)", "Up", id="review.up", show=False),
-    Binding("enter", "show", "Diff", id="review.show"),
+    Binding("enter", "show", "Diff", id="review.show", show=False),
     Binding("a", "decide('approve')", "Approve", id="review.approve"),
-    Binding("r", "decide('reject')", "Reject", id="review.reject"),
+    Binding("x", "decide('reject')", "Reject", id="review.reject"),
+    Binding("u", "undo", "Undo reject", id="review.undo", show=False),
+    Binding("space", "select", "Select", id="review.select", key_display="space"),
+    Binding("A", "approve_selected", "Approve selected", id="review.approve_selected", show=False),
+    Binding("b", "switch_base", "Diff base", id="review.base"),
+    Binding("m", "toggle_markdown", "Markdown", id="review.markdown"),
+    Binding("slash", "filter", "Filter", id="review.filter", key_display="/"),
     Binding("e", "edit", "Edit in $EDITOR", id="review.edit"),
-    Binding("n", "move(1)", "Next", id="review.next"),
+    Binding("n", "move(1)", "Next", id="review.next", show=False),
     Binding("escape", "back", "Back", id="review.back"),
+]
+
+#: A yes/no question before a destructive action (retire, daemon restart).
+CONFIRM = [
+    Binding("y", "confirm", "Yes", id="confirm.yes"),
+    Binding("n,escape", "cancel", "Cancel", id="confirm.cancel"),
 ]
 
 DIALOG = [
@@ -137,6 +149,7 @@ SCOPES = (
     Scope("Contract page", CONTRACT),
     Scope("Draft review", REVIEW),
     Scope("Dialogs", DIALOG),
+    Scope("Confirmations", CONFIRM),
     Scope("Kernel page", DAEMON),
     Scope("Daemon log", LOGS),
     Scope("Help", HELP),

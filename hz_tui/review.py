@@ -1,58 +1,171 @@
-"""Reviewing a draft: what changed between the draft as placed and the document's text now.
+"""The review desk's rules, apart from its screen: what a diff compares, how it reads, undo.
 
-Kept apart from the screen so the rules (what a status means to the reviewer,
-how the diff reads) are tested without one. The texts come from the kernel's
-``draft.diff``; the cockpit never reads a document to find a section itself.
+The texts come from the kernel's ``draft.review`` (the cockpit never reads
+a document to find a section itself, so a remote cockpit shows the same).
+Two comparisons: the draft against the section's last approved text (what
+changed since last time) and against the draft as placed (what you edited).
+Narrow terminals get one unified column, wide ones the two sides.
+
+A rejection is held for a few seconds before it is sent, so ``u`` can take
+it back: the kernel has no "unreject" (the section is deleted and the spine
+records it), so the honest undo is not sending. A held rejection is on disk
+(``<home>/cockpit/held-rejects.json``) before the draft leaves the queue
+and stays there until the kernel has it: leaving the desk or quitting sends
+it at once, and a cockpit that died meanwhile sends it when it next starts,
+only if the draft still waits (never twice, never over a later decision).
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+from rich.console import Group, RenderableType
+from rich.style import Style
+from rich.table import Table
 from rich.text import Text
 
-from hz_kernel.api import DraftDiff
+from hz_kernel import operations as ops
+from hz_kernel.api import DraftReview
+from hz_kernel.client import KernelClient
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_tui import diffing
+from hz_tui.diffing import Diff, Gap, Line
+from hz_tui.files import read_private, write_private
+from hz_tui.link import NotConnected
 from hz_tui.rows import Palette
 
-#: What each status of ``draft.diff`` tells the reviewer, in a few words.
+#: What each status of a draft tells the reviewer, in a few words.
 STATUS_NOTES = {
     "placed": "unchanged since it was placed",
-    "edited": "you edited it: the diff shows your changes",
+    "edited": "you edited it since it was placed",
     "approved": "approved already (the tag line is gone)",
     "rejected": "rejected already (the section is gone)",
     "missing": "the document is missing",
 }
-DIFF_CONTEXT = 3
+#: Terminals at least this wide show the two sides of a diff next to each other.
+SIDE_BY_SIDE_COLUMNS = 160
+#: How long a rejection waits for ``u`` before it is sent.
+UNDO_SECONDS = 5.0
+HELD_FILE = "held-rejects.json"
+
+Base = Literal["approved", "placed"]
+BASE_NAMES: dict[Base, str] = {"approved": "since last approved", "placed": "your edits"}
+MARK = Style(reverse=True, bold=True)
+SIGNS = {"old": "-", "new": "+", "same": " "}
 
 
-def diff_lines(diff: DraftDiff) -> list[str]:
-    """A unified diff from the draft as placed to the section as it reads now."""
-    before = diff.placed_text.splitlines()
-    after = diff.current_text.splitlines()
-    return list(
-        difflib.unified_diff(
-            before, after, "as placed", "in the document now", n=DIFF_CONTEXT, lineterm=""
-        )
+def draft_text(review: DraftReview) -> str:
+    """The draft as it reads now; as placed once its section is gone."""
+    if review.status in ("rejected", "missing"):
+        return review.placed_text
+    return review.current_text
+
+
+def compared(review: DraftReview, base: Base) -> tuple[str, str, tuple[str, str]]:
+    """The two texts a base compares, and the labels of their sides."""
+    if base == "placed":
+        return review.placed_text, draft_text(review), ("as placed", "in the document now")
+    return review.approved_text or "", draft_text(review), ("last approved", "this draft")
+
+
+def render_review(
+    review: DraftReview, base: Base, diff: Diff, palette: Palette, *, wide: bool
+) -> RenderableType:
+    """The review pane: who and where, what is compared, then the diff (two sides if wide)."""
+    _, _, labels = compared(review, base)
+    header = Text()
+    header.append(review.heinzel_name, style="bold")
+    header.append(f"  {review.asset}\n", style="dim")
+    header.append(f"{review.path}\n", style="dim")
+    header.append(STATUS_NOTES.get(review.status, review.status) + "\n", style="italic")
+    header.append(f"{BASE_NAMES[base]}", style="bold")
+    if base == "approved" and review.approved_text is None:
+        header.append(f": {review.approved_note or 'no approved text'}", style="italic")
+    elif base == "approved" and review.approved_at:
+        header.append(f" ({review.approved_at[:10]})", style="dim")
+    header.append(f"  −{diff.removed} +{diff.added}\n", style="dim")
+    if not diff.changed:
+        same = "the same as the last approved text" if base == "approved" else "no edits"
+        header.append(f"{same}; the draft:\n", style="italic")
+        body = Text("\n".join(f"  {line}" for line in draft_text(review).splitlines()))
+        return Group(header, body)
+    body_: RenderableType = (
+        side_by_side(diff, palette, labels) if wide else unified(diff, palette, labels)
     )
+    return Group(header, body_)
 
 
-def render_diff(diff: DraftDiff, palette: Palette) -> Text:
-    """The review pane: a header, then the diff, or the draft itself when nothing changed."""
-    text = Text()
-    text.append(f"{diff.heinzel_name}", style="bold")
-    text.append(f"  {diff.asset}\n", style="dim")
-    text.append(f"{diff.path}\n", style="dim")
-    note = STATUS_NOTES.get(diff.status, diff.status)
-    text.append(f"{note}\n\n", style="italic")
-    lines = diff_lines(diff)
-    if not lines:
-        for line in diff.placed_text.splitlines():
-            text.append(f"  {line}\n")
-        return text
-    text.append_text(colour_diff(lines, palette))
+def line_text(line: Line, palette: Palette) -> Text:
+    """One line coloured by its kind, its changed words in reverse video (readable uncoloured)."""
+    style = _kind_style(line.kind, palette)
+    text = Text(line.text, style=style)
+    for start, end in line.marks:
+        text.stylize(style + MARK, start, end)
     return text
+
+
+def unified(diff: Diff, palette: Palette, labels: tuple[str, str] = ("", "")) -> Text:
+    """One column: removed lines, then added ones, with their numbers and signs."""
+    out = Text()
+    if any(labels):
+        out.append(f"--- {labels[0]}\n+++ {labels[1]}\n", style="bold")
+    for item in diff.unified():
+        if isinstance(item, Gap):
+            out.append(_gap(item) + "\n", style=palette.muted)
+            continue
+        out.append(f"{item.number:>4} {SIGNS[item.kind]} ", style=_gutter(item.kind, palette))
+        out.append_text(line_text(item, palette))
+        out.append("\n")
+    return out
+
+
+def side_by_side(diff: Diff, palette: Palette, labels: tuple[str, str]) -> Table:
+    """Two columns, old left and new right, paired row by row; long lines fold."""
+    table = Table(box=None, expand=True, padding=(0, 1), show_edge=False, header_style="bold")
+    table.add_column("", justify="right", no_wrap=True, width=6)
+    table.add_column(labels[0], ratio=1, overflow="fold")
+    table.add_column("", justify="right", no_wrap=True, width=6)
+    table.add_column(labels[1], ratio=1, overflow="fold")
+    for part in diff.parts:
+        if isinstance(part, Gap):
+            gap = Text(_gap(part).strip(), style=palette.muted)
+            table.add_row("", gap, "", gap)
+            continue
+        for old, new in part.rows():
+            table.add_row(*_side(old, palette), *_side(new, palette))
+    return table
+
+
+def _side(line: Line | None, palette: Palette) -> tuple[Text, Text]:
+    if line is None:
+        return Text(""), Text("")
+    gutter = Text(f"{line.number} {SIGNS[line.kind]}", style=_gutter(line.kind, palette))
+    return gutter, line_text(line, palette)
+
+
+def _gap(gap: Gap) -> str:
+    return f"{'':>4} ⋯ {gap.lines} unchanged line{'s' if gap.lines != 1 else ''}"
+
+
+def _kind_style(kind: str, palette: Palette) -> Style:
+    return {"old": palette.bad, "new": palette.ok}.get(kind, Style())
+
+
+def _gutter(kind: str, palette: Palette) -> Style:
+    return _kind_style(kind, palette) if kind != "same" else palette.muted
+
+
+def compare(review: DraftReview, base: Base) -> Diff:
+    before, after, _ = compared(review, base)
+    return diffing.compare(before, after)
 
 
 def colour_diff(lines: list[str], palette: Palette) -> Text:
@@ -73,7 +186,116 @@ def colour_diff(lines: list[str], palette: Palette) -> Text:
     return text
 
 
-def editor_command(path: str) -> list[str]:
-    """``$VISUAL`` or ``$EDITOR`` (with its own arguments), else ``vi``, on ``path``."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    return [*shlex.split(editor), path]
+#: Editors that take ``FILE:LINE`` rather than ``+LINE FILE``; VS Code's family uses ``--goto``.
+_COLON_EDITORS = frozenset({"hx", "helix", "subl", "sublime_text", "zed"})
+_GOTO_EDITORS = frozenset({"code", "code-insiders", "codium", "cursor"})
+
+
+def editor_command(path: str, line: int | None = None) -> list[str]:
+    """``$VISUAL`` or ``$EDITOR`` (with its own arguments), else ``vi``, on ``path`` at ``line``.
+
+    vi, vim, nvim, nano, emacs, micro, kak and most others take ``+LINE``;
+    helix and Sublime take ``FILE:LINE``; VS Code takes ``--goto FILE:LINE``.
+    """
+    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    if line is None:
+        return [*editor, path]
+    name = Path(editor[0]).name
+    if name in _COLON_EDITORS:
+        return [*editor, f"{path}:{line}"]
+    if name in _GOTO_EDITORS:
+        return [*editor, "--goto", f"{path}:{line}"]
+    return [*editor, f"+{line}", path]
+
+
+class Held(BaseModel):
+    """A rejection the user made and the kernel has not been sent yet."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    name: str
+
+
+class _HeldFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    items: list[Held] = []
+
+
+class HeldRejects:
+    """The held rejections of one home (or one ``--connect`` connection), on disk."""
+
+    def __init__(self, home: Home) -> None:
+        self.path = home.root / "cockpit" / HELD_FILE
+
+    def load(self) -> list[Held]:
+        """What is held; a file that cannot be read holds nothing (it is replaced on write)."""
+        try:
+            data = read_private(self.path)
+            return [] if data is None else _HeldFile.model_validate_json(data).items
+        except (OSError, ValidationError):
+            return []
+
+    def hold(self, key: str, name: str) -> None:
+        """Keep a rejection; raises ``HzError`` (HZU210) when it cannot be saved."""
+        items = [held for held in self.load() if held.key != key]
+        self._save([*items, Held(key=key, name=name)])
+
+    def release(self, key: str) -> None:
+        """Forget a rejection: undone, or the kernel has it."""
+        items = self.load()
+        if any(held.key == key for held in items):
+            self._save([held for held in items if held.key != key])
+
+    def _save(self, items: Sequence[Held]) -> None:
+        if not items:
+            self.path.unlink(missing_ok=True)
+            return
+        data = orjson.dumps(_HeldFile(items=list(items)).model_dump())
+        write_private(
+            self.path, data, code="HZU210", what="the rejection to undo", make_folder=True
+        )
+
+    async def send(self, client: KernelClient, held: Held) -> Sent:
+        """Send one held rejection and say how it went.
+
+        It is released once the kernel has it, or refused it (the refusal is
+        the answer); while the kernel cannot be reached it stays held, to be
+        sent when the cockpit next starts.
+        """
+        try:
+            await client.call(ops.REJECT, ops.RejectRequest(ref=held.key))
+        except NotConnected as exc:
+            return Sent(f"{held.name}: not rejected yet: {exc.one_line()}", "unreachable")
+        except HzError as exc:
+            self.release(held.key)
+            return Sent(f"{held.name}: {exc.one_line()}", "refused")
+        self.release(held.key)
+        return Sent(f"{held.name}: draft rejected", "rejected")
+
+    async def send_left_behind(self, client: KernelClient) -> list[str]:
+        """Send what a cockpit that ended early still held, if the draft still waits.
+
+        A draft no longer pending was decided meanwhile (or this rejection
+        reached the kernel just before the end): nothing is sent for it.
+        """
+        items = self.load()
+        if not items:
+            return []
+        pending = {d.key for d in (await client.call(ops.DRAFTS, ops.Empty())).items}
+        lines = []
+        for held in items:
+            if held.key in pending:
+                lines.append((await self.send(client, held)).line)
+            else:
+                self.release(held.key)
+        return lines
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How sending one held rejection went: its result line and outcome."""
+
+    line: str
+    outcome: Literal["rejected", "refused", "unreachable"]

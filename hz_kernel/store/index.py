@@ -16,6 +16,7 @@ while holding that spine's lock, so it can never race its writer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
@@ -349,15 +350,21 @@ class IndexQueries:
 
     async def fetch(self, table: str, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         self.queries += 1
-        try:
-            async with self.conn.execute(sql, params) as cur:
-                rows = await cur.fetchall()
-        except sqlite3.Error as exc:
-            raise index_error(exc, self.path) from None
+        # Shielded: a caller cancelled while its statement runs (a cockpit dropping a stale
+        # read) must not leave that statement open, or this connection keeps reading the
+        # snapshot it started on and never sees a later write.
+        rows = await asyncio.shield(self._rows(sql, params))
         shape = _BY_NAME.get(table)
         if shape is None:
             return [dict(r) for r in rows]
         return [_decode_row(shape, r) for r in rows]
+
+    async def _rows(self, sql: str, params: Sequence[Any]) -> Iterable[sqlite3.Row]:
+        try:
+            async with self.conn.execute(sql, params) as cur:
+                return await cur.fetchall()
+        except sqlite3.Error as exc:
+            raise index_error(exc, self.path) from None
 
     async def spine_marks(self) -> dict[str, SpineMark]:
         rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns, hash FROM spines")

@@ -117,10 +117,14 @@ class DaemonScreen(Screen[None]):
         return True
 
     def action_restart(self) -> None:
-        """Restart at once when no turn runs; else ask first, as the restart waits for them."""
+        """Ask first: a plain yes/no, or with turns running whether to wait for them."""
         running = sum(1 for row in self.cockpit.rows.values() if row.state == "awake")
         if not running:
-            self.restart_chosen("restart")
+            from hz_tui.screens.confirm import ConfirmScreen
+
+            about = "Every window attached to it reconnects to the new one; no work is lost."
+            asked = ConfirmScreen("Restart the daemon?", about, "Restart")
+            self.app.push_screen(asked, lambda yes: self.restart_chosen("restart" if yes else None))
             return
         from hz_tui.screens.choose import ChooseScreen
 

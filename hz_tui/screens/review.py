@@ -1,49 +1,96 @@
-"""Draft review: the queue of waiting drafts across heinzels, each one's diff, and a decision.
+"""The review desk: the queue of waiting drafts across heinzels, each one's diff, decisions.
 
-``j``/``k`` move, the highlighted draft's diff shows beside the queue (Enter
-shows it again), ``a`` approves, ``r`` rejects, ``e`` opens the document in
-``$EDITOR`` and ``n`` goes to the next draft. Every decision is one kernel
-operation (``approve``/``reject`` by draft key); the queue follows the
-spines like every other screen.
+The highlighted draft's diff shows beside the queue: against the section's
+last approved text by default (what changed since last time), or against
+the draft as placed (what you edited) after ``b``; two sides when the
+terminal is wide, one column otherwise; ``m`` shows the draft rendered as
+Markdown. ``a`` approves, ``x`` rejects (held for a few seconds: ``u``
+undoes it), space marks drafts and ``A`` approves every marked one, ``/``
+filters, ``e`` opens ``$EDITOR`` at the draft's line. Every decision is one
+kernel operation by draft key; the queue follows the spines like every
+other screen. See ``hz_tui.review`` for the rules.
 """
 
 from __future__ import annotations
 
 import subprocess
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult, SuspendNotSupported
-from textual.containers import Horizontal
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Header, Static
+from textual.timer import Timer
+from textual.widgets import DataTable, Header, Input, Static
 
 from hz_kernel import operations as ops
-from hz_kernel.api import DraftDiff
+from hz_kernel.api import DraftReview
 from hz_kernel.errors import HzError
-from hz_tui import keymap, review, rows
+from hz_tui import diffing, keymap, review, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.draft_queue import DraftQueue
 from hz_tui.widgets.key_bar import KeyBar
+from hz_tui.widgets.queue_filter import QueueFilter
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
+#: Below this many columns the queue shrinks to the heinzels' names: the diff takes the width.
+NARROW_COLUMNS = 110
 EMPTY = "No drafts wait for you. New ones appear here as they land."
+FILTERED_OUT = "No draft matches the filter (/ to change it)."
+
+
+class ReviewDeskCommands(Provider):
+    """The desk's keys in the command palette, while the desk is open."""
+
+    def commands(self) -> list[tuple[str, str, str]]:
+        """(title, help, action) for each of the desk's keys but plain moves."""
+        if not isinstance(self.screen, ReviewScreen):
+            return []
+        return [
+            (f"Review: {b.description}", f"key {b.key_display or b.key}", b.action)
+            for b in keymap.REVIEW
+            if b.id not in ("review.down", "review.up")
+        ]
+
+    async def discover(self) -> Hits:
+        for title, about, action in self.commands():
+            yield DiscoveryHit(title, partial(self.screen.run_action, action), help=about)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, about, action in self.commands():
+            score = matcher.match(title)
+            if score > 0:
+                run = partial(self.screen.run_action, action)
+                yield Hit(score, matcher.highlight(title), run, help=about)
 
 
 class ReviewScreen(Screen[None]):
-    """Every pending draft, reviewed one after the other."""
+    """Every pending draft, reviewed one after the other or in a batch."""
 
     CSS_PATH = "review.tcss"
     BINDINGS = keymap.REVIEW
+    COMMANDS = {ReviewDeskCommands}  # noqa: RUF012 (Textual's class variable)
 
     def __init__(self) -> None:
         super().__init__()
-        self.diff: DraftDiff | None = None
+        self.review: DraftReview | None = None
+        self.shown: diffing.Diff | None = None
+        """The diff on screen (None while the Markdown or a message is shown)."""
+        self.base: review.Base = "approved"
+        self.markdown = False
         self.decided: set[str] = set()
         """Keys approved or rejected here, hidden until the kernel's listing drops them too."""
+        self.undo_seconds = review.UNDO_SECONDS
+        self.undoable: dict[str, Timer] = {}
+        """Rejections held for undo, oldest first, each with the timer that sends it."""
+        self.held_here: set[str] = set()
+        """Rejections this desk held and has not seen sent: sent when the desk closes."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -57,22 +104,37 @@ class ReviewScreen(Screen[None]):
     def pane(self) -> DiffView:
         return self.query_one(DiffView)
 
+    @property
+    def held(self) -> review.HeldRejects:
+        return review.HeldRejects(self.cockpit.home)
+
+    @property
+    def wide(self) -> bool:
+        return self.app.size.width >= review.SIDE_BY_SIDE_COLUMNS
+
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
         with Horizontal(id="review"):
-            yield DraftQueue(id="queue")
+            with Vertical(id="queue-column"):
+                yield QueueFilter(id="queue-filter")
+                yield DraftQueue(id="queue")
             yield DiffView(id="diff")
         yield Static(id="review-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.title = "hz · review drafts"
+        self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
         self.queue.focus()
         self.load()
 
     def on_rows(self, update: RowsUpdate) -> None:
         self.load()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
+        self.redraw()
 
     @work(exclusive=True, group="review-queue")
     async def load(self) -> None:
@@ -86,49 +148,86 @@ class ReviewScreen(Screen[None]):
         drafts = [d for d in listed.items if d.key not in self.decided]
         before = self.queue.cursor_key()
         self.queue.show(drafts)
+        self.after_queue_change(before)
+
+    def after_queue_change(self, before: str | None) -> None:
         self.update_status()
         key = self.queue.cursor_key()
         if key is None:
-            self.diff = None
-            self.pane.say(EMPTY)
-        elif key != before or self.diff is None or self.diff.key != key:
-            self.show_diff(key)
+            self.review = None
+            self.shown = None
+            self.pane.say(FILTERED_OUT if self.queue.listed else EMPTY)
+        elif key != before or self.review is None or self.review.key != key:
+            self.show_review(key)
 
     def update_status(self) -> None:
-        count = len(self.queue.drafts)
+        queue = self.queue
+        count = len(queue.drafts)
         if not count:
-            line = "nothing waits for review"
+            parts = ["nothing matches the filter" if queue.listed else "nothing waits for review"]
         else:
-            where = self.queue.cursor_row + 1
-            line = f"draft {where} of {count} · a approve · r reject · e edit · n next"
-        self.query_one("#review-status", Static).update(line)
+            shown = f" (of {len(queue.listed)})" if count != len(queue.listed) else ""
+            parts = [f"draft {queue.cursor_row + 1} of {count}{shown}"]
+        if queue.selected:
+            parts.append(f"{len(queue.selected)} selected: A approves them")
+        if self.undoable:
+            parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
+        parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
+        self.query_one("#review-status", Static).update(" · ".join(parts))
 
     @work(exclusive=True, group="review-diff")
-    async def show_diff(self, key: str) -> None:
+    async def show_review(self, key: str) -> None:
         try:
-            diff = await self.cockpit.client.call(ops.DIFF, ops.DraftKey(key=key))
+            shown = await self.cockpit.client.call(ops.REVIEW, ops.DraftKey(key=key))
         except HzError as exc:
-            self.diff = None
+            self.review = None
+            self.shown = None
             self.pane.say(exc.one_line())
             return
         if self.queue.cursor_key() != key:
             return
-        self.diff = diff
+        self.review = shown
+        await self.draw()
+
+    def redraw(self) -> None:
+        if self.review is not None:
+            self.run_worker(self.draw(), exclusive=True, group="review-draw")
+
+    async def draw(self) -> None:
+        """Show the current draft as the desk is set: its diff (one or two sides) or Markdown."""
+        shown = self.review
+        if shown is None:
+            return
+        if self.markdown:
+            self.shown = None
+            await self.pane.show_markdown(review.draft_text(shown))
+            return
+        self.shown = review.compare(shown, self.base)
         palette = rows.Palette.from_theme(self.app.theme_variables)
-        self.pane.show(review.render_diff(diff, palette))
+        self.pane.show(review.render_review(shown, self.base, self.shown, palette, wide=self.wide))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.update_status()
         key = event.row_key.value
-        if key is not None and (self.diff is None or self.diff.key != key):
-            self.show_diff(key)
+        if key is not None and (self.review is None or self.review.key != key):
+            self.show_review(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         self.action_show()
 
-    # -- actions -------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        before = self.queue.cursor_key()
+        self.queue.set_filter(event.value)
+        self.after_queue_change(before)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.queue.focus()
+
+    # -- moving, looking ---------------------------------------------------------------
 
     def action_move(self, delta: int) -> None:
         count = self.queue.row_count
@@ -138,37 +237,153 @@ class ReviewScreen(Screen[None]):
     def action_show(self) -> None:
         key = self.queue.cursor_key()
         if key is not None:
-            self.show_diff(key)
+            self.show_review(key)
+
+    def action_switch_base(self) -> None:
+        """Since last approved ⇄ your edits (against the draft as placed)."""
+        self.base = "placed" if self.base == "approved" else "approved"
+        self.markdown = False
+        self.update_status()
+        self.redraw()
+
+    def action_toggle_markdown(self) -> None:
+        self.markdown = not self.markdown
+        self.redraw()
+
+    def action_filter(self) -> None:
+        self.query_one(QueueFilter).add_class("-active").focus()
+
+    def action_select(self) -> None:
+        if self.queue.toggle_selected() is not None:
+            self.update_status()
+
+    # -- deciding ----------------------------------------------------------------------
 
     def action_decide(self, verb: str) -> None:
         key = self.queue.cursor_key()
         if key is None:
             self.notify("No draft is selected.", severity="warning")
-            return
-        self.decide(key, verb)
+        elif verb == "approve":
+            self.approve(key)
+        else:
+            self.hold_reject(key)
+
+    def name_of(self, key: str) -> str:
+        draft = self.queue.draft(key)
+        return (draft.heinzel_name if draft else None) or "draft"
+
+    def leave_queue(self, key: str) -> None:
+        """A decided draft leaves the queue at once; the next one's diff shows."""
+        self.decided.add(key)
+        before = self.queue.cursor_key()
+        self.queue.show([d for d in self.queue.listed if d.key != key])
+        self.review = None
+        self.after_queue_change(before)
 
     @work(group="review-decide")
-    async def decide(self, key: str, verb: str) -> None:
-        """Approve or reject one draft; on success it leaves the queue at once."""
-        draft = self.queue.draft(key)
-        name = (draft.heinzel_name if draft else None) or "draft"
-        operation = ops.APPROVE if verb == "approve" else ops.REJECT
-        request = ops.ApproveRequest(ref=key) if verb == "approve" else ops.RejectRequest(ref=key)
+    async def approve(self, key: str) -> None:
+        name = self.name_of(key)
         try:
-            await self.cockpit.client.call(operation, request)
+            await self.cockpit.client.call(ops.APPROVE, ops.ApproveRequest(ref=key))
         except HzError as exc:
             self.notify(f"{name}: {exc.one_line()}", severity="error", timeout=10)
             return
-        self.notify(f"{name}: draft {'approved' if verb == 'approve' else 'rejected'}")
-        self.decided.add(key)
-        self.queue.show([d for d in self.queue.drafts if d.key != key])
-        self.diff = None
+        self.notify(f"{name}: draft approved")
+        self.leave_queue(key)
+        self.load()
+
+    @work(group="review-decide")
+    async def action_approve_selected(self) -> None:
+        """Approve every marked draft, one after the other; one result line each."""
+        chosen = self.queue.selected_in_order()
+        if not chosen:
+            self.notify("Mark drafts with space first; A approves every marked one.")
+            return
+        lines = []
+        for draft in chosen:
+            name = draft.heinzel_name or draft.heinzel
+            try:
+                await self.cockpit.client.call(ops.APPROVE, ops.ApproveRequest(ref=draft.key))
+            except HzError as exc:
+                lines.append(f"✗ {name}: {exc.one_line()}")
+                continue
+            lines.append(f"✓ {name}: draft approved")
+            self.queue.selected.discard(draft.key)
+            self.leave_queue(draft.key)
+        failed = sum(1 for line in lines if line.startswith("✗"))
+        title = f"approved {len(lines) - failed} of {len(lines)}"
+        self.notify(
+            "\n".join(lines), title=title, severity="error" if failed else "information", timeout=10
+        )
         self.update_status()
         self.load()
 
+    def hold_reject(self, key: str) -> None:
+        """Reject, held for ``undo_seconds``: on disk first, sent when the time is up."""
+        name = self.name_of(key)
+        try:
+            self.held.hold(key, name)
+        except HzError as exc:
+            self.notify(f"{name}: not rejected: {exc.one_line()}", severity="error", timeout=10)
+            return
+        self.held_here.add(key)
+        self.undoable[key] = self.set_timer(self.undo_seconds, partial(self.send_held, key))
+        self.notify(f"{name}: draft rejected · u undoes it", timeout=max(self.undo_seconds, 1.0))
+        self.leave_queue(key)
+
+    def action_undo(self) -> None:
+        if not self.undoable:
+            self.notify("Nothing to undo: a rejection is sent once its few seconds are up.")
+            return
+        key = next(reversed(self.undoable))
+        name = self.name_of_held(key)
+        try:
+            self.held.release(key)
+        except HzError as exc:
+            self.notify(f"{name}: cannot undo: {exc.one_line()}", severity="error", timeout=10)
+            return
+        self.undoable.pop(key).stop()
+        self.held_here.discard(key)
+        self.decided.discard(key)
+        self.notify(f"{name}: reject undone; the draft still waits")
+        self.update_status()
+        self.load()
+
+    def name_of_held(self, key: str) -> str:
+        return next((h.name for h in self.held.load() if h.key == key), "draft")
+
+    @work(group="review-held")
+    async def send_held(self, key: str) -> None:
+        """The undo window closed: send the rejection (unless it was undone meanwhile)."""
+        self.undoable.pop(key, None)
+        held = next((h for h in self.held.load() if h.key == key), None)
+        if held is None:
+            return
+        sent = await self.held.send(self.cockpit.client, held)
+        if sent.outcome != "unreachable":
+            self.held_here.discard(key)
+        if sent.outcome == "refused":
+            self.decided.discard(key)
+            self.notify(sent.line, severity="error", timeout=10)
+            self.load()
+        elif sent.outcome == "unreachable":
+            self.notify(sent.line, severity="warning", timeout=10)
+        self.update_status()
+
+    async def on_unmount(self) -> None:
+        """Leaving the desk (or quitting) ends the undo window: send what is still held."""
+        for timer in self.undoable.values():
+            timer.stop()
+        self.undoable.clear()
+        for held in self.held.load():
+            if held.key in self.held_here:
+                await self.held.send(self.cockpit.client, held)
+
+    # -- the editor --------------------------------------------------------------------
+
     def action_edit(self) -> None:
-        diff = self.diff
-        if diff is None or diff.key != self.queue.cursor_key():
+        shown = self.review
+        if shown is None or shown.key != self.queue.cursor_key():
             self.notify("Wait for the diff, then edit.", severity="warning")
             return
         if self.cockpit.client.remote:
@@ -177,7 +392,7 @@ class ReviewScreen(Screen[None]):
                 severity="warning",
             )
             return
-        command = review.editor_command(diff.path)
+        command = review.editor_command(shown.path, shown.line)
         try:
             with self.app.suspend():
                 returned = subprocess.run(command, check=False).returncode
@@ -189,8 +404,8 @@ class ReviewScreen(Screen[None]):
             return
         if returned != 0:
             self.notify(f"{command[0]} exited with {returned}", severity="warning")
-        self.diff = None
-        self.show_diff(diff.key)
+        self.review = None
+        self.show_review(shown.key)
         self.load()
 
     def action_back(self) -> None:

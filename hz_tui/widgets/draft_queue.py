@@ -1,4 +1,9 @@
-"""The review queue: every draft waiting for the user, across heinzels, oldest first."""
+"""The review queue: every draft waiting for the user, across heinzels, oldest first.
+
+Space marks drafts for a batch decision (the first column shows the mark);
+a filter narrows the queue to drafts whose heinzel or document has every
+word typed. Marks on drafts that leave the queue are forgotten.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +19,22 @@ from hz_tui import display
 from hz_tui.rows import Cell
 
 #: Fixed columns; the document takes what is left.
-COLUMNS = (("heinzel", "Heinzel", 16), ("asset", "Document", 0), ("placed", "Placed", 8))
+COLUMNS = (
+    ("mark", "", 1),
+    ("heinzel", "Heinzel", 16),
+    ("asset", "Document", 0),
+    ("placed", "Placed", 8),
+)
 ASSET_MIN = 16
+#: Narrower than this, the queue shows the mark and the heinzel only (the diff needs the room).
+FULL_WIDTH = 40
+MARKED = "●"
+
+
+def matches(draft: DraftSummary, words: list[str]) -> bool:
+    """Every word (lower case) appears in the draft's heinzel name or document."""
+    haystack = f"{draft.heinzel_name or draft.heinzel} {draft.asset or ''}".lower()
+    return all(word in haystack for word in words)
 
 
 class DraftQueue(DataTable[Cell]):
@@ -23,41 +42,73 @@ class DraftQueue(DataTable[Cell]):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.listed: list[DraftSummary] = []
+        """Every draft given to ``show``; ``drafts`` is the part the filter lets through."""
         self.drafts: list[DraftSummary] = []
+        self.selected: set[str] = set()
+        self.words: list[str] = []
         self.asset_width = 0
 
     def on_resize(self, event: events.Resize) -> None:
-        fixed = sum(width for _, _, width in COLUMNS) + 2 * self.cell_padding * len(COLUMNS)
+        columns = COLUMNS if event.size.width >= FULL_WIDTH else COLUMNS[:2]
+        fixed = sum(width for _, _, width in columns) + 2 * self.cell_padding * len(columns)
         asset = max(ASSET_MIN, event.size.width - fixed - 2)
+        if len(columns) < len(COLUMNS):
+            asset = -max(1, event.size.width - 2 * self.cell_padding * 2 - 3)
         if asset != self.asset_width:
             self.asset_width = asset
             self.clear(columns=True)
-            for key, label, width in COLUMNS:
-                self.add_column(label, key=key, width=width or asset)
-            self.show(self.drafts)
+            for key, label, width in columns:
+                self.add_column(
+                    label,
+                    key=key,
+                    width=(abs(asset) if key == "heinzel" and asset < 0 else width or asset),
+                )
+            self.show(self.listed)
 
     def show(self, drafts: Iterable[DraftSummary]) -> None:
-        """Show exactly ``drafts``, in order, keeping the highlighted draft if it is still there."""
+        """Show ``drafts`` that pass the filter, in order, keeping the highlighted draft."""
         focused = self.cursor_key()
         position = self.cursor_row
-        self.drafts = list(drafts)
+        self.listed = list(drafts)
+        self.selected &= {d.key for d in self.listed}
+        self.drafts = [d for d in self.listed if matches(d, self.words)]
         if not self.columns:
             return
         self.clear()
         now = now_utc()
+        narrow = len(self.columns) < len(COLUMNS)
         for draft in self.drafts:
             asset = (draft.asset or "?").removeprefix("doc:")
-            self.add_row(
+            cells = [
+                Cell(MARKED if draft.key in self.selected else ""),
                 Cell(draft.heinzel_name or draft.heinzel),
                 Cell(asset),
                 Cell(display.ago(draft.placed_at, now, exact=False)),
-                key=draft.key,
-            )
+            ]
+            self.add_row(*cells[: 2 if narrow else 4], key=draft.key)
         keys = [d.key for d in self.drafts]
         if focused in keys:
             self.move_cursor(row=keys.index(focused), animate=False)
         elif self.drafts:
             self.move_cursor(row=min(position, len(self.drafts) - 1), animate=False)
+
+    def set_filter(self, text: str) -> None:
+        self.words = text.lower().split()
+        self.show(self.listed)
+
+    def toggle_selected(self) -> str | None:
+        """Mark or unmark the highlighted draft; its key."""
+        key = self.cursor_key()
+        if key is None:
+            return None
+        self.selected ^= {key}
+        self.update_cell(key, "mark", Cell(MARKED if key in self.selected else ""))
+        return key
+
+    def selected_in_order(self) -> list[DraftSummary]:
+        """The marked drafts, in queue order (hidden by the filter or not)."""
+        return [d for d in self.listed if d.key in self.selected]
 
     def cursor_key(self) -> str | None:
         """The key of the highlighted draft, if any."""
@@ -69,4 +120,4 @@ class DraftQueue(DataTable[Cell]):
             return None
 
     def draft(self, key: str | None) -> DraftSummary | None:
-        return next((d for d in self.drafts if d.key == key), None)
+        return next((d for d in self.listed if d.key == key), None)

@@ -116,3 +116,51 @@ def test_approve_a_draft_from_the_review_queue_through_the_daemon(
     finally:
         stopped = hz(env, "daemon", "stop")
         assert stopped.returncode == 0, stopped.stderr
+
+
+def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """The real ``hz`` on a daemon: the desk diffs the new draft against the text approved
+    last time; ``x`` rejects, ``u`` within the window takes it back: the draft still waits."""
+    world = asyncio.run(worlds.build_redrafted(tmp_path, names=("notes-digest",)))
+    document = world.document("notes-digest")
+    settings = world.home.settings_path
+    # A window far longer than the test needs: the keys never race the clock.
+    settings.write_text(settings.read_text() + "\n[cockpit]\nundo_seconds = 600\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env.update(
+        HZ_HOME=str(world.home.root),
+        HZ_TICK_SECONDS="3600",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+    )
+    started = hz(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        command = " ".join(
+            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
+        )
+        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+        tmux.keys("F4")
+        shown = tmux.wait_for(lambda s: "shipped fuzzy" in s, "the diff since approved")
+        assert "since last approved (2026" in shown
+        assert "- - shipped fuzzy search" in shown and "+ - shipped search" in shown, shown
+        tmux.keys("x")
+        tmux.wait_for(lambda s: "1 rejected: u undoes" in s, "the held rejection")
+        tmux.keys("u")
+        shown = tmux.wait_for(lambda s: "reject undone" in s, "the undo")
+        tmux.wait_for(lambda s: "draft 1 of 1" in s, "the draft back in the queue")
+        listed = hz(env, "drafts", "--json")
+        assert listed.returncode == 0 and "notes-digest" in listed.stdout
+        assert worlds.TAG in document.read_text()
+        tmux.keys("Escape", "q")
+        deadline = time.monotonic() + WAIT_S
+        while tmux.run("list-sessions") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not tmux.run("list-sessions"), "the cockpit did not exit on q"
+        assert worlds.TAG in document.read_text(), "nothing was held, so nothing was sent"
+    finally:
+        stopped = hz(env, "daemon", "stop")
+        assert stopped.returncode == 0, stopped.stderr

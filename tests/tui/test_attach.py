@@ -21,6 +21,7 @@ from hz_kernel.daemon.protocol import PROTOCOL_VERSION
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.heinzel_table import HeinzelTable
@@ -81,6 +82,8 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             )
             assert "Heinzels 9" in facts and "R restarts the daemon" in facts
             await pilot.press("R")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")  # issue 14 item 3: a restart asks first
             await until(lambda: restarted(app) not in (None, first_pid), timeout=30)
             fresh = app.link.current
             assert isinstance(fresh, HttpClient)

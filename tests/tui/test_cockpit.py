@@ -17,6 +17,7 @@ from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import DraftPlaced
 from hz_tui import keymap, settings
 from hz_tui.app import CockpitApp
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.help import HelpScreen
@@ -225,6 +226,8 @@ async def test_actions_go_through_the_kernel_and_come_back_live(cockpit_home: Ho
         await until(lambda: table.shown[health]["state"].plain == "asleep")
         page = await open_page(pilot, health)
         await pilot.press("R")
+        await until(lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await until(lambda: page.detail is not None and page.detail.heinzel.state == "retired")
         await pilot.press("x")
         await pilot.pause(0.2)

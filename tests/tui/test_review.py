@@ -11,6 +11,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import TurnFinished
 from hz_tui.app import CockpitApp
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.contract import ContractScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.diff_view import DiffView
@@ -19,7 +20,9 @@ from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 
 EDITOR = """#!/bin/sh
-sed -i 's/shipped search/shipped fuzzy search/' "$1"
+echo "$@" > "$0.args"
+for last; do :; done
+sed -i 's/shipped search/shipped fuzzy search/' "$last"
 """
 
 
@@ -59,28 +62,39 @@ async def test_review_edit_approve_reject_in_seconds(
         await pilot.press("f4")
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
-        await until(lambda: screen.queue.row_count == 2 and screen.diff is not None)
+        await until(lambda: screen.queue.row_count == 2 and screen.review is not None)
         first = screen.queue.cursor_key()
-        assert screen.diff is not None and screen.diff.heinzel_name == "notes-digest"
+        assert screen.review is not None and screen.review.heinzel_name == "notes-digest"
         assert "unchanged since it was placed" in diff_text(screen)
+        assert "nothing was approved in this section before" in diff_text(screen)
         await pilot.press("j")
-        await until(lambda: screen.diff is not None and screen.diff.key != first)
-        assert screen.diff.heinzel_name == "team-digest"
+        await until(lambda: screen.review is not None and screen.review.key != first)
+        assert screen.review.heinzel_name == "team-digest"
         await pilot.press("n")
-        await until(lambda: screen.diff is not None and screen.diff.key == first)
+        await until(lambda: screen.review is not None and screen.review.key == first)
         await pilot.press("e")
-        await until(lambda: screen.diff is not None and screen.diff.status == "edited")
+        await until(lambda: screen.review is not None and screen.review.status == "edited")
+        document = world.document("notes-digest")
+        line, path = (tmp_path / "editor.sh.args").read_text().split()
+        assert path == str(document) and line.startswith("+")
+        opened_at = document.read_text().splitlines()[int(line[1:]) - 1]
+        assert opened_at == screen.review.current_text.splitlines()[0]  # the draft's first line
+        await pilot.press("b")
+        await until(lambda: "your edits" in diff_text(screen))
         shown = diff_text(screen)
-        assert "-- shipped search" in shown and "+- shipped fuzzy search" in shown
+        assert "- - shipped search" in shown and "+ - shipped fuzzy search" in shown
         await pilot.press("enter")
         await pilot.press("a")
         await until(lambda: screen.queue.row_count == 1)
         approved = world.document("notes-digest").read_text()
         assert worlds.TAG not in approved and "shipped fuzzy search" in approved
-        await until(lambda: screen.diff is not None and screen.diff.heinzel_name == "team-digest")
-        await pilot.press("r")
+        await until(
+            lambda: screen.review is not None and screen.review.heinzel_name == "team-digest"
+        )
+        screen.undo_seconds = 0.05
+        await pilot.press("x")
         await until(lambda: screen.queue.row_count == 0)
-        assert "hz:begin" not in world.document("team-digest").read_text()
+        await until(lambda: "hz:begin" not in world.document("team-digest").read_text())
         await until(lambda: "No drafts wait for you" in diff_text(screen))
         await pilot.press("a")
         await pilot.pause()
@@ -151,6 +165,8 @@ async def test_issue12_item4_a_and_x_on_the_home_table_and_a_page_decide_the_wai
             await pilot.press("escape")
             await open_page(pilot, world.ids["ops-digest"])
             await pilot.press("x")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
             await until(lambda: "hz:begin" not in world.document("ops-digest").read_text())
             assert not any("HZU" in n.message for n in app._notifications)
     finally:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from rich.console import Console
 
-from hz_kernel.api import DraftDiff
+from hz_kernel.api import DraftReview
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
@@ -153,8 +154,8 @@ def test_composer_that_cannot_be_saved_is_a_coded_error(tmp_path: Path) -> None:
     assert caught.value.code == "HZS081"
 
 
-def test_diff_reads_as_the_reviewer_needs_it() -> None:
-    diff = DraftDiff(
+def test_issue14_item3_the_review_pane_compares_with_the_last_approved_text_or_as_placed() -> None:
+    draft = DraftReview(
         key="k",
         heinzel="hz-x",
         heinzel_name="notes-digest",
@@ -163,20 +164,37 @@ def test_diff_reads_as_the_reviewer_needs_it() -> None:
         status="edited",
         placed_text="## Digest\n- fixed the login bug\n- shipped search\n",
         current_text="## Digest\n- fixed the login bug\n- shipped fuzzy search\n",
+        approved_text="## Digest\n- fixed the login bug\n",
+        approved_at="2026-11-24T10:00:00Z",
     )
-    lines = review.diff_lines(diff)
-    assert "-- shipped search" in lines and "+- shipped fuzzy search" in lines
-    shown = review.render_diff(diff, rows.Palette()).plain
-    assert "you edited it" in shown and "+- shipped fuzzy search" in shown
-    same = diff.model_copy(update={"current_text": diff.placed_text, "status": "placed"})
-    assert review.diff_lines(same) == []
-    assert "  - shipped search" in review.render_diff(same, rows.Palette()).plain
+    palette = rows.Palette()
+    edits = review.compare(draft, "placed")
+    shown = review.unified(edits, palette, ("as placed", "in the document now")).plain
+    assert "   3 - - shipped search" in shown and "   3 + - shipped fuzzy search" in shown
+    since = review.compare(draft, "approved")
+    assert (since.removed, since.added) == (0, 1)
+    header = Console(width=100, record=True)
+    header.print(review.render_review(draft, "approved", since, palette, wide=False))
+    text = header.export_text()
+    assert "since last approved (2026-11-24)" in text and "you edited it" in text
+    first = draft.model_copy(update={"approved_text": None, "approved_note": "never approved"})
+    assert review.compare(first, "approved").added == 3
+    same = draft.model_copy(update={"current_text": draft.placed_text, "status": "placed"})
+    assert not review.compare(same, "placed").changed
 
 
-def test_editor_command_honours_visual_then_editor(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_issue14_item3_editor_opens_at_the_drafts_line_in_each_editors_dialect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("EDITOR", "code --wait")
     assert review.editor_command("/d.md") == ["code", "--wait", "/d.md"]
+    assert review.editor_command("/d.md", 7) == ["code", "--wait", "--goto", "/d.md:7"]
+    for editor in ("vi", "vim", "/usr/bin/nvim", "nano", "emacs -nw", "emacsclient -t"):
+        monkeypatch.setenv("EDITOR", editor)
+        assert review.editor_command("/d.md", 7)[-2:] == ["+7", "/d.md"]
+    monkeypatch.setenv("EDITOR", "hx")
+    assert review.editor_command("/d.md", 7) == ["hx", "/d.md:7"]
     monkeypatch.setenv("VISUAL", "nvim")
     assert review.editor_command("/d.md") == ["nvim", "/d.md"]
 

@@ -83,3 +83,27 @@ async def build(root: Path, names: tuple[str, ...] = ("notes-digest", "team-dige
     finally:
         await kernel.close()
     return world
+
+
+#: The user's edit before approving the first draft, for worlds with a last approved text.
+APPROVED_EDIT = ("shipped search", "shipped fuzzy search")
+
+
+async def build_redrafted(root: Path, names: tuple[str, ...] = ("notes-digest",)) -> World:
+    """A world whose heinzels each drafted, were edited and approved, then drafted again.
+
+    Each pending draft has a last approved text in its section (the edited
+    one), so the review desk has something to compare it with.
+    """
+    world = await build(root, names)
+    kernel = await Kernel.open(world.home)
+    try:
+        for draft in (await kernel.drafts()).items:
+            path = world.docs / str(draft.asset).removeprefix("doc:").partition("#")[0]
+            path.write_text(path.read_text().replace(*APPROVED_EDIT))
+            await kernel.approve(ref=draft.key)
+        for name in names:
+            await kernel.wake(ref=name)
+    finally:
+        await kernel.close()
+    return world

@@ -1,0 +1,17 @@
+"""The review queue's filter: words matched against each draft's heinzel and document."""
+
+from __future__ import annotations
+
+from hz_tui.widgets.draft_queue import DraftQueue
+from hz_tui.widgets.filter_bar import FilterBar
+
+
+class QueueFilter(FilterBar):
+    """Filters the queue as you type; Escape or Down hands the keys back to it."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.placeholder = "filter drafts: heinzel, document"
+
+    def action_to_table(self) -> None:
+        self.screen.query_one(DraftQueue).focus()
