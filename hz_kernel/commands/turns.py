@@ -734,6 +734,10 @@ class TurnCommands(KernelCore):
         """
         heinzel_id, item = await self._named(ref, "reject")
         await self._check_intact(heinzel_id)
+        draft = await self._draft(item.key) if item.kind == "draft" else None
+        if draft is not None and draft["status"] != "pending":
+            # Its section is the user's text now (or gone): a reject must never delete it.
+            raise UsageError("HZU038", f"that draft is {draft['status']}, not pending", ref)
         request = (
             self._admit(
                 heinzel_id,
@@ -747,9 +751,7 @@ class TurnCommands(KernelCore):
             if reason and reason.strip()
             else None
         )
-        if item.kind == "draft":
-            draft = await self._draft(item.key)
-            assert draft is not None
+        if draft is not None:
             path, _ = self._draft_path(str(draft["asset"]))
             MarkdownDocuments().remove_draft(path, item.key)
             await self._learn_from(heinzel_id, item.key)

@@ -130,6 +130,19 @@ def test_issue12_item4_reject_by_name_rejects_the_one_waiting_draft(world: World
     assert draft_keys(world) == []
 
 
+def test_a_draft_already_approved_is_never_deleted_by_a_reject_of_its_key(world: World) -> None:
+    """Rejecting by the full key of an approved draft would have removed the user's section."""
+    (key,) = draft_keys(world)
+    world.hz("approve", key, HZ_NOW=NOW)
+    approved = document(world)
+    refused = world.hz("reject", key, check=False, HZ_NOW=NOW)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("HZU038: ") and "not pending" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert document(world) == approved
+    assert all(line in approved for line in DRAFT_LINES)
+
+
 def test_issue12_item4_with_two_waiting_the_error_lists_a_ref_for_each(world: World) -> None:
     (key,) = draft_keys(world)
     amend_narrower(world)
