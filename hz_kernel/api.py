@@ -127,6 +127,15 @@ class HeinzelList(_Shape):
     warnings: list[str] = []
 
 
+class SpendToday(_Shape):
+    """What the home spent today (UTC day) against ``[heinzel] max_usd_per_day``, the cap a
+    turn is skipped at; the cockpit's totals line shows it."""
+
+    day: str
+    spent_usd: float
+    cap_usd: float
+
+
 class TurnSummary(_Shape):
     turn: str
     seq: int

@@ -234,12 +234,15 @@ REVIEW = Operation(
 )
 TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
+SPEND = Operation(
+    "costs.today", Empty, api.SpendToday, "spend_today", False, "Spent today against the cap"
+)
 
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY,
+        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND,
     )
 }  # fmt: skip

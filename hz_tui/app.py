@@ -20,6 +20,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import App
 from textual.command import Provider
+from textual.notifications import Notify, SeverityLevel
 from textual.signal import Signal
 
 from hz_kernel import operations as ops
@@ -28,7 +29,7 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, keymap, notices, settings, themes
+from hz_tui import actions, keymap, notices, settings, themes, ticking
 from hz_tui.commands import CockpitCommands
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
@@ -64,6 +65,9 @@ class CockpitApp(App[int]):
         self.rows: dict[str, HeinzelSummary] = {}
         self.rows_changed: Signal[RowsUpdate] = Signal(self, "rows-changed")
         self.spines_moved: Signal[SpineBatch] = Signal(self, "spines-moved")
+        self.ticker = ticking.Ticker(self)
+        """The one timer every relative time on screen is redrawn by."""
+        self.notices = notices.NoticeBoard(self)
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
@@ -92,6 +96,7 @@ class CockpitApp(App[int]):
         self.sub_title = self.link.where
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
         self.set_keymap(self.keymap_overrides)
+        self.ticker.start()
         if self.prefs_problem:
             self.notify(self.prefs_problem, severity="warning")
         self.push_screen(HomeScreen())
@@ -182,6 +187,26 @@ class CockpitApp(App[int]):
             self.notify(toast.message, severity=toast.severity, timeout=toast.timeout)
         if toasts and self.bell_on:
             self.bell()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notice goes into the history; a repeat joins its toast (``NoticeBoard``)."""
+        toast = self.notices.raise_notice(
+            message,
+            title=title,
+            severity=severity,
+            timeout=self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+            markup=markup,
+            now=now_utc(),
+        )
+        self.post_message(Notify(toast))
 
     @property
     def bell_on(self) -> bool:
@@ -294,6 +319,9 @@ class CockpitApp(App[int]):
         table = self.home_screen().table
         table.sort_by(table.sort_column, reverse=not table.sort_reverse)
 
+    def toggle_preview(self) -> None:
+        self.home_screen().action_toggle_preview()
+
     def action_daemon(self) -> None:
         from hz_tui.screens.daemon import DaemonScreen
         from hz_tui.screens.heinzel import HeinzelScreen
@@ -314,6 +342,12 @@ class CockpitApp(App[int]):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
+
+    def action_notices(self) -> None:
+        from hz_tui.screens.notices import NoticesScreen
+
+        if not isinstance(self.screen, NoticesScreen):
+            self.push_screen(NoticesScreen())
 
     def action_review(self) -> None:
         from hz_tui.screens.help import HelpScreen

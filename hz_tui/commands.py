@@ -38,6 +38,12 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         Command("Refresh", "Ask the kernel for every row again", app.reload),
         Command("Kernel page", "Which kernel, process, home and database", app.action_daemon),
         Command("Daemon log", "The daemon's log, followed as it is written", app.action_logs),
+        Command("Notices", "Every notice raised since the cockpit started", app.action_notices),
+        Command(
+            "Toggle the preview",
+            "The selected heinzel beside the home table",
+            app.toggle_preview,
+        ),
         Command("Help: every key", "List every binding", app.action_help),
     ]
     commands += [

@@ -17,6 +17,7 @@ APP = [
     Binding("f2", "daemon", "Kernel", id="app.daemon"),
     Binding("f3", "next_theme", "Theme", id="app.theme", show=False),
     Binding("f4", "review", "Review", id="app.review"),
+    Binding("f5", "notices", "Notices", id="app.notices", show=False),
     Binding("ctrl+q", "quit", "Quit", id="app.quit"),
 ]
 
@@ -25,6 +26,7 @@ HOME = [
     Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter"),
     Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
     Binding("n", "new_heinzel", "New", id="home.new"),
+    Binding("o", "toggle_preview", "Preview", id="home.preview", show=False),
     Binding("v", "app.review", "Review drafts", id="home.review", show=False),
     Binding("q,ctrl+c", "app.quit", "Quit", id="home.quit", show=False),
 ]
@@ -124,6 +126,12 @@ LOGS = [
     Binding("f", "toggle_follow", "Follow on/off", id="logs.follow"),
 ]
 
+#: The notices page (F5): every toast the cockpit raised.
+NOTICES = [
+    Binding("escape", "close", "Back", id="notices.close"),
+    Binding("f5", "close", "Back", id="notices.close_f5", show=False),
+]
+
 HELP = [
     Binding("escape", "close", "Close", id="help.close"),
     Binding("f1", "close", "Close", id="help.close_f1", show=False),
@@ -152,6 +160,7 @@ SCOPES = (
     Scope("Confirmations", CONFIRM),
     Scope("Kernel page", DAEMON),
     Scope("Daemon log", LOGS),
+    Scope("Notices", NOTICES),
     Scope("Help", HELP),
 )
 

@@ -50,6 +50,15 @@ class StoreCommands(KernelCore):
         )
         return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
 
+    async def spend_today(self) -> api.SpendToday:
+        """Today's spending across the home and the day's cap, as the turn's cap check sees them."""
+        day = now_utc().date().isoformat()
+        return api.SpendToday(
+            day=day,
+            spent_usd=self.index.spent_on(day),
+            cap_usd=self.home.settings.heinzel.max_usd_per_day,
+        )
+
     async def show(self, ref: str) -> api.HeinzelDetail:
         row = await self.resolve(ref)
         heinzel_id = row["id"]

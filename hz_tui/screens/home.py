@@ -1,27 +1,59 @@
-"""The home screen: every heinzel in one table, filtered with ``/``, opened with Enter."""
+"""The home screen: every heinzel in one table, a preview and the activity beside it.
+
+The table filters with ``/`` and opens with Enter; the preview (``o``)
+follows the cursor from the rows the table already holds; the activity
+pane lists what the spines just said; the line under the table totals
+turns running, what waits on the user and today's spending against the
+daily cap. Where the terminal is narrow the preview starts hidden and the
+activity shrinks to one line, so the table keeps its columns.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
-from textual import events
+from rich.text import Text
+from textual import events, work
 from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.theme import Theme
-from textual.widgets import Header, Input
+from textual.timer import Timer
+from textual.widgets import Header, Input, Static
 
+from hz_kernel import operations as ops
+from hz_kernel.api import SpendToday
+from hz_kernel.clock import now_utc
+from hz_kernel.errors import HzError
 from hz_tui import keymap, new_heinzel, rows
 from hz_tui.messages import RowsUpdate
+from hz_tui.watcher import SpineBatch
+from hz_tui.widgets import activity
+from hz_tui.widgets.activity import ActivityPane
 from hz_tui.widgets.filter_bar import FilterBar
 from hz_tui.widgets.heinzel_table import HeinzelTable
 from hz_tui.widgets.key_bar import KeyBar
-from hz_tui.widgets.status_line import StatusLine
+from hz_tui.widgets.preview import HeinzelPreview
+from hz_tui.widgets.status_line import StatusLine, Totals
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
-#: Relative times ("5m ago") are redrawn this often; only cells whose text changed are touched.
-RETIME_SECONDS = 30.0
+#: Narrower than this, the preview starts hidden and the activity is one line.
+NARROW_BELOW = 100
+#: From this width on, the preview and activity take what the table's columns leave.
+WIDE_FROM = 180
+#: The preview redraws at most this often while the cursor moves (a held key).
+PREVIEW_EVERY_S = 0.05
+#: Spending is asked again this long after a row's cost moved (a burst asks once).
+SPEND_AFTER_S = 0.5
+
+EMPTY = (
+    "No heinzels yet.\n\n"
+    "Press n to create one from a template or a sentence,\n"
+    "or run `hz demo` for a throwaway home with a few to try."
+)
 
 
 class HomeScreen(Screen[None]):
@@ -29,6 +61,16 @@ class HomeScreen(Screen[None]):
 
     CSS_PATH = "home.tcss"
     BINDINGS = keymap.HOME + keymap.HEINZEL_ACTIONS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.preview_wanted: bool | None = None
+        """The user's choice with ``o``; None: by the terminal's width."""
+        self.spend: SpendToday | None = None
+        self._preview_timer: Timer | None = None
+        self._spend_timer: Timer | None = None
+        self._rows_spent: float | None = None
+        """What the rows' costs today added up to: when it moves, the kernel is asked again."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -42,42 +84,181 @@ class HomeScreen(Screen[None]):
     def filter_bar(self) -> FilterBar:
         return self.query_one(FilterBar)
 
+    @property
+    def preview(self) -> HeinzelPreview:
+        return self.query_one(HeinzelPreview)
+
+    @property
+    def activity(self) -> ActivityPane:
+        return self.query_one("#activity", ActivityPane)
+
+    @property
+    def activity_panes(self) -> list[ActivityPane]:
+        """The pane beside the table and the one-line form under it (one shows at a time)."""
+        return list(self.query(ActivityPane))
+
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
         yield FilterBar(id="filter")
-        yield HeinzelTable(id="heinzels")
+        with Horizontal(id="main"):
+            with Vertical(id="list"):
+                yield HeinzelTable(id="heinzels")
+                yield Static(id="empty")
+            with Vertical(id="side"):
+                yield HeinzelPreview(id="preview")
+                yield ActivityPane(id="activity")
+        yield ActivityPane(id="activity-line", classes="-line")
         yield StatusLine(id="status")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.table.palette = rows.Palette.from_theme(self.app.theme_variables)
+        palette = rows.Palette.from_theme(self.app.theme_variables)
+        self.table.palette = self.preview.palette = palette
+        for pane in self.activity_panes:
+            pane.palette = palette
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
+        self.cockpit.spines_moved.subscribe(self, self.on_spines)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
         self.table.replace_all(self.cockpit.rows.values())
-        self.set_interval(RETIME_SECONDS, self.table.retime)
         self.table.focus()
-        self.update_status()
+        self.lay_out()
+        self.after_rows(full=True)
+
+    # -- live data ---------------------------------------------------------------------
 
     def on_rows(self, update: RowsUpdate) -> None:
         if update.full:
             self.table.replace_all(update.rows)
         else:
             self.table.apply(update.rows, update.gone)
+        self.after_rows(full=update.full)
+
+    def after_rows(self, *, full: bool) -> None:
+        """Totals, the empty message, the preview and (when costs moved) today's spending."""
+        now = now_utc()
         self.update_status()
+        self.show_empty()
+        self.show_preview(now)
+        for pane in self.activity_panes:
+            pane.seed(self.table.items.values(), now)
+        spent = round(sum(item.cost_today for item in self.table.items.values()), 6)
+        moved, self._rows_spent = spent != self._rows_spent, spent
+        if full:
+            self.ask_spend()
+        elif moved:
+            self.ask_spend_soon()
+
+    def on_spines(self, batch: SpineBatch) -> None:
+        names = self.cockpit.names | {h: item.name for h, item in self.table.items.items()}
+        entries = activity.from_batch(batch, names)
+        for pane in self.activity_panes:
+            pane.add(entries, now_utc())
+
+    def on_tick(self, now: datetime) -> None:
+        self.table.retime()
+        self.show_preview(now)
+        for pane in self.activity_panes:
+            pane.show(now)
 
     def on_theme(self, theme: Theme) -> None:
-        self.table.restyle(rows.Palette.from_theme(self.app.theme_variables))
+        palette = rows.Palette.from_theme(self.app.theme_variables)
+        self.table.restyle(palette)
+        self.preview.palette = palette
+        now = now_utc()
+        self.show_preview(now)
+        for pane in self.activity_panes:
+            pane.palette = palette
+            pane.show(now)
+        self.update_status()
+
+    def ask_spend_soon(self) -> None:
+        if self._spend_timer is None:
+            self._spend_timer = self.set_timer(SPEND_AFTER_S, self.ask_spend)
+
+    @work(exclusive=True, group="spend")
+    async def ask_spend(self) -> None:
+        """Today's spending and the cap, from the kernel (costs of heinzels gone count too)."""
+        self._spend_timer = None
+        try:
+            self.spend = await self.cockpit.client.call(ops.SPEND, ops.Empty())
+        except HzError:
+            return  # the header says when the kernel is away; the line keeps the last figure
+        self.update_status()
 
     def update_status(self) -> None:
         table = self.table
+        items = table.items.values()
         label = next(c.label for c in rows.COLUMNS if c.key == table.sort_column)
-        self.query_one(StatusLine).show(
+        totals = Totals(
             total=len(table.items),
             shown=len(table.shown),
-            waiting=sum(1 for item in table.items.values() if rows.waits_on_user(item)),
+            running=sum(1 for i in items if i.state == "awake" and not i.queued),
+            waiting=sum(1 for i in items if rows.waits_on_user(i)),
+            drafts=sum(1 for i in items if i.pending_draft),
+            spend=self.spend,
+        )
+        self.query_one(StatusLine).show(
+            totals,
             filter_text=self.filter_bar.value,
             sort=f"{label.lower()}{' (reversed)' if table.sort_reverse else ''}",
+            warn=table.palette.warn,
         )
+
+    def show_empty(self) -> None:
+        """An empty table says why: no heinzels at all, or none that match the filter."""
+        table = self.table
+        empty = self.query_one("#empty", Static)
+        empty.display = not table.order
+        self.query_one("#list").set_class(not table.order, "-empty")
+        if table.order:
+            return
+        if table.items:
+            words = self.filter_bar.value.strip()
+            empty.update(Text(f"no heinzel matches '{words}' (Esc clears the filter)"))
+        else:
+            empty.update(Text(EMPTY))
+
+    # -- the preview -------------------------------------------------------------------
+
+    def on_heinzel_table_highlighted(self, message: HeinzelTable.Highlighted) -> None:
+        if self._preview_timer is None:
+            self._preview_timer = self.set_timer(PREVIEW_EVERY_S, self._preview_due)
+
+    def _preview_due(self) -> None:
+        self._preview_timer = None
+        self.show_preview(now_utc())
+
+    def show_preview(self, now: datetime) -> None:
+        if not self.preview.display:
+            return
+        key = self.table.cursor_key()
+        item = self.table.items.get(key) if key else None
+        self.preview.show(item, now)
+
+    @property
+    def preview_shown(self) -> bool:
+        if self.preview_wanted is not None:
+            return self.preview_wanted
+        return self.size.width >= NARROW_BELOW
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.lay_out()
+
+    def lay_out(self) -> None:
+        """Preview and activity beside the table, or (narrow, no preview) activity as a line."""
+        narrow = self.size.width < NARROW_BELOW
+        preview = self.preview_shown
+        side = preview or not narrow
+        self.set_class(narrow, "-narrow")
+        self.set_class(self.size.width >= WIDE_FROM, "-wide")
+        self.query_one("#side").display = side
+        self.preview.display = preview
+        self.query_one("#activity-line").display = not side
+        now = now_utc()
+        self.show_preview(now)
+        for pane in self.activity_panes:
+            pane.show(now)
 
     # -- actions -----------------------------------------------------------------------
 
@@ -85,6 +266,10 @@ class HomeScreen(Screen[None]):
         if action == "clear_filter":
             return bool(self.filter_bar.value) or self.filter_bar.has_focus
         return True
+
+    def action_toggle_preview(self) -> None:
+        self.preview_wanted = not self.preview_shown
+        self.lay_out()
 
     def action_filter(self) -> None:
         self.filter_bar.add_class("-active")
@@ -110,6 +295,7 @@ class HomeScreen(Screen[None]):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.table.set_filter(event.value)
         self.update_status()
+        self.show_empty()
         self.refresh_bindings()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -96,6 +96,13 @@ class HeinzelTable(ScrollView, can_focus=True):
     class Sorted(Message):
         """The sort column or direction changed."""
 
+    class Highlighted(Message):
+        """The cursor is on another heinzel (or on none: ``heinzel_id`` None)."""
+
+        def __init__(self, heinzel_id: str | None) -> None:
+            super().__init__()
+            self.heinzel_id = heinzel_id
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.items: dict[str, HeinzelSummary] = {}
@@ -111,6 +118,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.hover_row: int | None = None
         self._strips: dict[str, Strip] = {}
         self._header: Strip | None = None
+        self._highlighted: str | None = None
 
     @property
     def row_count(self) -> int:
@@ -222,6 +230,14 @@ class HeinzelTable(ScrollView, can_focus=True):
             self._refresh_row(previous)
             self._refresh_row(self.cursor_row)
         self._scroll_to_cursor(animate)
+        self._announce_cursor()
+
+    def _announce_cursor(self) -> None:
+        """Tell the screen when the highlighted heinzel changed (the preview follows it)."""
+        key = self.cursor_key()
+        if key != self._highlighted:
+            self._highlighted = key
+            self.post_message(self.Highlighted(key))
 
     def _scroll_to_cursor(self, animate: bool) -> None:
         rows_in_view = max(1, self.scrollable_content_region.height - HEADER_LINES)
@@ -406,6 +422,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         row = self.position.get(focused, self.cursor_row) if focused else self.cursor_row
         self.cursor_row = max(0, min(row, len(self.order) - 1))
         self._scroll_to_cursor(animate=False)
+        self._announce_cursor()
 
 
 def _style_of(cell: Cell) -> Style:

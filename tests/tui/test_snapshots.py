@@ -40,7 +40,15 @@ def cockpit(home: Home, client: LocalClient, theme: str) -> CockpitApp:
 
 
 async def loaded(pilot: Pilot[int]) -> None:
-    await pilot.app.loaded.wait()  # type: ignore[attr-defined]
+    """The first rows are on screen and, where a kernel answers, the home's totals line has
+    today's spending (asked beside the first listing)."""
+    app = pilot.app
+    await app.loaded.wait()  # type: ignore[attr-defined]
+    home = app.get_home()  # type: ignore[attr-defined]
+    for _ in range(100):
+        if home.spend is not None or not app.link.attached:  # type: ignore[attr-defined]
+            break
+        await pilot.pause(0.05)
     await pilot.pause()
 
 
@@ -74,6 +82,16 @@ def test_home(snap_compare, snapshot_client, theme: str) -> None:
 def test_home_small_terminal(snap_compare, snapshot_client) -> None:
     home, client = snapshot_client
     assert snap_compare(cockpit(home, client, "hz-dark"), terminal_size=(80, 24), run_before=loaded)
+
+
+def test_issue14_item5_home_with_preview_and_activity_at_240x70(
+    snap_compare, snapshot_client
+) -> None:
+    """issue 14 item 5: on a wide terminal the preview and the activity take the width the
+    table's columns leave; the totals line counts what runs, waits and was spent."""
+    home, client = snapshot_client
+    app = cockpit(home, client, "hz-dark")
+    assert snap_compare(app, terminal_size=(240, 70), run_before=loaded)
 
 
 @pytest.mark.parametrize("theme", THEMES)

@@ -1,0 +1,179 @@
+"""What just happened across all heinzels: turns started and finished, drafts, approvals, failures.
+
+Fed by the spine lines the app already receives (``CockpitApp.spines_moved``:
+the home's files, or the daemon's feed with ``--connect``), so it costs no
+kernel call. Until something happens it shows each heinzel's last turn from
+the rows the home holds. A pane beside the table where there is room; on a
+narrow terminal the home shows only the newest entry, as one line.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from rich.console import Group
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from hz_kernel.api import HeinzelSummary
+from hz_tui import display
+from hz_tui.rows import Palette
+from hz_tui.tail import SpineLine
+from hz_tui.watcher import SpineBatch
+
+#: Entries kept (the oldest go first).
+KEEP = 200
+Tone = Literal["plain", "ok", "warn", "bad"]
+
+
+@dataclass(frozen=True)
+class Activity:
+    """One thing that happened to one heinzel."""
+
+    at: str
+    heinzel: str
+    name: str
+    text: str
+    tone: Tone = "plain"
+
+
+#: Kinds whose line always reads the same.
+FIXED: dict[str, tuple[str, Tone]] = {
+    "approval.observed": ("draft approved", "ok"),
+    "draft.rejected": ("draft rejected", "plain"),
+    "question.asked": ("asked you a question", "warn"),
+    "amendment.proposed": ("proposed a contract change", "warn"),
+    "contract.approved": ("contract approved", "ok"),
+    "heinzel.created": ("created", "plain"),
+    "heinzel.paused": ("paused", "plain"),
+    "heinzel.unpaused": ("unpaused", "plain"),
+    "heinzel.retired": ("retired", "plain"),
+    "attempt.failed": ("a model request failed", "bad"),
+    "effect.failed": ("an effect failed", "bad"),
+}
+
+
+def describe(line: SpineLine) -> tuple[str, Tone] | None:
+    """How a spine line reads in the activity pane; None for lines it leaves out."""
+    data = line.data
+    kind = line.kind
+    if kind == "turn.started":
+        return f"started ({data.get('cause', '?')})", "ok"
+    if kind == "turn.finished":
+        disposition = str(data.get("disposition", "?"))
+        if disposition in ("failed", "abandoned"):
+            why = data.get("reason") or data.get("report") or "no reason given"
+            return f"{disposition}: {why}", "bad"
+        return str(data.get("report") or disposition), "plain"
+    if kind == "draft.placed":
+        return f"placed a draft in {str(data.get('asset', '?')).removeprefix('doc:')}", "warn"
+    return FIXED.get(kind)
+
+
+def from_batch(batch: SpineBatch, names: Mapping[str, str]) -> list[Activity]:
+    """The entries a batch of new spine lines makes, oldest first."""
+    entries = []
+    for heinzel_id, lines in batch.lines.items():
+        name = names.get(heinzel_id, heinzel_id)
+        for line in lines:
+            described = describe(line)
+            if described is not None:
+                entries.append(Activity(line.ts, heinzel_id, name, *described))
+    entries.sort(key=lambda entry: entry.at)
+    return entries
+
+
+def from_rows(items: Iterable[HeinzelSummary]) -> list[Activity]:
+    """Each heinzel's last turn, oldest first: what the pane shows before anything happens."""
+    entries = []
+    for item in items:
+        if not item.last_turn_at:
+            continue
+        if item.state == "awake" and not item.last_disposition:
+            text, tone = f"started ({item.last_cause or '?'})", "ok"
+        elif item.last_disposition in ("failed", "abandoned"):
+            text, tone = f"{item.last_disposition}: {item.last_report or '?'}", "bad"
+        else:
+            text, tone = item.last_report or item.last_disposition or "finished", "plain"
+        entries.append(Activity(item.last_turn_at, item.id, item.name, text, tone))
+    entries.sort(key=lambda entry: entry.at)
+    return entries
+
+
+class ActivityPane(Static):
+    """The newest entries first; as a line (``-line``), just the newest."""
+
+    DEFAULT_CSS = """
+    ActivityPane {
+        padding: 0 1;
+        height: 1fr;
+        &.-line {
+            height: 1;
+        }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.entries: deque[Activity] = deque(maxlen=KEEP)
+        self.seeded = False
+        self.palette = Palette()
+        self.now: datetime | None = None
+
+    def seed(self, items: Iterable[HeinzelSummary], now: datetime) -> None:
+        """Fill an empty pane from the rows' last turns (once, before any live entry)."""
+        if not self.seeded:
+            self.entries.extend(from_rows(items)[-KEEP:])
+            self.seeded = bool(self.entries)
+            self.show(now)
+
+    def add(self, entries: list[Activity], now: datetime) -> None:
+        if entries:
+            self.seeded = True
+            self.entries.extend(entries)
+            self.show(now)
+
+    def show(self, now: datetime) -> None:
+        self.now = now
+        if not self.entries:
+            self.update(Text("Nothing has happened yet.", style="dim"))
+        elif self.has_class("-line"):
+            self.update(self._line(self.entries[-1], now))
+        else:
+            self.update(self._table(now))
+
+    def _line(self, entry: Activity, now: datetime) -> Text:
+        when = display.ago(entry.at, now, exact=False)
+        return Text.assemble(
+            ("▸ ", "dim"),
+            (entry.name, "bold"),
+            " ",
+            (entry.text, self._style(entry.tone)),
+            (f" · {when}", "dim"),
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+
+    def _table(self, now: datetime) -> Group:
+        table = Table.grid(padding=(0, 1), expand=True)
+        table.add_column(style="dim", no_wrap=True, width=4)
+        table.add_column(style="bold", no_wrap=True, max_width=16, overflow="ellipsis")
+        table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        shown = max(1, self.size.height - 1) if self.size.height else KEEP
+        for entry in list(reversed(self.entries))[:shown]:
+            when = display.ago(entry.at, now, exact=False).removesuffix(" ago")
+            table.add_row(when, entry.name, Text(entry.text, style=self._style(entry.tone)))
+        return Group(Text("Activity", style="bold"), table)
+
+    def _style(self, tone: Tone) -> Style:
+        return {
+            "ok": self.palette.ok,
+            "warn": self.palette.warn,
+            "bad": self.palette.bad,
+        }.get(tone, Style())

@@ -1,0 +1,93 @@
+"""The preview beside the home table: the highlighted heinzel at a glance (k9s's describe pane).
+
+Drawn from the row the table already holds (``HeinzelSummary``), so moving
+the cursor never asks the kernel anything; Enter opens the full page.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Group
+from rich.style import Style
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from hz_kernel.api import HeinzelSummary
+from hz_tui import display, rows
+from hz_tui.rows import Palette
+
+
+class HeinzelPreview(Static):
+    """What the highlighted heinzel is doing, waits for, last did and does next."""
+
+    DEFAULT_CSS = """
+    HeinzelPreview {
+        height: auto;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.item: HeinzelSummary | None = None
+        self.palette = Palette()
+
+    def show(self, item: HeinzelSummary | None, now: datetime) -> None:
+        self.item = item
+        self.update(describe(item, now, self.palette))
+
+
+def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Group | Text:
+    """The preview's content for ``item`` (None: no row is highlighted)."""
+    if item is None:
+        return Text("No heinzel selected.", style="dim")
+    state = rows.cells(item, palette, now)["state"]
+    title = Text.assemble((item.name, "bold"), "  ", state)
+    facts = Table.grid(padding=(0, 1))
+    facts.add_column(style="dim", no_wrap=True)
+    facts.add_column(overflow="fold")
+    if item.contract_version is not None:
+        facts.add_row("Contract", f"{item.contract_name or 'contract'} v{item.contract_version}")
+    elif item.state == "proposed":
+        facts.add_row("Contract", Text("waits for your approval (Enter to see it)", palette.warn))
+    for asset in item.assets:
+        facts.add_row("Keeps", asset.removeprefix("doc:"))
+    facts.add_row("Needs you", _waits(item, palette))
+    facts.add_row("Last turn", _last_turn(item, now, palette))
+    if item.last_report:
+        facts.add_row("Report", item.last_report)
+    due = display.due(item.next_due, now)
+    facts.add_row("Next due", f"{due} ({item.schedule})" if item.schedule else due)
+    if item.waiting_until:
+        facts.add_row("Waiting until", display.ago(item.waiting_until, now, exact=False))
+    facts.add_row("Today", display.usd(item.cost_today))
+    facts.add_row("Turns", str(item.turns_count))
+    if item.lessons_active:
+        facts.add_row("Lessons", str(item.lessons_active))
+    if item.failure is not None:
+        facts.add_row("Failing", Text(f"{item.failure.code}: {item.failure.message}", palette.bad))
+    return Group(title, facts)
+
+
+def _waits(item: HeinzelSummary, palette: Palette) -> Text:
+    waits = rows.waits_on_user(item)
+    if not waits:
+        return Text("nothing", style="dim")
+    hints = {"draft": "F4 to review", "question": "Enter, then y", "amendment": "Enter, then v"}
+    return Text(", ".join(f"{what} ({hints[what]})" for what in waits), style=palette.warn)
+
+
+def _last_turn(item: HeinzelSummary, now: datetime, palette: Palette) -> Text:
+    if item.queued:
+        return Text(display.queued(item.queued), style=palette.warn)
+    if not item.last_turn_at:
+        return Text("none yet", style="dim")
+    when = display.ago(item.last_turn_at, now, exact=False)
+    if item.state == "awake" and not item.last_disposition:
+        return Text(f"running, started {when}", style=palette.ok)
+    what = item.last_disposition or "turn"
+    cause = f" ({item.last_cause})" if item.last_cause else ""
+    style = palette.bad if what in ("failed", "abandoned") else Style()
+    return Text(f"{what}{cause} {when}", style=style)

@@ -1,0 +1,292 @@
+"""Issue 14 item 5 (and the home's part of item 7): the home as a control room, with Pilot.
+
+A real kernel behind every test: the ten-heinzel home (``homes``) for the
+preview, totals, toasts and clock; a real digest heinzel woken through a
+long-lived embedded kernel for the live activity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+from textual.widgets._toast import Toast
+from time_machine import TimeMachineFixture
+
+from hz_kernel import operations as ops
+from hz_kernel.api import KernelStatus
+from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.operations import Operation, Req, Resp
+from hz_tui.app import CockpitApp
+from hz_tui.notices import MAX_TOASTS
+from hz_tui.screens.home import HomeScreen
+from hz_tui.screens.notices import NoticesScreen
+from hz_tui.widgets.activity import ActivityPane
+from hz_tui.widgets.preview import HeinzelPreview
+from hz_tui.widgets.status_line import StatusLine
+from tests.tui import homes, worlds
+from tests.tui.test_cockpit import SIZE, text_of, until
+
+
+class CountsCalls:
+    """The kernel's client as it is, counting the operations the cockpit sends through it."""
+
+    remote = False
+
+    def __init__(self, inner: LocalClient) -> None:
+        self.inner = inner
+        self.where = inner.where
+        self.calls: list[str] = []
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        self.calls.append(operation.name)
+        return await self.inner.call(operation, request)
+
+    def subscribe(self, after: int | None = None) -> Any:
+        return self.inner.subscribe(after)
+
+    async def status(self) -> KernelStatus:
+        return await self.inner.status()
+
+    async def warm(self) -> None:
+        await self.inner.warm()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def home_of(app: CockpitApp) -> HomeScreen:
+    return app.get_home()
+
+
+def status_text(app: CockpitApp) -> str:
+    return " ".join(text_of(home_of(app).query_one(StatusLine)).split())
+
+
+def preview_text(app: CockpitApp) -> str:
+    return " ".join(text_of(home_of(app).query_one(HeinzelPreview)).split())
+
+
+async def test_issue14_item5_preview_follows_the_cursor_without_asking_the_kernel(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 5: the preview beside the table shows the highlighted heinzel (state,
+    what waits, last report, next due, cost today) and follows the cursor from the rows the
+    table holds: moving the cursor sends the kernel nothing. ``o`` hides and shows it."""
+    counting = CountsCalls(client)
+    app = CockpitApp(cockpit_home, counting, live=False)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        home = home_of(app)
+        preview = home.query_one(HeinzelPreview)
+        await until(lambda: "of $10.00 today" in status_text(app))
+        assert preview.display and preview.item is not None
+        assert preview.item.name == "build-health"
+        shown = preview_text(app)
+        assert "failed (schedule) 59m ago" in shown and "the model stream ended early" in shown
+        assert "Next due in 1h" in shown and "Today $0.03" in shown
+        before = list(counting.calls)
+        await pilot.press("j")
+        await until(lambda: preview.item is not None and preview.item.name == "changelog")
+        assert "draft (F4 to review)" in preview_text(app)
+        await pilot.press("j", "j", "j", "j")
+        await until(lambda: preview.item is not None and preview.item.name == "release-notes")
+        assert "running, started 1h ago" in preview_text(app)
+        assert counting.calls == before, "moving the cursor asked the kernel"
+        await pilot.press("o")
+        assert not preview.display
+        await pilot.press("k")
+        await pilot.press("o")
+        await until(lambda: preview.item is not None and preview.item.name == "oncall-digest")
+        assert preview.display and "question (Enter, then y)" in preview_text(app)
+
+
+async def test_issue14_item5_preview_hides_by_default_on_a_small_terminal(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 5: at 80×24 the table keeps the width (the preview starts hidden, the
+    activity is one line under the table); ``o`` still shows the preview."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        home = home_of(app)
+        assert not home.query_one("#side").display
+        line = home.query_one("#activity-line", ActivityPane)
+        assert line.display
+        assert text_of(line).startswith("▸ build-health failed: the model stream ended early")
+        assert home.table.size.width == 80
+        await pilot.press("o")
+        await pilot.pause()
+        assert home.query_one("#side").display and home.query_one(HeinzelPreview).display
+        assert not line.display
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> worlds.World:
+    return worlds.make_world(tmp_path)
+
+
+@pytest.fixture
+async def live_client(world: worlds.World) -> AsyncIterator[LocalClient]:
+    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
+    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_issue14_item5_activity_shows_a_turn_start_finish_and_draft_live(
+    world: worlds.World, live_client: LocalClient
+) -> None:
+    """issue 14 item 5: the activity pane lists what just happened across heinzels, from the
+    live spine lines the home already follows: a turn started, a draft placed, the turn done."""
+    heinzel = await worlds.add_heinzel(live_client.kernel, world, "notes-digest", wake=False)
+    app = CockpitApp(world.home, live_client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        pane = home_of(app).query_one("#activity", ActivityPane)
+        await until(lambda: heinzel in app.rows)
+        assert "Nothing has happened yet." in text_of(pane)
+        await live_client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+        await until(lambda: len(pane.entries) >= 3, timeout=15)
+        texts = [(entry.name, entry.text) for entry in pane.entries]
+        assert texts[:2] == [
+            ("notes-digest", "started (asked)"),
+            ("notes-digest", "placed a draft in reports/notes-digest.md#digest"),
+        ]
+        assert texts[2][1].startswith("Drafted digest: "), "the finished turn's report"
+        await pilot.pause()
+        shown = text_of(pane)
+        assert "placed a draft in reports/notes-digest.md" in shown
+        assert shown.index("Drafted digest") < shown.index("started (asked)"), "newest first"
+
+
+async def test_issue14_item5_repeated_notices_group_and_the_history_keeps_them(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 5: a notice raised again while its toast shows is one toast with a count;
+    no more than ``MAX_TOASTS`` show at once; F5 lists every notice, newest first."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await app.loaded.wait()
+        for _ in range(3):
+            app.notify("changelog: a draft landed in CHANGELOG.md (F4 to review)")
+        await until(lambda: bool(app.screen.query(Toast)))
+        await pilot.pause(0.1)
+        toasts = list(app.screen.query(Toast))
+        assert len(toasts) == 1
+        assert "(×3)" in str(toasts[0].render())
+        for n in range(5):
+            app.notify(f"notice {n}", severity="warning")
+        await until(lambda: "notice 4" in str(list(app.screen.query(Toast))[-1].render()))
+        await pilot.pause(0.1)
+        assert len(app.screen.query(Toast)) == MAX_TOASTS
+        assert [n.text for n in app.notices.showing] == ["notice 2", "notice 3", "notice 4"]
+        await pilot.press("f5")
+        assert isinstance(app.screen, NoticesScreen)
+        listed = text_of(app.screen.query_one("#notices", Static))
+        assert "changelog: a draft landed in CHANGELOG.md (F4 to review) (×3)" in listed
+        assert listed.index("notice 4") < listed.index("notice 0") < listed.index("(×3)")
+        app.notify("one more")
+        await pilot.pause()
+        assert "one more" in text_of(app.screen.query_one("#notices", Static))
+        await pilot.press("escape")
+        assert isinstance(app.screen, HomeScreen)
+
+
+async def test_issue14_item5_totals_running_waiting_and_spend_against_the_cap(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 5: the line under the table totals turns running, what waits on the user
+    (drafts among it) and today's spending against the daily cap (from ``costs.today``)."""
+    (cockpit_home.root / "hz.toml").write_text("[heinzel]\nmax_usd_per_day = 0.05\n")
+    capped = await LocalClient.open(Home.resolve(cockpit_home.root))
+    try:
+        app = CockpitApp(cockpit_home, capped, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await until(lambda: "today" in status_text(app))
+            await pilot.pause()
+            line = status_text(app)
+            assert line.startswith(
+                "1 running · 3 waiting on you (1 draft) · $0.09 of $0.05 today: cap reached · "
+                "9 heinzels"
+            ), line
+    finally:
+        await capped.close()
+
+
+async def test_issue14_item5_relative_times_tick_on_one_shared_clock(
+    cockpit_home: Home,
+    client: LocalClient,
+    time_machine: TimeMachineFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """issue 14 item 5: "59m ago" becomes "2h ago" as the clock moves, in the table, the
+    preview, the activity and the notices page alike, driven by the app's one ticker."""
+    monkeypatch.delenv("HZ_NOW")
+    time_machine.move_to(homes.NOW, tick=False)
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        home = home_of(app)
+        table = home.table
+        first = table.order[0]
+        assert table.shown[first]["last_turn"].plain == "failed 59m ago"
+        assert "59m ago" in preview_text(app)
+        app.notify("hello")
+        await pilot.press("f5")
+        notices = app.screen.query_one("#notices", Static)
+        assert "now" in text_of(notices)
+        time_machine.shift(timedelta(hours=1, minutes=1))
+        await until(lambda: "1h ago" in text_of(notices), timeout=15)
+        await pilot.press("escape")
+        await until(lambda: table.shown[first]["last_turn"].plain == "failed 2h ago", timeout=15)
+        await until(lambda: "failed (schedule) 2h ago" in preview_text(app), timeout=15)
+        pane = home.query_one("#activity", ActivityPane)
+        assert text_of(pane).splitlines()[1].startswith("2h")
+
+
+async def test_issue14_item5_an_empty_home_says_how_to_begin(home: Home, monkeypatch) -> None:
+    """issue 14 item 5: a home with no heinzels says how to begin: ``n``, or ``hz demo``."""
+    monkeypatch.setenv("HZ_NOW", homes.NOW)
+    opened = await LocalClient.open(home)
+    try:
+        app = CockpitApp(home, opened, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.pause()
+            empty = app.get_home().query_one("#empty", Static)
+            assert empty.display
+            shown = " ".join(text_of(empty).split())
+            assert "No heinzels yet" in shown and "Press n" in shown and "hz demo" in shown
+    finally:
+        await opened.close()
+
+
+async def test_issue14_item7_a_filter_with_no_match_says_so(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 7: a filter that matches nothing says "no heinzel matches '…'", never
+    "no heinzels yet"; clearing it brings the rows back."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        empty = app.get_home().query_one("#empty", Static)
+        assert not empty.display
+        await pilot.press("slash", *"zzz")
+        await pilot.pause()
+        assert empty.display
+        shown = text_of(empty)
+        assert "no heinzel matches 'zzz'" in shown and "No heinzels yet" not in shown
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        assert not empty.display and app.get_home().table.row_count == 9
