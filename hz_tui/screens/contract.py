@@ -87,6 +87,8 @@ class ContractScreen(Screen[None]):
         except HzError as exc:
             self.query_one(DiffView).say(exc.one_line())
             return
+        if self._closed():
+            return
         self.view = self.shown = view
         self.title = f"hz · {view.name} · contract"
         items = self.query_one(OptionList)
@@ -122,7 +124,12 @@ class ContractScreen(Screen[None]):
         except HzError as exc:
             self.query_one(DiffView).say(exc.one_line())
             return
-        self.draw()
+        if not self._closed():
+            self.draw()
+
+    def _closed(self) -> bool:
+        """The page was closed while a read was in flight: its widgets are gone."""
+        return not self.query("#versions")
 
     # -- drawing -----------------------------------------------------------------------
 
