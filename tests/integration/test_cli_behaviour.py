@@ -22,6 +22,7 @@ import pytest
 from hz_kernel.cli import build_parser
 from hz_kernel.store.spine import LOCK_NAME, SpineWriter
 from hz_kernel.vocabulary import DraftPlaced, HeinzelCreated, LessonRecorded
+from tests.support.env import hz_env
 from tests.support.homes import World, digest_contract, make_world
 
 HZ = Path(sys.executable).parent / "hz"
@@ -33,12 +34,10 @@ TIMEOUT_S = 60
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = hz_env(home, **({"HZ_NOW": NOW, "COLUMNS": "200"} | extra))
     # Without PYTHONUNBUFFERED, output reaches a pipe only when hz flushes it.
-    kept = {
-        k: v for k, v in os.environ.items() if not k.startswith("HZ_") and k != "PYTHONUNBUFFERED"
-    }
-    env = {**kept, "HZ_HOME": str(home), "HZ_NOW": NOW, "HZ_EMBEDDED": "1", "COLUMNS": "200"}
-    return {**env, **extra}
+    env.pop("PYTHONUNBUFFERED", None)
+    return env
 
 
 def hz(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
