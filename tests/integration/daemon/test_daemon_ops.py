@@ -31,6 +31,7 @@ from tests.integration.daemon.daemon_helpers import (
     make_home,
     one_coded_line,
     pid_alive,
+    ticks_pass,
 )
 from tests.integration.daemon.test_daemon_turns import _heinzel, _spine, _wait
 from tests.support.homes import make_world
@@ -356,14 +357,14 @@ async def test_issue13_item4_a_wake_while_draining_is_queued_and_the_next_daemon
     world = make_world(tmp_path)
     heinzel_id = await _heinzel(world, first_turn=True)
     home = Home.resolve(world.home)
-    daemons.start(home, env={"HZ_TICK_SECONDS": "0.5"})
+    daemons.start(home, env={"HZ_TICK_SECONDS": "0.2"})
     async with HttpClient(discovery(home)) as client:
         drained = await client.drain(0)
     assert drained.paused == [] and drained.still_running == []
     woke = hz(world.home, "heinzel", "wake", "notes-digest", "--request-id", "w1", "--json")
     assert woke.returncode == 0, woke.stderr
     assert json.loads(woke.stdout)["status"] == "queued"
-    time.sleep(1.5)  # three ticks of the draining daemon: none may start the turn
+    await ticks_pass(home, 3)  # three ticks of the draining daemon: none may start the turn
     assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.started") == 1
     restarted = hz(world.home, "daemon", "restart", "--json")
     assert restarted.returncode == 0, restarted.stderr
