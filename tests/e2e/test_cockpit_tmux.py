@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.env import hz_env
 from tests.tui import worlds
 
 HZ = Path(sys.executable).parent / "hz"
@@ -85,9 +86,9 @@ def test_approve_a_draft_from_the_review_queue_through_the_daemon(
     world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     document = world.document("notes-digest")
     assert worlds.TAG in document.read_text()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(world.home.root),
+    env = hz_env(
+        world.home.root,
+        embedded=False,
         HZ_TICK_SECONDS="3600",
         PYDANTIC_AI_NO_BANNER="1",
         TERM="xterm-256color",

@@ -23,6 +23,7 @@ from hz_kernel.daemon.protocol import Discovery
 from hz_kernel.kernel import Kernel
 from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
 from tests.e2e.test_cockpit_tmux import tmux as tmux  # the fixture
+from tests.support.env import hz_env
 from tests.support.forward import PortForward
 from tests.tui import worlds
 
@@ -60,9 +61,9 @@ def test_remote_cockpit_steers_and_approves_through_a_port_forward(
 ) -> None:
     """Issue 13 item 5: with no access to ``$HZ_HOME`` the cockpit steers mid-turn and approves."""
     world = asyncio.run(long_digest(tmp_path / "a"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(world.home.root),
+    env = hz_env(
+        world.home.root,
+        embedded=False,
         HZ_TICK_SECONDS="3600",
         HZ_MODEL_DELAY_MS="400",
         PYDANTIC_AI_NO_BANNER="1",

@@ -30,6 +30,7 @@ import pytest
 
 from tests.support import browser
 from tests.support.drafted import DRAFTED_AT, build_drafted
+from tests.support.env import hz_env
 
 HZ = Path(sys.executable).parent / "hz"
 WAIT_S = 30.0
@@ -129,14 +130,8 @@ def serving(home: Path, env: dict[str, str]) -> Iterator[Serving]:
 
 
 def _env(home: Path) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    return {
-        **clean,
-        "HZ_HOME": str(home),
-        "HZ_NOW": DRAFTED_AT,
-        "HZ_TICK_SECONDS": "3600",
-        "PYDANTIC_AI_NO_BANNER": "1",
-    }
+    knobs = {"HZ_NOW": DRAFTED_AT, "HZ_TICK_SECONDS": "3600", "PYDANTIC_AI_NO_BANNER": "1"}
+    return hz_env(home, embedded=False, **knobs)
 
 
 async def test_a_browser_logs_in_sees_the_home_table_and_approves_a_draft(tmp_path: Path) -> None:

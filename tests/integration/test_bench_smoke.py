@@ -10,12 +10,13 @@ say is not asserted: these machines are noisy.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.env import hz_env
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SCRIPTS = sorted(p for p in BENCH.glob("*.py") if not p.name.startswith("_"))
@@ -24,9 +25,7 @@ TIMEOUT_S = 100
 
 def _env(tmp_path: Path) -> dict[str, str]:
     """The caller's environment without hz's test knobs, scratch files under ``tmp_path``."""
-    knobs = {"HZ_HOME", "HZ_NOW", "HZ_CRASH_AT", "HZ_MODEL_DELAY_MS", "HZ_TICK_SECONDS"}
-    env = {k: v for k, v in os.environ.items() if k not in knobs}
-    return env | {"HZ_BENCH_DIR": str(tmp_path), "TMPDIR": str(tmp_path)}
+    return hz_env(HZ_BENCH_DIR=str(tmp_path), TMPDIR=str(tmp_path))
 
 
 def test_bench_holds_the_known_scripts() -> None:

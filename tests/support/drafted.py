@@ -8,7 +8,6 @@ command that hangs fails its test instead of hanging CI.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+
+from tests.support.env import hz_env
 
 HZ = [sys.executable, "-m", "hz_kernel.cli"]
 #: The clock every test run pins (``HZ_NOW``), so nothing depends on today's date.
@@ -66,8 +67,7 @@ class Drafted:
 
     def hz_env(self, now: str = DRAFTED_AT) -> dict[str, str]:
         """The environment of an ``hz`` run on this home, its clock pinned to ``now``."""
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-        return {**clean, "HZ_HOME": str(self.home), "HZ_NOW": now, "HZ_EMBEDDED": "1"}
+        return hz_env(self.home, HZ_NOW=now)
 
     def events(self) -> list[dict[str, object]]:
         return [orjson.loads(line) for line in self.spine.read_bytes().splitlines()]

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 
 from hz_kernel.contracts import render_template
+from tests.support.env import hz_env
 
 HZ = [sys.executable, "-m", "hz_kernel.cli"]
 
@@ -34,8 +35,7 @@ class World:
         return self.root / "reports"
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-        return {**env, "HZ_HOME": str(self.home), "HZ_EMBEDDED": "1", **extra}
+        return hz_env(self.home, **extra)
 
     def hz(self, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(

@@ -8,7 +8,6 @@ its own file watcher.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.heinzel_table import HeinzelTable
+from tests.support.env import hz_env
 from tests.tui import homes
 from tests.tui.test_cockpit import SIZE, text_of, until
 
@@ -32,8 +32,7 @@ HZ = Path(sys.executable).parent / "hz"
 
 
 def hz(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(HZ_HOME=str(home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600", HZ_EMBEDDED="1")
+    env = hz_env(home.root, HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
     return subprocess.run(
         [str(HZ), *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )

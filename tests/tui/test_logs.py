@@ -6,6 +6,7 @@ handler writes it; the restart test drives a real daemon with a turn running.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -139,8 +140,11 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
     world = make_world(tmp_path)
     heinzel_id = await _heinzel(world, first_turn=True)
     home = Home.resolve(world.home)
-    # Each streamed chunk held 2 s: the turn is surely still thinking when R is pressed.
-    knobs = {"HZ_MODEL_DELAY_MS": "2000", "HZ_TICK_SECONDS": "0.5"}
+    # The model is held until the daemon drains: the turn is surely still thinking when R is
+    # pressed, however slow the machine, and the drain waits no longer than it must.
+    hold = tmp_path / "hold"
+    hold.touch()
+    knobs = {"HZ_MODEL_HOLD_FILE": str(hold), "HZ_TICK_SECONDS": "0.5"}
     daemons = Daemons()
     try:
         first = daemons.start(home, env=knobs)
@@ -165,6 +169,12 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
                 options = app.screen.query_one(OptionList)
                 assert "step boundary" in str(options.get_option_at_index(0).prompt)
                 await pilot.press("enter")
+                async with HttpClient(client.discovery) as first_daemon:
+                    deadline = time.monotonic() + 60
+                    while not (await first_daemon.health()).draining:
+                        assert time.monotonic() < deadline, "the restart never drained"
+                        await asyncio.sleep(0.05)
+                hold.unlink()  # think ends: the turn reaches its step boundary
                 # The link may reattach to the draining daemon for a moment; the restart ends on
                 # the new one.
                 await until(lambda: _daemon_pid(app.link.current) not in (None, first["pid"]), 60)

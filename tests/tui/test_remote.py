@@ -27,6 +27,7 @@ from hz_tui.app import CockpitApp
 from hz_tui.sources import FeedSource
 from hz_tui.widgets.live_turn import WireTurnPanel
 from hz_tui.widgets.step_line import StepLine
+from tests.support.env import hz_env
 from tests.tui import homes, worlds
 from tests.tui.test_cockpit import SIZE, open_page, table_of, text_of, until
 from tests.tui.test_heinzel_live import LONG_NOTES, messages_of
@@ -67,9 +68,7 @@ class FileAudit:
 
 
 def hz(world: worlds.World, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    clean.update(HZ_HOME=str(world.home.root), HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
-    clean.update(HZ_EMBEDDED="1", **env)
+    clean = hz_env(world.home.root, **({"HZ_NOW": homes.NOW, "HZ_TICK_SECONDS": "3600"} | env))
     return subprocess.run(
         [str(HZ), *args], env=clean, capture_output=True, text=True, timeout=60, check=False
     )

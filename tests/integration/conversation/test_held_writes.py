@@ -21,14 +21,14 @@ import pytest
 from hz_kernel.daemon.discovery import KernelLock
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from tests.support.env import hz_env
 from tests.tui import homes, worlds
 
 HZ = [sys.executable, "-m", "hz_kernel.cli"]
 
 
 def hz(home: Home, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "HZ_EMBEDDED"}
-    env |= {"HZ_HOME": str(home.root), "HZ_TICK_SECONDS": "3600"}
+    env = hz_env(home.root, embedded=False, HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
     return subprocess.run([*HZ, *args], capture_output=True, text=True, env=env, timeout=60)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from ulid import ULID
 
 from hz_kernel.daemon.protocol import Discovery
 from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
 from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import HeinzelCreated
 
@@ -54,6 +57,17 @@ def make_home(root: Path, *, heinzels: int = 3, daemon: dict[str, Any] | None = 
 
 def discovery(home: Home) -> Discovery:
     return Discovery.model_validate_json(home.discovery_path.read_bytes())
+
+
+async def ticks_pass(home: Home, count: int, timeout: float = 60) -> None:
+    """Return once the daemon of ``home`` has finished ``count`` more ticks: a test that
+    proves nothing happens on a tick waits for the ticks themselves, not for a guessed time."""
+    async with HttpClient(discovery(home)) as client:
+        target = (await client.health()).ticks + count
+        deadline = time.monotonic() + timeout
+        while (await client.health()).ticks < target:
+            assert time.monotonic() < deadline, f"{count} ticks did not pass within {timeout}s"
+            await asyncio.sleep(0.05)
 
 
 def pid_alive(pid: int) -> bool:

@@ -4,7 +4,6 @@ embedded. Item 8: an embedded ``hz tick`` refuses beside a live daemon of its ho
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,14 +11,14 @@ import pytest
 from daemon_helpers import HZ, Daemons, discovery, hz, make_home, one_coded_line, pid_alive
 
 from hz_kernel.home import Home
+from tests.support.env import hz_env
 
 
 def hz_default(
     home: Home, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``hz`` as a user runs it: without the test suite's ``HZ_EMBEDDED=1``."""
-    full = {k: v for k, v in os.environ.items() if k != "HZ_EMBEDDED"}
-    full |= {"HZ_HOME": str(home.root), "HZ_TICK_SECONDS": "3600", **(env or {})}
+    full = hz_env(home.root, embedded=False, **({"HZ_TICK_SECONDS": "3600"} | (env or {})))
     return subprocess.run([*HZ, *args], capture_output=True, text=True, env=full, timeout=60)
 
 

@@ -6,6 +6,7 @@ script on ``PATH`` (the service manager is not one of hz's components).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from tests.integration.daemon.daemon_helpers import (
     make_home,
     one_coded_line,
     pid_alive,
+    ticks_pass,
 )
 from tests.integration.daemon.test_daemon_turns import _heinzel, _spine, _wait
 from tests.support.homes import make_world
@@ -288,10 +290,13 @@ async def test_issue13_item4_restart_drains_then_the_new_daemon_finishes_the_tur
     (think is not run again) and finishes it."""
     world = make_world(tmp_path)
     heinzel_id = await _heinzel(world, first_turn=True)
-    # Each streamed chunk held 2 s: think lasts many seconds, so the restart (a fresh process)
-    # surely asks while the turn is thinking, however slow the machine.
-    started_env = {"HZ_MODEL_DELAY_MS": "2000", "HZ_TICK_SECONDS": "0.5"}
-    first = daemons.start(Home.resolve(world.home), env=started_env)
+    # The model is held until the daemon drains: the restart (a fresh process) surely asks
+    # while the turn is thinking, however slow the machine, and no longer than that.
+    hold = tmp_path / "hold"
+    hold.touch()
+    started_env = {"HZ_MODEL_HOLD_FILE": str(hold), "HZ_TICK_SECONDS": "0.5"}
+    home = Home.resolve(world.home)
+    first = daemons.start(home, env=started_env)
     woke = hz(world.home, "heinzel", "wake", "notes-digest", env=started_env)
     assert woke.returncode == 0, woke.stderr
     spine = _wait(world, heinzel_id, "turn.started", count=2)
@@ -301,9 +306,24 @@ async def test_issue13_item4_restart_drains_then_the_new_daemon_finishes_the_tur
                     and e["data"]["step"] == "gather" for e in _spine(world, heinzel_id)),
         "the turn is thinking",
     )  # fmt: skip
-    restarted = hz(world.home, "daemon", "restart", "--json")  # no knobs in this environment
-    assert restarted.returncode == 0, restarted.stderr
-    report = json.loads(restarted.stdout)
+    env = {**os.environ, "HZ_HOME": str(world.home)}  # no knobs in this environment
+    restarting = subprocess.Popen(
+        [*HZ, "daemon", "restart", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+    try:
+        async with HttpClient(discovery(home)) as client:
+            deadline = time.monotonic() + WAIT_S
+            while not (await client.health()).draining:
+                assert time.monotonic() < deadline, "the restart never asked the daemon to drain"
+                await asyncio.sleep(0.05)
+        hold.unlink()  # think ends: the turn reaches its step boundary
+        out, err = restarting.communicate(timeout=WAIT_S * 2)
+    finally:
+        restarting.kill()
+        restarting.wait()
+    assert restarting.returncode == 0, err
+    report = json.loads(out)
     daemons.track(report["pid"])
     assert report["stopped"] == first["pid"] and report["paused"] == [turn]
     assert not pid_alive(first["pid"])
@@ -314,7 +334,8 @@ async def test_issue13_item4_restart_drains_then_the_new_daemon_finishes_the_tur
     assert [e["data"]["step"] for e in at_stop if e["kind"] == "step.done"] == ["gather", "think"]
     assert not any(e["kind"] == "turn.finished" for e in at_stop)
     environ = Path(f"/proc/{report['pid']}/environ").read_bytes().split(b"\0")
-    assert b"HZ_MODEL_DELAY_MS=2000" in environ and b"HZ_TICK_SECONDS=0.5" in environ
+    assert f"HZ_MODEL_HOLD_FILE={hold}".encode() in environ
+    assert b"HZ_TICK_SECONDS=0.5" in environ
 
     spine = _wait(world, heinzel_id, "turn.finished", count=2)
     mine = [e for e in spine if e["turn"] == turn]
@@ -336,14 +357,14 @@ async def test_issue13_item4_a_wake_while_draining_is_queued_and_the_next_daemon
     world = make_world(tmp_path)
     heinzel_id = await _heinzel(world, first_turn=True)
     home = Home.resolve(world.home)
-    daemons.start(home, env={"HZ_TICK_SECONDS": "0.5"})
+    daemons.start(home, env={"HZ_TICK_SECONDS": "0.2"})
     async with HttpClient(discovery(home)) as client:
         drained = await client.drain(0)
     assert drained.paused == [] and drained.still_running == []
     woke = hz(world.home, "heinzel", "wake", "notes-digest", "--request-id", "w1", "--json")
     assert woke.returncode == 0, woke.stderr
     assert json.loads(woke.stdout)["status"] == "queued"
-    time.sleep(1.5)  # three ticks of the draining daemon: none may start the turn
+    await ticks_pass(home, 3)  # three ticks of the draining daemon: none may start the turn
     assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.started") == 1
     restarted = hz(world.home, "daemon", "restart", "--json")
     assert restarted.returncode == 0, restarted.stderr

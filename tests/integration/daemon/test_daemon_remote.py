@@ -8,7 +8,6 @@ streamed chunk, so a turn is still running when ``tail`` joins it.
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 from daemon_helpers import one_coded_line
 
 from hz_kernel.daemon.protocol import Discovery
+from tests.support.env import hz_env
 from tests.support.forward import PortForward
 from tests.tui import homes, worlds
 from tests.tui.test_heinzel_live import LONG_NOTES
@@ -28,15 +28,8 @@ TIMEOUT_S = 90
 
 
 def env_for(world: worlds.World, **extra: str) -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    return clean | {
-        "HZ_HOME": str(world.home.root),
-        "HZ_NOW": homes.NOW,
-        "HZ_TICK_SECONDS": "3600",
-        "HZ_EMBEDDED": "1",
-        "PYDANTIC_AI_NO_BANNER": "1",
-        **extra,
-    }
+    knobs = {"HZ_NOW": homes.NOW, "HZ_TICK_SECONDS": "3600", "PYDANTIC_AI_NO_BANNER": "1"}
+    return hz_env(world.home.root, **(knobs | extra))
 
 
 def hz(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -246,7 +239,7 @@ def test_connect_refuses_bad_options_in_one_coded_line(
     argv = [str(tmp_path / named[a]) if a in named else a for a in args]
     if argv[-2:] != ["daemon", "status"]:
         argv += ["heinzel", "list"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
+    env = hz_env(embedded=False)
     result = subprocess.run(
         [str(HZ), *argv], env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
     )

@@ -11,7 +11,7 @@ import pytest
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from tests.integration.daemon.daemon_helpers import Daemons, hz, pid_alive
+from tests.integration.daemon.daemon_helpers import Daemons, hz, pid_alive, ticks_pass
 from tests.support.homes import World, digest_contract, make_world
 
 WAIT_S = 60
@@ -80,7 +80,7 @@ async def test_daemon_killed_mid_step_or_mid_effect_settles_on_restart(
     assert not pid_alive(first["pid"]), "the daemon should have killed itself at the crash point"
     assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.finished") == 1
 
-    daemons.start(Home.resolve(world.home), env={"HZ_TICK_SECONDS": "0.5"})
+    daemons.start(Home.resolve(world.home), env={"HZ_TICK_SECONDS": "0.2"})
     spine = _wait(world, heinzel_id, "turn.finished", count=2)
     chat_turn = next(
         e["turn"]
@@ -101,7 +101,7 @@ async def test_daemon_killed_mid_step_or_mid_effect_settles_on_restart(
     again = hz(world.home, "heinzel", "chat", "notes-digest", "mention the launch",
                "--request-id", "m1", "--json")  # fmt: skip
     assert again.returncode == 0
-    time.sleep(1.0)
+    await ticks_pass(Home.resolve(world.home), 2)  # the ticks that would deliver it again
     assert [e["kind"] for e in _spine(world, heinzel_id)].count("turn.started") == 2
 
 
