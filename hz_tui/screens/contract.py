@@ -87,7 +87,7 @@ class ContractScreen(Screen[None]):
         except HzError as exc:
             self.query_one(DiffView).say(exc.one_line())
             return
-        if self._closed():
+        if self._page_gone():
             return
         self.view = self.shown = view
         self.title = f"hz · {view.name} · contract"
@@ -124,10 +124,10 @@ class ContractScreen(Screen[None]):
         except HzError as exc:
             self.query_one(DiffView).say(exc.one_line())
             return
-        if not self._closed():
+        if not self._page_gone():
             self.draw()
 
-    def _closed(self) -> bool:
+    def _page_gone(self) -> bool:
         """The page was closed while a read was in flight: its widgets are gone."""
         return not self.query("#versions")
 
