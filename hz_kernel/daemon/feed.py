@@ -134,7 +134,8 @@ class ReplayCache:
     def page(self, after: int, upto: int) -> list[FeedEntry]:
         """Up to ``REPLAY_PAGE`` events with ``after < position <= upto``, in order.
 
-        Raises ``SpineChanged`` when a line the page needs is not where the index put it.
+        Raises ``SpineChanged`` when a line it reads (of the page, or read ahead) is not
+        where the index put it.
         """
         if self.rows.generation != self.generation:
             self._entries.clear()
@@ -149,7 +150,7 @@ class ReplayCache:
             line.position: FeedEntry.of_line(line)
             for line in self.rows.lines(row for row in ahead if row.position not in kept)
         }
-        page = [kept.get(row.position) or fresh[row.position] for row in rows]
+        page = [kept.get(row.position) or fresh[row.position] for row in ahead[:REPLAY_PAGE]]
         for entry in fresh.values():
             self._keep(entry)
         return page
