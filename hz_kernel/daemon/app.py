@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import anyio
 import uvicorn
 from pydantic import BaseModel, ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -404,6 +405,9 @@ async def serve(state: DaemonState, sock: socket.socket) -> None:
         await state.stopping.wait()
         server.should_exit = True
 
+    # The first feed response would load anyio's asyncio backend (sse-starlette's events):
+    # load it before serving, so the readers that come back after a restart do not wait.
+    await anyio.sleep(0)
     watcher = asyncio.ensure_future(stop_when_asked())
     try:
         await server.serve(sockets=[sock])

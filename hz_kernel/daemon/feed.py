@@ -9,11 +9,14 @@ is encoded at most once, however many connections carry it. A reader that
 falls behind overflows alone: its subscription leaves the fan-out and the
 others never notice.
 
-Replay reads the index and the spines, never memory, so it survives a
-restart of the daemon: a reader that comes back with a position of the
-same index generation gets exactly the events after it. Only a position of
-another generation (the index was deleted or rebuilt) or one beyond the
-edge gets a ``reset``.
+Replay reads the index and the spines, never a memory of what was
+published, so it survives a restart of the daemon: a reader that comes
+back with a position of the same index generation gets exactly the events
+after it. Only a position of another generation (the index was deleted or
+rebuilt) or one beyond the edge gets a ``reset``. What replays read is
+kept, encoded, in a bounded cache by position (``ReplayCache``): after a
+restart every reader comes back from about the same position, and the
+spines are read once for all of them, not once per reader.
 """
 
 from __future__ import annotations
@@ -35,8 +38,12 @@ from hz_kernel.store.spine import SPINE_NAME
 if TYPE_CHECKING:
     from hz_kernel.core import KernelCore
 
-#: Replayed events per read and per frame, so a long replay is paced by the socket.
+#: Replayed events per frame, so a long replay is paced by the socket.
 REPLAY_PAGE = 256
+#: Rows a replay that misses the cache reads at once: each spine is read once per this many.
+READ_AHEAD = 2048
+#: Bytes of replayed JSON the hub keeps for the next reader of the same range.
+REPLAY_CACHE_BYTES = 4 * 1024 * 1024
 #: How often a daemon's hub looks for positions other processes gave lines (a CLI's write).
 WATCH_SECONDS = 1.0
 
@@ -108,6 +115,54 @@ class FeedEntry:
         return self._json
 
 
+class ReplayCache:
+    """Replayed entries by position, encoded once and shared by every reader of a hub.
+
+    A page whose entries are all here costs one index query; a miss reads
+    the spines for up to ``READ_AHEAD`` rows at once, each spine once. An
+    entry holds what its line was when read: it is dropped with its index
+    generation, and oldest first beyond ``budget`` bytes.
+    """
+
+    def __init__(self, rows: FeedRows, budget: int = REPLAY_CACHE_BYTES) -> None:
+        self.rows = rows
+        self.budget = budget
+        self.generation = rows.generation
+        self._entries: dict[int, FeedEntry] = {}
+        self._bytes = 0
+
+    def page(self, after: int, upto: int) -> list[FeedEntry]:
+        """Up to ``REPLAY_PAGE`` events with ``after < position <= upto``, in order.
+
+        Raises ``SpineChanged`` when a line it reads (of the page, or read ahead) is not
+        where the index put it.
+        """
+        if self.rows.generation != self.generation:
+            self._entries.clear()
+            self._bytes = 0
+            self.generation = self.rows.generation
+        rows = self.rows.rows(after, upto, REPLAY_PAGE)
+        kept = self._entries
+        if all(row.position in kept for row in rows):
+            return [kept[row.position] for row in rows]
+        ahead = self.rows.rows(after, upto, READ_AHEAD)
+        fresh = {
+            line.position: FeedEntry.of_line(line)
+            for line in self.rows.lines(row for row in ahead if row.position not in kept)
+        }
+        page = [kept.get(row.position) or fresh[row.position] for row in ahead[:REPLAY_PAGE]]
+        for entry in fresh.values():
+            self._keep(entry)
+        return page
+
+    def _keep(self, entry: FeedEntry) -> None:
+        self._entries[entry.seq] = entry
+        self._bytes += len(entry.json)
+        while self._bytes > self.budget:
+            oldest = self._entries.pop(next(iter(self._entries)))
+            self._bytes -= len(oldest.json)
+
+
 class Subscription:
     """One reader's place in the hub: what to replay, then its bounded live queue."""
 
@@ -158,21 +213,18 @@ class Subscription:
         edge = self.hello.edge
         if self._replayed >= edge or self.reset is not None:
             return []
-        rows = self.hub.rows
-        if rows.generation != self.hello.generation:
+        if self.hub.rows.generation != self.hello.generation:
             self.reset = self.hub.reset("other-generation")
             return []
         try:
-            lines = rows.read(self._replayed, edge, REPLAY_PAGE)
+            page = self.hub.cache.page(self._replayed, edge)
         except SpineChanged:
             self.reset = self.hub.reset("spine-changed")
             return []
-        if not lines:
+        if not page:
             self._replayed = edge
             return []
-        self._replayed = lines[-1].position
-        page = [FeedEntry.of_line(line) for line in lines]
-        self.last = page[-1].seq
+        self._replayed = self.last = page[-1].seq
         return page
 
     async def next_batch(self, timeout: float | None = None) -> list[FeedEntry]:
@@ -199,6 +251,7 @@ class FeedHub:
 
     def __init__(self, rows: FeedRows, *, queue_items: int = 4096, run: str | None = None) -> None:
         self.rows = rows
+        self.cache = ReplayCache(rows)
         self.run = run or str(ULID())
         self.queue_items = queue_items
         self.generation = rows.generation
@@ -269,12 +322,12 @@ class FeedHub:
         target = self.rows.edge() if upto is None else upto
         while self.edge < target:
             try:
-                lines = self.rows.read(self.edge, target, REPLAY_PAGE)
+                entries = self.cache.page(self.edge, target)
             except SpineChanged:
-                lines = []
-            for line in lines:
-                self.publish(FeedEntry.of_line(line))
-            if not lines:
+                entries = []
+            for entry in entries:
+                self.publish(entry)
+            if not entries:
                 self.edge = target
 
     def publish(self, entry: FeedEntry) -> None:

@@ -16,7 +16,8 @@ its position table starts, so a reader holding a position from another
 generation learns it is meaningless instead of getting other events.
 
 ``FeedRows`` reads positioned events back: the table says where each line
-is, the spine holds the line itself (the envelope the feed carries).
+is (``rows``), the spine holds the line itself, the envelope the feed
+carries (``lines``, one read per spine for any number of its lines).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 from ulid import ULID
@@ -124,6 +125,15 @@ def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:
     w.executemany("DELETE FROM feed WHERE heinzel = ?", heinzel_ids)
 
 
+class Row(NamedTuple):
+    """Where the index says one positioned line is (a tuple: a replay makes thousands)."""
+
+    position: int
+    heinzel: str
+    seq: int
+    offset: int
+
+
 @dataclass(frozen=True, slots=True)
 class Line:
     """One positioned spine line as the feed carries it."""
@@ -146,6 +156,8 @@ class FeedRows:
     def __init__(self, index: Index, spine_of: Callable[[str], Path]) -> None:
         self.index = index
         self.spine_of = spine_of
+        self.spine_reads = 0
+        """Spine files read so far (each ``lines`` call reads each spine it needs once)."""
 
     @property
     def generation(self) -> str:
@@ -154,31 +166,36 @@ class FeedRows:
     def edge(self) -> int:
         return edge(self.index.writer)
 
-    def read(self, after: int, upto: int, limit: int) -> list[Line]:
-        """Up to ``limit`` lines with ``after < position <= upto``, in position order.
+    def rows(self, after: int, upto: int, limit: int) -> list[Row]:
+        """Up to ``limit`` rows with ``after < position <= upto``, in position order."""
+        cursor = self.index.writer.execute(
+            "SELECT pos, heinzel, seq, offset FROM feed WHERE pos > ? AND pos <= ? "
+            "ORDER BY pos LIMIT ?",
+            (after, upto, limit),
+        )
+        return list(map(Row._make, cursor))
+
+    def lines(self, rows: Iterable[Row]) -> list[Line]:
+        """The lines at ``rows``, in position order, reading each spine once.
 
         Raises ``SpineChanged`` when a line cannot be found where the index
         put it, nor at its seq anywhere in its spine.
         """
-        rows = self.index.writer.execute(
-            "SELECT pos, heinzel, seq, offset FROM feed WHERE pos > ? AND pos <= ? "
-            "ORDER BY pos LIMIT ?",
-            (after, upto, limit),
-        ).fetchall()
-        by_spine: dict[str, list[tuple[int, int, int]]] = {}
-        for pos, heinzel_id, seq, offset in rows:
-            by_spine.setdefault(heinzel_id, []).append((pos, seq, offset))
+        by_spine: dict[str, list[Row]] = {}
+        for row in rows:
+            by_spine.setdefault(row.heinzel, []).append(row)
         found: list[Line] = []
         for heinzel_id, wanted in by_spine.items():
+            self.spine_reads += 1
             found.extend(_read_lines(self.spine_of(heinzel_id), heinzel_id, wanted))
         found.sort(key=lambda line: line.position)
         return found
 
 
-def _read_lines(path: Path, heinzel_id: str, wanted: list[tuple[int, int, int]]) -> list[Line]:
-    """The lines at ``wanted`` (position, seq, offset) of one spine, with one read."""
-    first = min(offset for _, _, offset in wanted)
-    last = max(offset for _, _, offset in wanted)
+def _read_lines(path: Path, heinzel_id: str, wanted: list[Row]) -> list[Line]:
+    """The lines at ``wanted`` (rows of one spine), with one read."""
+    first = min(row.offset for row in wanted)
+    last = max(row.offset for row in wanted)
     try:
         fd = open_regular(path, os.O_RDONLY)
     except OSError:
@@ -186,13 +203,17 @@ def _read_lines(path: Path, heinzel_id: str, wanted: list[tuple[int, int, int]])
     try:
         chunk = os.pread(fd, last - first + _TAIL, first)
         lines: list[Line] = []
-        for pos, seq, offset in wanted:
-            line = _line_at(chunk, offset - first, seq) or _find_seq(fd, seq)
+        for row in wanted:
+            line = _line_at(chunk, row.offset - first, row.seq) or _find_seq(fd, row.seq)
             if line is None:
                 raise SpineChanged(heinzel_id)
             envelope, raw = line
             turn = envelope.get("turn")
-            lines.append(Line(pos, heinzel_id, seq, turn if isinstance(turn, str) else None, raw))
+            lines.append(
+                Line(
+                    row.position, heinzel_id, row.seq, turn if isinstance(turn, str) else None, raw
+                )
+            )
         return lines
     finally:
         os.close(fd)

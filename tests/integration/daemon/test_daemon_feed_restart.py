@@ -18,7 +18,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from daemon_helpers import Daemons, discovery, hz, pid_alive
+from daemon_helpers import Daemons, discovery, hz, make_home, pid_alive
 
 from hz_kernel.daemon.feed import FeedHub, FeedReset
 from hz_kernel.daemon.protocol import FeedItem
@@ -226,3 +226,88 @@ async def test_a_feed_asked_for_while_the_daemon_stops_ends_at_once(home: Home) 
         assert replaying.closed and hub.subscribers == 0
     finally:
         await kernel.close()
+
+
+def append_unindexed(home: Home, count: int) -> list[tuple[str, int]]:
+    """``count`` lines spread over the home's spines, written with no daemon and no index
+    (what a restarted daemon's readers have missed)."""
+    paths = sorted(home.spine_paths().values())
+    writers = [SpineWriter.open(path.parent) for path in paths]
+    written: list[tuple[str, int]] = []
+    try:
+        for n in range(count):
+            writer = writers[n % len(writers)]
+            written.append((writer.path.parent.name, writer.append(StepDone(step="think")).seq))
+    finally:
+        for writer in writers:
+            writer.close()
+    return written
+
+
+async def test_readers_replaying_the_same_range_read_each_spine_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 3 (bench `reconnect_caught_up_ms`): after a restart every reader comes
+    back from the same position; ten of them replaying 600 events over 5 spines get exactly
+    those events while the spines are read once between them, not once per reader and page."""
+    monkeypatch.setenv("HZ_NOW", NOW)
+    home = make_home(tmp_path / "home", heinzels=5)
+    await (await Kernel.open(home)).close()  # positions 1-5: the five spines' first lines
+    written = append_unindexed(home, 600)
+    kernel = await Kernel.open(home)
+    try:
+        hub = FeedHub.of(kernel)
+        assert hub.edge == 605
+        readers = [hub.subscribe(after=5, generation=hub.generation) for _ in range(10)]
+        for reader in readers:
+            entries = [entry for page in iter(reader.replay_page, []) for entry in page]
+            assert [entry.seq for entry in entries] == list(range(6, 606))
+            keys = [(e.item.heinzel, e.item.event["seq"]) for e in entries if e.item.event]
+            assert len(keys) == len(set(keys)) and set(keys) == set(written)
+            reader.close()
+        assert hub.rows.spine_reads == 5
+        for entry in entries:
+            assert entry.item.event == envelope(home, entry.item.heinzel, entry.item.event["seq"])
+    finally:
+        await kernel.close()
+
+
+async def test_readers_from_different_positions_each_get_exactly_their_missed_events(
+    tmp_path: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 3: readers that come back to a new daemon from different positions,
+    at once, share what the daemon reads for them, yet each gets exactly the events after
+    its own position, in order, as the spines hold them."""
+    monkeypatch.setenv("HZ_NOW", NOW)
+    env = {"HZ_NOW": NOW}
+    home = make_home(tmp_path / "home", heinzels=5)
+    daemons.start(home, env=env)
+    async with HttpClient(discovery(home)) as client:
+        before = await client.health()
+    assert hz(home.root, "daemon", "stop", env=env).returncode == 0
+    written = append_unindexed(home, 600)
+
+    daemons.start(home, env=env)
+    async with HttpClient(discovery(home)) as client:
+        health = await client.health()
+    assert (health.generation, health.edge) == (before.generation, before.edge + 600)
+
+    async def resume(after: int) -> list[FeedItem]:
+        got: list[FeedItem] = []
+        async with HttpClient(discovery(home)) as reader:
+            async for item in reader.subscribe(after=after, generation=before.generation):
+                got.append(item)
+                if item.seq >= health.edge:
+                    return got
+        return got
+
+    starts = [before.edge, before.edge + 100, before.edge + 550, before.edge]
+    resumed = await asyncio.wait_for(asyncio.gather(*(resume(s) for s in starts)), WAIT_S)
+    everything = [(item.heinzel, item.event["seq"]) for item in resumed[0] if item.event]
+    assert len(everything) == len(set(everything)) and set(everything) == set(written)
+    for start, got in zip(starts, resumed, strict=True):
+        assert [item.seq for item in got] == list(range(start + 1, health.edge + 1))
+        keys = [(item.heinzel, item.event["seq"]) for item in got if item.event]
+        assert keys == everything[start - before.edge :]
+        for item in got:
+            assert item.event == envelope(home, item.heinzel, item.event["seq"])
