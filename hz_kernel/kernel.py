@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.commands.composer import ComposerCommands
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
@@ -18,7 +19,14 @@ from hz_kernel.observe import Observation, Observer
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
-class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands):
+class Kernel(
+    TickCommands,
+    TurnCommands,
+    LifecycleCommands,
+    StoreCommands,
+    WatchCommands,
+    ComposerCommands,
+):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 
     def load(self) -> api.KernelLoad:
