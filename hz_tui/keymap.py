@@ -81,17 +81,12 @@ CONTRACT = [
 #: line is Ctrl+J everywhere, Shift+Enter where the terminal reports it (kitty's keyboard
 #: protocol: kitty, WezTerm, foot, Ghostty; elsewhere Shift+Enter arrives as Enter).
 COMPOSER = [
-    Binding("enter", "send", "Send", id="composer.send", priority=True),
+    Binding("enter", "send", "Send", id="composer.send"),
     Binding(
-        "ctrl+j,shift+enter",
-        "newline",
-        "New line",
-        id="composer.newline",
-        key_display="Ctrl+J",
-        priority=True,
+        "ctrl+j,shift+enter", "newline", "New line", id="composer.newline", key_display="Ctrl+J"
     ),
-    Binding("up", "older", "Older message", id="composer.older", show=False, priority=True),
-    Binding("down", "newer", "Newer message", id="composer.newer", show=False, priority=True),
+    Binding("up", "older", "Older message", id="composer.older", show=False),
+    Binding("down", "newer", "Newer message", id="composer.newer", show=False),
     Binding("ctrl+t", "toggle_mode", "STEER/QUEUE", id="composer.mode"),
     Binding("escape", "leave", "Leave composer", id="composer.leave"),
     Binding(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, cast
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.timer import Timer
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
 SAVE_AFTER_S = 0.3
+#: The composer's own actions that must keep their place among the keys typed around them.
+IN_ORDER = ("send", "newline", "older", "newer")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
     "pending": "is in the inbox: it reaches the turn at its next step",
@@ -84,6 +86,23 @@ class ComposerArea(TextArea):
 
     def on_focus(self) -> None:
         self.composer.catch_up()
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Send, new line and history act here, in the order the keys came.
+
+        As bindings they would run when the key reached the app (a priority
+        binding: before the keys typed just ahead of it were inserted): a
+        fast typist, or tmux's ``send-keys``, would see the new line land
+        in the middle of the word before it.
+        """
+        # The widget's bindings as the user's keymap left them (``cockpit.json`` overrides by id).
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            if binding.action in IN_ORDER:
+                event.stop()
+                event.prevent_default()
+                getattr(self, f"action_{binding.action}")()
+                return
+        await super()._on_key(event)
 
     def action_send(self) -> None:
         self.composer.send()
