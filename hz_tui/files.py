@@ -2,7 +2,7 @@
 
 The kernel's ``fsutil`` helpers sit in ``hz_kernel.store``, which the
 layering keeps out of the cockpit; these are the same temp-fsync-rename
-steps for the few files the cockpit writes (``cockpit.json``, composers).
+steps for the few files the cockpit writes (``cockpit.json``).
 """
 
 from __future__ import annotations

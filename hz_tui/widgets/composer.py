@@ -60,6 +60,9 @@ PLACEHOLDER = (
 REBASES = 3
 #: Saves started by composers that closed, until the kernel answered them.
 CLOSING: set[asyncio.Future[bool]] = set()
+#: What a page closed while the kernel was out of reach could not save, by heinzel: the
+#: page opened again shows it (the revision it was typed over, the text, the window's id).
+UNSAVED: dict[str, tuple[ComposerText, ComposerState, str]] = {}
 
 
 #: How long a closing cockpit waits for those saves (a daemon that hangs must not hold it).
@@ -175,6 +178,8 @@ class Composer(Horizontal):
         self.base = ComposerText(heinzel=heinzel_id)
         """The revision this window last saw the kernel keep."""
         self.state = ComposerState()
+        if heinzel_id in UNSAVED:
+            self.base, self.state, self.window = UNSAVED.pop(heinzel_id)
         self.walk = HistoryWalk()
         self.loaded = False
         self.saving = asyncio.Lock()
@@ -207,7 +212,7 @@ class Composer(Horizontal):
         )
 
     def on_mount(self) -> None:
-        self.show_mode()
+        self.show(self.state)
         self.cockpit.link.changed.subscribe(self, self.on_link_changed)
         self.catch_up()
 
@@ -332,6 +337,8 @@ class Composer(Horizontal):
                     answer = await self.cockpit.client.call(ops.COMPOSER_SAVE, request)
                 except NotConnected as exc:
                     self.after_reconnect = True
+                    if closing:
+                        UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
                     self.notify(
                         f"Not saved yet: {exc.one_line()}; kept here until the cockpit is back",
                         severity="warning",

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual._context import active_app
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
+from hz_kernel.api import KernelStatus
 from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
+from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.app import CockpitApp
+from hz_tui.commands import cockpit_commands
+from hz_tui.link import NotConnected
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.turn_state import LiveTurn
@@ -209,7 +214,8 @@ def composer_chats(page: HeinzelScreen) -> list[tuple[str, str]]:
 async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
     world: worlds.World, client: LocalClient, heinzel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Escape in the composer leaves it; Ctrl+C twice (naming the step) or K stops the turn."""
+    """Escape in the composer leaves it; Ctrl+C twice (naming the step), K or the palette's
+    "Stop the running turn…" (both asking "Stop think?") stops the turn."""
     monkeypatch.setenv("HZ_MODEL_DELAY_MS", "1500")
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE) as pilot:
@@ -244,8 +250,62 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
 
         await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
         await until(lambda: live().status == "running" and live().step == "think")
-        await pilot.press("escape", "K")
-        assert isinstance(app.screen, ChooseScreen)
+        await pilot.press("escape")
+        stop = next(c for c in cockpit_commands(app) if c.title == "Stop the running turn…")
+        stop.run()  # the palette's command: the same question as K
+        await pilot.pause()
+        assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
         await pilot.press("enter")
         await until(lambda: live().status == "finished", timeout=10)
         assert live().disposition == "abandoned"
+
+
+class SavesFailWhileAway:
+    """A transport whose composer saves find the daemon gone while ``away`` is set."""
+
+    remote = False
+
+    def __init__(self, inner: LocalClient) -> None:
+        self.inner = inner
+        self.where = inner.where
+        self.away = False
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        if self.away and operation is ops.COMPOSER_SAVE:
+            raise NotConnected()
+        return await self.inner.call(operation, request)
+
+    def subscribe(self, after: int | None = None, **_: Any) -> Any:
+        return self.inner.subscribe(after)
+
+    async def status(self) -> KernelStatus:
+        return await self.inner.status()
+
+    async def warm(self) -> None:
+        await self.inner.warm()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """What could not be saved when the page closed is there when the page opens again."""
+    flaky = SavesFailWhileAway(client)
+    app = CockpitApp(world.home, flaky)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        flaky.away = True
+        await pilot.press("i", *"typed while away", "escape")
+        await until(lambda: any(m.startswith("Not saved yet") for m in messages_of(app)))
+        await pilot.press("escape")
+        await settle()
+        page = await open_page(pilot, heinzel)
+        area = page.query_one(ComposerArea)
+        assert area.text == "typed while away"
+        flaky.away = False
+        await pilot.press("i", *"!")
+        await until(lambda: not page.query_one(Composer).dirty)
+    assert (await kept(client, heinzel)).text == "typed while away!"
