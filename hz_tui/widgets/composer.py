@@ -224,6 +224,8 @@ class Composer(Horizontal):
             closing = asyncio.ensure_future(self._save(closing=True))
             CLOSING.add(closing)
             closing.add_done_callback(CLOSING.discard)
+        elif self.dirty:
+            UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
 
     def on_link_changed(self, link: Link) -> None:
         if not link.attached or not self.after_reconnect or self.sending_now:
@@ -284,6 +286,8 @@ class Composer(Horizontal):
             return
         async with self.saving:
             self.loaded = True
+            if self.conflict_open:
+                return
             if saved.revision != self.base.revision:
                 if not self.dirty:
                     self.take(saved)

@@ -10,6 +10,7 @@ never stops a turn, Ctrl+C twice or ``K`` (which names the step) does.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from textual._context import active_app
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
-from hz_kernel.api import KernelStatus
+from hz_kernel.api import ComposerText, InboxItem, KernelStatus
 from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.app import CockpitApp
 from hz_tui.commands import cockpit_commands
+from hz_tui.composer_store import ComposerState, HistoryWalk, reconcile
 from hz_tui.link import NotConnected
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
@@ -309,3 +311,57 @@ async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_te
         await pilot.press("i", *"!")
         await until(lambda: not page.query_one(Composer).dirty)
     assert (await kept(client, heinzel)).text == "typed while away!"
+
+
+def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
+    """What a window does whose save found a newer revision: nothing typed is ever dropped."""
+    base = ComposerText(heinzel="h", revision=3, text="draft", window="w-me")
+    untouched = ComposerState(text="draft")
+    typed = ComposerState(text="draft, mine")
+    theirs = ComposerText(heinzel="h", revision=4, text="draft, theirs", window="w-other")
+    assert reconcile(base, untouched, theirs, "w-me") == "take"
+    assert reconcile(base, typed, theirs, "w-me") == "conflict"
+    assert reconcile(base, typed, theirs.model_copy(update={"window": "w-me"}), "w-me") == "rebase"
+    only_mode = theirs.model_copy(update={"text": "draft", "mode": "steer"})
+    assert reconcile(base, typed, only_mode, "w-me") == "rebase"
+    assert reconcile(base, typed, theirs.model_copy(update={"text": "draft, mine"}), "w-me") == (
+        "rebase"
+    )
+    both = typed.resolved("both", theirs)
+    assert both.text == "draft, theirs\n\ndraft, mine" and both.outgoing is None
+    assert typed.resolved("theirs", theirs).text == "draft, theirs"
+    assert typed.resolved("mine", theirs) == typed
+
+
+def test_issue14_item4_history_walk_and_given_back_modes() -> None:
+    walk = HistoryWalk()
+    history = ["one", "two"]
+    assert walk.older(history, "draft") == "two"
+    assert walk.older(history, "two") == "one"
+    assert walk.older(history, "one") is None
+    assert walk.newer(history) == "two"
+    assert walk.newer(history) == "draft" and not walk.walking
+    assert HistoryWalk().older([], "draft") is None
+
+    def item(message: str, mode: str, status: str) -> InboxItem:
+        return InboxItem(
+            request_id=f"cockpit-{message}",
+            kind="chat",
+            mode=mode,
+            message=message,
+            admitted_at=datetime(2026, 12, 1, tzinfo=UTC),
+            status=status,
+        )
+
+    queue_mode = ComposerState(mode="queue")
+    steered = queue_mode.given_back([item("a", "steer", "steered"), item("b", "steer", "pending")])
+    assert (steered.text, steered.mode, steered.outgoing) == ("a\n\nb", "steer", None)
+    mixed = ComposerState(text="typed", mode="steer").given_back(
+        [item("a", "steer", "pending"), item("b", "queue", "requested")]
+    )
+    assert (mixed.text, mixed.mode) == ("a\n\nb\n\ntyped", "steer")
+    alone = queue_mode.given_back([item("a", "steer", "pending")])
+    assert alone.outgoing is not None and alone.outgoing.request_id == "cockpit-a"
+    assert alone.mode == "steer"
+    taken = queue_mode.given_back([item("a", "steer", "steered")])
+    assert taken.outgoing is None, "a message the stopped turn took goes out under a new id"
