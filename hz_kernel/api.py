@@ -389,6 +389,43 @@ class InboxList(_Shape):
     items: list[InboxItem]
 
 
+class ComposerOutgoing(_Shape):
+    """A composer's message on its way to the inbox, with the request id it keeps until taken."""
+
+    request_id: str
+    message: str
+    mode: Literal["steer", "queue"]
+
+
+class ComposerText(_Shape):
+    """A heinzel's unsent message as every window shares it (``composer.get``).
+
+    ``revision`` counts the saves; a window saves over the revision it last
+    saw or not at all (``composer.save``). ``window`` names the window that
+    wrote this revision, so a window recognises its own save.
+    """
+
+    heinzel: str = ""
+    revision: int = 0
+    text: str = ""
+    mode: Literal["steer", "queue"] = "queue"
+    outgoing: ComposerOutgoing | None = None
+    history: list[str] = []
+    """Messages sent from the composer, oldest first (↑/↓ walk them)."""
+    window: str | None = None
+
+
+class ComposerSaved(_Shape):
+    """``composer.save``: whether it was written, and the composer as it now stands.
+
+    Not saved means another window saved a newer revision first: ``current``
+    is that one, for the window to take or to resolve against its own text.
+    """
+
+    saved: bool
+    current: ComposerText
+
+
 class DraftDiff(_Shape):
     """A draft as placed beside the document's current text, for review."""
 

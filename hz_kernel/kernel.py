@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.commands.composer import ComposerCommands
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.review import ReviewCommands
 from hz_kernel.commands.store import StoreCommands
@@ -20,7 +21,13 @@ __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
 class Kernel(
-    TickCommands, ReviewCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands
+    TickCommands,
+    ReviewCommands,
+    TurnCommands,
+    LifecycleCommands,
+    StoreCommands,
+    WatchCommands,
+    ComposerCommands,
 ):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 

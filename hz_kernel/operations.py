@@ -170,6 +170,27 @@ class TurnBodyRequest(Request):
     """Only body records of these types (e.g. ``chunk``); None: all."""
 
 
+#: A window's id: who wrote a composer revision (letters, digits, ``-``, ``_``).
+WindowId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
+
+
+class ComposerSaveRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    base: int = Field(ge=0)
+    """The revision the window last saw: the save happens only over that one."""
+    text: str = Field(max_length=256 * 1024)
+    mode: Literal["steer", "queue"] = "queue"
+    outgoing: api.ComposerOutgoing | None = None
+    window: WindowId | None = None
+
+
+class ComposerSentRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    request_id: RequestId
+    """The message the inbox took: cleared (with its text, if unchanged) and kept in history."""
+    window: WindowId | None = None
+
+
 class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
@@ -223,6 +244,25 @@ DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", 
 TURN_BODY = Operation(
     "turn.body", TurnBodyRequest, api.TurnBody, "turn_body", False, "A turn's events and body"
 )
+COMPOSER = Operation(
+    "composer.get", HeinzelRef, api.ComposerText, "composer", False, "A heinzel's unsent message"
+)
+COMPOSER_SAVE = Operation(
+    "composer.save",
+    ComposerSaveRequest,
+    api.ComposerSaved,
+    "composer_save",
+    True,
+    "Keep unsent text over the revision a window saw",
+)
+COMPOSER_SENT = Operation(
+    "composer.sent",
+    ComposerSentRequest,
+    api.ComposerText,
+    "composer_sent",
+    True,
+    "Clear a message the inbox took; remember it",
+)
 DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
 REVIEW = Operation(
     "draft.review",
@@ -243,6 +283,7 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND,
+        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER, COMPOSER_SAVE,
+        COMPOSER_SENT,
     )
 }  # fmt: skip

@@ -433,6 +433,9 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     try:
         await app.run_async()
     finally:
+        from hz_tui.widgets.composer import settle
+
+        await settle()
         if app.link.current is not client:
             await app.link.current.close()
         stop.set()

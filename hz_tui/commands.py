@@ -44,6 +44,11 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
             "The selected heinzel beside the home table",
             app.toggle_preview,
         ),
+        Command(
+            "Stop the running turn…",
+            'On a heinzel\'s page: asks "stop think?", naming the step, first',
+            partial(_ask_stop, app),
+        ),
         Command("Help: every key", "List every binding", app.action_help),
     ]
     commands += [
@@ -96,3 +101,12 @@ class CockpitCommands(Provider):
             score = matcher.match(command.title)
             if score > 0:
                 yield Hit(score, matcher.highlight(command.title), command.run, help=command.help)
+
+
+def _ask_stop(app: CockpitApp) -> None:
+    """The page's ``K``; elsewhere there is no one turn to stop."""
+    ask = getattr(app.screen, "action_ask_stop", None)
+    if ask is None:
+        app.notify("Open a heinzel's page to stop its running turn.", severity="warning")
+        return
+    ask()

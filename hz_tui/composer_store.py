@@ -1,53 +1,57 @@
-"""What the composer holds for one heinzel, kept on disk until the kernel has the message.
+"""What one window's composer holds, and how it meets the text the kernel keeps for every window.
 
-``<home>/cockpit/composer-<heinzel id>.json`` keeps the unsent text and mode,
-so closing the cockpit loses nothing, and the message being sent with the
-request id minted for it. The file is written before the message goes out:
-when the acknowledgement is lost, sending again reuses the same id and the
+The kernel keeps a heinzel's unsent message under a revision
+(``composer.get`` / ``composer.save`` / ``composer.sent``), so two windows on
+one heinzel — two cockpits here, or one attached with ``--connect`` — share
+it. A window saves over the revision it last saw; when another window saved
+first, ``reconcile`` says what to do: take the newer text (this window typed
+nothing since), save again over it (the change was this window's own, or
+did not touch the text), or ask the user (keep mine / take theirs / both).
+
+The message being sent is saved with its request id before it goes out:
+when the acknowledgement is lost, sending again reuses the id and the
 kernel's inbox returns the message it already has instead of taking a second.
-An acknowledgement clears only the message it acknowledges; text typed
-meanwhile stays.
 """
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
 from typing import Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from ulid import ULID
 
-from hz_kernel.home import Home
-from hz_tui.files import read_private, write_private
+from hz_kernel.api import ComposerOutgoing as Outgoing
+from hz_kernel.api import ComposerText, InboxItem
 
 Mode = Literal["steer", "queue"]
-COMPOSER_DIR = "cockpit"
+Choice = Literal["mine", "theirs", "both"]
+Reconciled = Literal["take", "rebase", "conflict"]
+#: Inbox statuses of a message no turn has taken yet.
+STILL_WAITING = ("pending", "requested")
+
+__all__ = ["Choice", "ComposerState", "HistoryWalk", "Mode", "Outgoing", "reconcile"]
 
 
-class Outgoing(BaseModel):
-    """A message on its way to the kernel, with the id it keeps until acknowledged."""
-
-    model_config = ConfigDict(frozen=True)
-
-    request_id: str
-    message: str
-    mode: Mode
+def new_window_id() -> str:
+    """This window's name on the revisions it writes."""
+    return f"window-{ULID()}"
 
 
 class ComposerState(BaseModel):
-    """The composer of one heinzel: its text, its STEER/QUEUE mode, what is being sent."""
+    """The composer as this window shows it: its text, its STEER/QUEUE mode, what is being sent."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True)
 
     text: str = ""
     mode: Mode = "queue"
     outgoing: Outgoing | None = None
 
-    @property
-    def empty(self) -> bool:
-        return not self.text and self.mode == "queue" and self.outgoing is None
+    @classmethod
+    def of(cls, saved: ComposerText) -> ComposerState:
+        return cls(text=saved.text, mode=saved.mode, outgoing=saved.outgoing)
+
+    def same_as(self, saved: ComposerText) -> bool:
+        return (self.text, self.mode, self.outgoing) == (saved.text, saved.mode, saved.outgoing)
 
     def sending(self) -> ComposerState:
         """The state to save before sending the text: its outgoing message and request id.
@@ -70,31 +74,89 @@ class ComposerState(BaseModel):
         text = "" if self.text.strip() == sent.message else self.text
         return self.model_copy(update={"outgoing": None, "text": text})
 
+    def given_back(self, items: list[InboxItem]) -> ComposerState:
+        """The messages a stopped turn gives back, before what was typed, in the mode they had.
 
-def composer_path(home: Home, heinzel_id: str) -> Path:
-    return home.root / COMPOSER_DIR / f"composer-{home.heinzel_dir(heinzel_id).name}.json"
+        When they all had one mode, that is the mode; otherwise the mode the
+        user had chosen stays. One message alone that still waits in the inbox,
+        with nothing typed, keeps its request id: sent again unchanged it is
+        taken once, not twice. One the stopped turn had taken (steered into
+        it) is sent again under a new id, or the inbox would answer "had it".
+        """
+        typed = self.text.strip()
+        messages = [item.message for item in items]
+        modes = {item.mode for item in items}
+        mode: Mode = self.mode
+        if modes == {"steer"} or modes == {"queue"}:
+            mode = "steer" if modes == {"steer"} else "queue"
+        outgoing = None
+        if len(items) == 1 and not typed and items[0].status in STILL_WAITING:
+            outgoing = Outgoing(request_id=items[0].request_id, message=messages[0], mode=mode)
+        text = "\n\n".join([*messages, typed] if typed else messages)
+        return ComposerState(text=text, mode=mode, outgoing=outgoing)
+
+    def resolved(self, choice: Choice, theirs: ComposerText) -> ComposerState:
+        """The text the user chose when another window's newer text met this one's."""
+        if choice == "theirs":
+            return ComposerState.of(theirs)
+        if choice == "mine" or not theirs.text.strip():
+            return self.model_copy(update={"outgoing": self.outgoing or theirs.outgoing})
+        both = f"{theirs.text.rstrip()}\n\n{self.text.lstrip()}"
+        return ComposerState(text=both, mode=self.mode)
 
 
-def load_composer(home: Home, heinzel_id: str) -> ComposerState:
-    """The saved composer, or an empty one when there is none or it cannot be read."""
-    try:
-        raw = read_private(composer_path(home, heinzel_id))
-    except OSError:
-        return ComposerState()
-    if raw is None:
-        return ComposerState()
-    try:
-        return ComposerState.model_validate(orjson.loads(raw))
-    except (orjson.JSONDecodeError, ValidationError):
-        return ComposerState()
+def reconcile(
+    base: ComposerText, mine: ComposerState, theirs: ComposerText, window: str
+) -> Reconciled:
+    """What a window does whose save over ``base`` found the newer revision ``theirs``.
+
+    ``take``: show theirs (this window's text is as it was at ``base``);
+    ``rebase``: save this window's text over theirs (theirs was this
+    window's own save whose answer was lost, or left the text as it was, or
+    is the same text); ``conflict``: both changed the text; the user chooses.
+    """
+    if theirs.window == window:
+        return "rebase"
+    if mine.text == base.text:
+        return "take" if mine.same_as(base) or theirs.text != base.text else "rebase"
+    if theirs.text in (base.text, mine.text):
+        return "rebase"
+    return "conflict"
 
 
-def save_composer(home: Home, heinzel_id: str, state: ComposerState) -> None:
-    """Keep ``state`` on disk (an empty composer leaves no file); ``HZS081`` when impossible."""
-    path = composer_path(home, heinzel_id)
-    if state.empty:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return
-    data = orjson.dumps(state.model_dump(mode="json"))
-    write_private(path, data, code="HZS081", what="the composer's text", make_folder=True)
+class HistoryWalk:
+    """↑/↓ through the messages sent, as shells do: past the newest, the draft comes back."""
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.draft = ""
+
+    @property
+    def walking(self) -> bool:
+        return self.position is not None
+
+    def older(self, history: list[str], text: str) -> str | None:
+        """The entry before the one shown (None: there is none); remembers the draft first."""
+        if self.position is None:
+            if not history:
+                return None
+            self.draft = text
+            self.position = len(history)
+        if self.position == 0:
+            return None
+        self.position = min(self.position, len(history)) - 1
+        return history[self.position]
+
+    def newer(self, history: list[str]) -> str | None:
+        """The entry after the one shown, or the draft past the newest (None: not walking)."""
+        if self.position is None:
+            return None
+        self.position += 1
+        if self.position >= len(history):
+            self.position = None
+            return self.draft
+        return history[self.position]
+
+    def stop(self) -> None:
+        """The user edited the text shown: it is the draft now."""
+        self.position = None

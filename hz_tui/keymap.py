@@ -66,6 +66,7 @@ HEINZEL = [
     Binding("t", "retry", "Retry…", id="heinzel.retry"),
     Binding("d", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
     Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
+    Binding("K", "ask_stop", "Stop turn…", id="heinzel.stop_ask", key_display="K", show=False),
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
     Binding("v", "contract", "Contract", id="heinzel.contract"),
 ]
@@ -78,12 +79,26 @@ CONTRACT = [
     Binding("x", "decide('reject')", "Decline", id="contract.reject"),
 ]
 
-#: The composer on a heinzel's page (an input: printable keys type).
+#: The composer on a heinzel's page (a text area: printable keys type). Enter sends; a new
+#: line is Ctrl+J everywhere, Shift+Enter where the terminal reports it (kitty's keyboard
+#: protocol: kitty, WezTerm, foot, Ghostty; elsewhere Shift+Enter arrives as Enter).
 COMPOSER = [
     Binding("enter", "send", "Send", id="composer.send"),
+    Binding(
+        "ctrl+j,shift+enter", "newline", "New line", id="composer.newline", key_display="Ctrl+J"
+    ),
+    Binding("up", "older", "Older message", id="composer.older", show=False),
+    Binding("down", "newer", "Newer message", id="composer.newer", show=False),
     Binding("ctrl+t", "toggle_mode", "STEER/QUEUE", id="composer.mode"),
-    Binding("escape", "stop_or_leave", "Stop turn / leave", id="composer.stop"),
-    Binding("ctrl+c", "stop_twice", "Stop turn (twice)", id="composer.stop_twice", show=False),
+    Binding("escape", "leave", "Leave composer", id="composer.leave"),
+    Binding(
+        "ctrl+c",
+        "screen.stop_turn",
+        "Stop turn (twice)",
+        id="composer.stop_twice",
+        show=False,
+        priority=True,
+    ),
 ]
 
 REVIEW = [

@@ -40,6 +40,7 @@ from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
+    from hz_kernel.client import KernelClient
     from hz_tui.app import CockpitApp
 
 #: A second Ctrl+C within this many seconds stops the running turn.
@@ -96,7 +97,7 @@ class HeinzelScreen(Screen[None]):
                     yield LessonList(id="lessons")
                     yield Static("Cost this month by cause", classes="section")
                     yield CostPanel(id="costs")
-        yield Composer(self.cockpit.home, self.heinzel_id, id="composer")
+        yield Composer(self.heinzel_id, id="composer")
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -186,24 +187,32 @@ class HeinzelScreen(Screen[None]):
 
     # -- stopping the running turn -------------------------------------------------------
 
-    def on_composer_stop_asked(self, message: Composer.StopAsked) -> None:
-        message.stop()
-        if message.twice_needed:
-            self.action_stop_turn()
-        elif self.turn_panel.running:
-            self.stop_turn()
-        else:
-            self.query_one("#page").focus()
-
     def action_stop_turn(self) -> None:
-        """Ctrl+C: the first press arms, a second within ``DOUBLE_PRESS_S`` stops the turn."""
+        """Ctrl+C: the first press names the step it would stop, a second within
+        ``DOUBLE_PRESS_S`` stops the turn."""
         now = time.monotonic()
         if now - self.stop_armed_at <= DOUBLE_PRESS_S:
             self.stop_armed_at = 0.0
             self.stop_turn()
             return
         self.stop_armed_at = now
-        self.notify("Press Ctrl+C again to stop the running turn.", timeout=DOUBLE_PRESS_S)
+        self.notify(f"Press Ctrl+C again to stop {self.running_step()}.", timeout=DOUBLE_PRESS_S)
+
+    def action_ask_stop(self) -> None:
+        """K: "stop think?", naming the step, so nothing stops that the user did not see run."""
+        if not self.turn_panel.running:
+            self.notify("No turn is running.")
+            return
+        step = self.running_step()
+        choices = [("stop", f"Stop {step}: the turn ends abandoned"), ("keep", "Keep it running")]
+        self.app.push_screen(
+            ChooseScreen(f"Stop {step}?", choices),
+            lambda choice: self.stop_turn() if choice == "stop" else None,
+        )
+
+    def running_step(self) -> str:
+        live = self.turn_panel.live
+        return live.step if self.turn_panel.running and live.step else "the running turn"
 
     @work(exclusive=True, group="heinzel-stop")
     async def stop_turn(self) -> None:
@@ -213,6 +222,7 @@ class HeinzelScreen(Screen[None]):
         try:
             report = await client.call(ops.STOP, ref)
             inbox = await client.call(ops.INBOX, ref)
+            steered = await _steered_into(client, self.heinzel_id, report.turn)
         except HzError as exc:
             self.notify(f"{self.name_shown}: {exc.one_line()}", severity="error", timeout=10)
             return
@@ -220,13 +230,11 @@ class HeinzelScreen(Screen[None]):
             self.notify(f"{self.name_shown}: no turn was running.")
         else:
             self.notify(f"{self.name_shown}: the turn was stopped.")
-        queued = [item for item in waiting(inbox.items) if item.kind == "chat"]
-        only = queued[0] if len(queued) == 1 else None
-        self.query_one(Composer).put_back(
-            [item.message for item in queued],
-            only.request_id if only else None,
-            "steer" if only and only.mode == "steer" else "queue",
-        )
+        waits = waiting(inbox.items)
+        given = [
+            i for i in inbox.items if i.kind == "chat" and (i in waits or i.request_id in steered)
+        ]
+        self.query_one(Composer).put_back(given)
         self.inbox = inbox.items
         self.query_one(InboxList).show(self.inbox)
 
@@ -291,6 +299,15 @@ class HeinzelScreen(Screen[None]):
             return
         self.notify(f"{self.name_shown}: {done}.")
         self.load()
+
+
+async def _steered_into(client: KernelClient, heinzel_id: str, turn: str | None) -> set[str]:
+    """The messages steered into ``turn``: stopped, it came to nothing, so they come back."""
+    if turn is None:
+        return set()
+    request = ops.TurnBodyRequest(ref=heinzel_id, turn=turn, types=[])
+    body = await client.call(ops.TURN_BODY, request)
+    return {str(e["data"]["request_id"]) for e in body.events if e["kind"] == "turn.steered"}
 
 
 def _request_id() -> str:

@@ -1,38 +1,50 @@
-"""The composer on a heinzel's page: a message, its STEER/QUEUE mode, sent through the kernel.
+"""The composer on a heinzel's page: a multi-line message, its STEER/QUEUE mode, its history.
 
 STEER reaches the model of the running turn before its next request; QUEUE
-becomes the next turn. Enter sends (``heinzel.chat``) with a request id kept
-on disk until the kernel acknowledges it (``hz_tui.composer_store``); a
-failed send leaves the text and the id in place, so Enter again cannot make
-a second message. A message that finds the cockpit reconnecting to its
-daemon (``NotConnected``, also when the daemon went away mid-call) goes out
-by itself, once, under its id when the link is back. The text is saved as
-it is typed, so closing the cockpit loses nothing. Stopping the turn is the
-page's job; the composer forwards Escape and a double Ctrl+C to it.
+becomes the next turn. Enter sends (``heinzel.chat``); Ctrl+J (and
+Shift+Enter where the terminal reports it) starts a new line; ↑ on the
+first line and ↓ on the last walk the messages sent before. The text is
+kept by the kernel as it is typed (``composer.save``), under the revision
+this window last saw, so a second window on the heinzel never overwrites
+newer text: it takes it, or asks which to keep (``hz_tui.composer_store``).
+A message is saved with its request id before it goes out; a failed send
+leaves both in place, so Enter again cannot make a second message, and one
+that finds the cockpit reconnecting goes out by itself, once, when the link
+is back. Escape only leaves the composer; stopping a turn is the page's.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, cast
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Input, Static
+from textual.widgets import Static, TextArea
 
 from hz_kernel import operations as ops
+from hz_kernel.api import ComposerText, InboxItem
 from hz_kernel.errors import HzError
-from hz_kernel.home import Home
-from hz_tui import composer_store, keymap
-from hz_tui.composer_store import ComposerState, Mode, Outgoing
+from hz_tui import keymap
+from hz_tui.composer_store import (
+    Choice,
+    ComposerState,
+    HistoryWalk,
+    Outgoing,
+    new_window_id,
+    reconcile,
+)
 from hz_tui.link import Link, NotConnected
+from hz_tui.screens.choose import ChooseScreen
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
 SAVE_AFTER_S = 0.3
+#: The composer's own actions that must keep their place among the keys typed around them.
+IN_ORDER = ("send", "newline", "older", "newer")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
     "pending": "is in the inbox: it reaches the turn at its next step",
@@ -41,10 +53,30 @@ SENT = {
     "delivered": "started a turn",
     "queued": "is in the inbox: another process holds this heinzel, its next tick delivers it",
 }
+PLACEHOLDER = (
+    "a message: Enter sends · Ctrl+J new line · ↑ history · Ctrl+T steer/queue · Esc leaves"
+)
+#: A save that finds a newer revision saves again over it at most this often before giving up.
+REBASES = 3
+#: Saves started by composers that closed, until the kernel answered them.
+CLOSING: set[asyncio.Future[bool]] = set()
+#: What a page closed while the kernel was out of reach could not save, by heinzel: the
+#: page opened again shows it (the revision it was typed over, the text, the window's id).
+UNSAVED: dict[str, tuple[ComposerText, ComposerState, str]] = {}
 
 
-class ComposerInput(Input):
-    """The composer's line of text; its keys act on the composer around it."""
+#: How long a closing cockpit waits for those saves (a daemon that hangs must not hold it).
+SETTLE_S = 5.0
+
+
+async def settle() -> None:
+    """Wait for the saves of composers that closed (the cockpit awaits this before it goes)."""
+    if CLOSING:
+        await asyncio.wait(set(CLOSING), timeout=SETTLE_S)
+
+
+class ComposerArea(TextArea):
+    """The composer's text; its keys act on the composer around it."""
 
     BINDINGS = keymap.COMPOSER
 
@@ -55,100 +87,318 @@ class ComposerInput(Input):
     def composer(self) -> Composer:
         return cast("Composer", self.parent)
 
+    def on_focus(self) -> None:
+        self.composer.catch_up()
+
+    async def _on_key(self, event: events.Key) -> None:
+        """Send, new line and history act here, in the order the keys came.
+
+        As bindings they would run when the key reached the app (a priority
+        binding: before the keys typed just ahead of it were inserted): a
+        fast typist, or tmux's ``send-keys``, would see the new line land
+        in the middle of the word before it.
+        """
+        # The widget's bindings as the user's keymap left them (``cockpit.json`` overrides by id).
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            if binding.action in IN_ORDER:
+                event.stop()
+                event.prevent_default()
+                getattr(self, f"action_{binding.action}")()
+                return
+        await super()._on_key(event)
+
     def action_send(self) -> None:
         self.composer.send()
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    def action_older(self) -> None:
+        if not self.navigator.is_first_wrapped_line(self.cursor_location):
+            self.action_cursor_up()
+        else:
+            self.composer.walk_history(older=True)
+
+    def action_newer(self) -> None:
+        if not self.navigator.is_last_wrapped_line(self.cursor_location):
+            self.action_cursor_down()
+        else:
+            self.composer.walk_history(older=False)
 
     def action_toggle_mode(self) -> None:
         self.composer.toggle_mode()
 
-    def action_stop_or_leave(self) -> None:
-        self.post_message(Composer.StopAsked(twice_needed=False))
-
-    def action_stop_twice(self) -> None:
-        self.post_message(Composer.StopAsked(twice_needed=True))
+    def action_leave(self) -> None:
+        """Back to the page: never a stop, whatever runs."""
+        self.composer.save_soon(0)
+        page = self.screen.query("#page").first() if self.screen.query("#page") else None
+        if page is not None and page.focusable:
+            page.focus()
+        else:
+            self.screen.set_focus(None)
 
 
 class Composer(Horizontal):
     """A message to one heinzel, with its mode and the id it is sent under."""
 
-    class StopAsked(Message):
-        """Escape (``twice_needed`` False) or Ctrl+C (True) in the composer."""
+    DEFAULT_CSS = """
+    Composer {
+        height: auto;
+        margin: 0 1;
+    }
+    Composer #composer-mode {
+        width: 9;
+        height: 100%;
+        content-align: center middle;
+        text-style: bold;
+        background: $panel;
+        color: $text-muted;
+    }
+    Composer #composer-mode.-steer {
+        background: $warning;
+        color: $background;
+    }
+    Composer #composer-input {
+        width: 1fr;
+        height: auto;
+        min-height: 3;
+        max-height: 10;
+        padding: 1 1 1 1;
+        background: $boost;
+    }
+    Composer.-sending #composer-input {
+        opacity: 70%;
+    }
+    """
 
-        def __init__(self, *, twice_needed: bool) -> None:
-            super().__init__()
-            self.twice_needed = twice_needed
-
-    def __init__(self, home: Home, heinzel_id: str, *, id: str | None = None) -> None:
+    def __init__(self, heinzel_id: str, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.home = home
         self.heinzel_id = heinzel_id
-        self.state = composer_store.load_composer(home, heinzel_id)
+        self.window = new_window_id()
+        self.base = ComposerText(heinzel=heinzel_id)
+        """The revision this window last saw the kernel keep."""
+        self.state = ComposerState()
+        if heinzel_id in UNSAVED:
+            self.base, self.state, self.window = UNSAVED.pop(heinzel_id)
+        self.walk = HistoryWalk()
+        self.loaded = False
+        self.saving = asyncio.Lock()
         self.save_timer: Timer | None = None
+        self.conflict_open = False
         self.sending_now = False
         self.after_reconnect = False
-        """A send found the link down: deliver the outgoing message once it is back."""
+        """A save or send found the link down: do it once the link is back."""
 
     @property
     def cockpit(self) -> CockpitApp:
         return cast("CockpitApp", self.app)
 
     @property
-    def input(self) -> ComposerInput:
-        return self.query_one(ComposerInput)
+    def input(self) -> ComposerArea:
+        return self.query_one(ComposerArea)
+
+    @property
+    def dirty(self) -> bool:
+        """This window shows something the kernel does not keep yet."""
+        return not self.state.same_as(self.base)
 
     def compose(self) -> ComposeResult:
         yield Static(id="composer-mode")
-        yield ComposerInput(
-            value=self.state.text,
-            placeholder="a message: Enter sends · Ctrl+T steer/queue · Esc stops the turn",
+        yield ComposerArea(
+            placeholder=PLACEHOLDER,
             id="composer-input",
+            highlight_cursor_line=False,
+            compact=True,
         )
 
     def on_mount(self) -> None:
-        self.show_mode()
+        self.show(self.state)
         self.cockpit.link.changed.subscribe(self, self.on_link_changed)
-
-    def on_link_changed(self, link: Link) -> None:
-        outgoing = self.state.outgoing
-        if link.attached and self.after_reconnect and outgoing and not self.sending_now:
-            self.after_reconnect = False
-            self.deliver(outgoing)
+        self.catch_up()
 
     def on_unmount(self) -> None:
-        self.save_now()
+        """A page (or the cockpit) closing saves what the last keys typed; ``settle`` awaits it."""
+        if self.save_timer is not None:
+            self.save_timer.stop()
+        if self.dirty and self.loaded:
+            closing = asyncio.ensure_future(self._save(closing=True))
+            CLOSING.add(closing)
+            closing.add_done_callback(CLOSING.discard)
+        elif self.dirty:
+            UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
+
+    def on_link_changed(self, link: Link) -> None:
+        if not link.attached or not self.after_reconnect or self.sending_now:
+            return
+        self.after_reconnect = False
+        outgoing = self.state.outgoing
+        if not self.loaded:
+            self.catch_up()
+        elif outgoing is not None:
+            self.deliver(outgoing)
+        else:
+            self.save_soon(0)
+
+    # -- showing ---------------------------------------------------------------------------
 
     def show_mode(self) -> None:
         label = self.query_one("#composer-mode", Static)
         label.update(MODE_LABELS[self.state.mode])
         label.set_class(self.state.mode == "steer", "-steer")
 
-    # -- keeping the text --------------------------------------------------------------
+    def show(self, state: ComposerState) -> None:
+        """Show ``state`` (the text only when it differs, so the cursor stays where it is)."""
+        self.state = state
+        if not self.is_attached:
+            return
+        area = self.input
+        if area.text != state.text:
+            area.text = state.text
+            area.move_cursor(area.document.end)
+        self.show_mode()
 
-    def on_input_changed(self, event: Input.Changed) -> None:
+    def take(self, saved: ComposerText) -> None:
+        """The kernel's composer is the one to show: nothing of this window's is lost by it."""
+        self.base = saved
+        self.walk.stop()
+        self.show(ComposerState.of(saved))
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
-        if event.value != self.state.text:
-            self.state = self.state.model_copy(update={"text": event.value})
+        text = event.text_area.text
+        if text != self.state.text:
+            self.walk.stop()
+            self.state = self.state.model_copy(update={"text": text})
             self.save_soon()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
+    # -- keeping the text --------------------------------------------------------------------
 
-    def save_soon(self) -> None:
-        if self.save_timer is not None:
-            self.save_timer.stop()
-        self.save_timer = self.set_timer(SAVE_AFTER_S, self.save_now)
+    @work(group="composer-load")
+    async def catch_up(self) -> None:
+        """Ask the kernel for the composer; newer text than this window's shows here."""
+        try:
+            saved = await self.cockpit.client.call(
+                ops.COMPOSER, ops.HeinzelRef(ref=self.heinzel_id)
+            )
+        except HzError:
+            if not self.loaded:
+                self.after_reconnect = True
+            return
+        async with self.saving:
+            self.loaded = True
+            if self.conflict_open:
+                return
+            if saved.revision != self.base.revision:
+                if not self.dirty:
+                    self.take(saved)
+                elif not await self._meet(saved):
+                    return
+        if self.dirty:
+            self.save_soon(0)
 
-    def save_now(self) -> bool:
-        """Write the composer to disk now; False (and a warning) when that failed."""
+    def save_soon(self, after: float = SAVE_AFTER_S) -> None:
+        """Save once typing paused for ``after`` seconds (0: now)."""
         if self.save_timer is not None:
             self.save_timer.stop()
             self.save_timer = None
-        try:
-            composer_store.save_composer(self.home, self.heinzel_id, self.state)
-        except HzError as exc:
-            self.notify(exc.one_line(), severity="error", timeout=10)
-            return False
-        return True
+        if after <= 0:
+            self.save()
+        else:
+            self.save_timer = self.set_timer(after, self._save_later)
+
+    def _save_later(self) -> None:
+        self.save_timer = None
+        self.save()
+
+    @work(group="composer-save")
+    async def save(self) -> None:
+        await self._save()
+
+    async def _save(self, *, closing: bool = False) -> bool:
+        """Save this window's composer over the revision it saw; True once the kernel keeps it.
+
+        False when the link is down (kept here, saved once it is back), the
+        kernel refused (a toast says why), or another window's newer text
+        waits for the user's choice. ``closing``: the window is going, no one
+        can choose; both texts are kept.
+        """
+        async with self.saving:
+            for _ in range(REBASES):
+                if not self.loaded or self.conflict_open:
+                    return False
+                if not self.dirty:
+                    return True
+                state = self.state
+                request = ops.ComposerSaveRequest(
+                    ref=self.heinzel_id,
+                    base=self.base.revision,
+                    text=state.text,
+                    mode=state.mode,
+                    outgoing=state.outgoing,
+                    window=self.window,
+                )
+                try:
+                    answer = await self.cockpit.client.call(ops.COMPOSER_SAVE, request)
+                except NotConnected as exc:
+                    self.after_reconnect = True
+                    if closing:
+                        UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
+                    self.notify(
+                        f"Not saved yet: {exc.one_line()}; kept here until the cockpit is back",
+                        severity="warning",
+                        timeout=10,
+                    )
+                    return False
+                except HzError as exc:
+                    self.notify(exc.one_line(), severity="error", timeout=10)
+                    return False
+                if answer.saved:
+                    self.base = answer.current
+                    continue
+                if not await self._meet(answer.current, closing=closing):
+                    return False
+            return not self.dirty
+
+    async def _meet(self, theirs: ComposerText, *, closing: bool = False) -> bool:
+        """Another window saved ``theirs`` first; True when this window may save over it now."""
+        action = reconcile(self.base, self.state, theirs, self.window)
+        if action == "take":
+            self.take(theirs)
+            return True
+        if action == "rebase":
+            self.base = theirs
+            return True
+        if closing:
+            self.base, self.state = theirs, self.state.resolved("both", theirs)
+            return True
+        self._ask(theirs)
+        return False
+
+    def _ask(self, theirs: ComposerText) -> None:
+        """Both windows changed the text: the user keeps one, or both (nothing is lost)."""
+        self.conflict_open = True
+        choices: list[tuple[str, str]] = [
+            ("theirs", f"Take theirs: {_first_line(theirs.text)}"),
+            ("mine", f"Keep mine: {_first_line(self.state.text)}"),
+            ("both", "Both: theirs, then mine"),
+        ]
+        title = "HZU220: another window changed this message. Which text stays?"
+        self.app.push_screen(ChooseScreen(title, choices), lambda c: self._resolve(c, theirs))
+
+    def _resolve(self, choice: str | None, theirs: ComposerText) -> None:
+        self.conflict_open = False
+        if choice is None:
+            self.notify(
+                "HZU220: not saved: another window's newer text waits; "
+                "the next change asks again which to keep",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        self.base = theirs
+        self.walk.stop()
+        self.show(self.state.resolved(cast("Choice", choice), theirs))
+        self.save_soon(0)
 
     def toggle_mode(self) -> None:
         mode = "queue" if self.state.mode == "steer" else "steer"
@@ -156,42 +406,57 @@ class Composer(Horizontal):
         self.show_mode()
         self.save_soon()
 
-    def put_back(self, messages: list[str], request_id: str | None, mode: Mode = "queue") -> None:
-        """Show messages taken back from the queue; one kept alone keeps its request id.
-
-        Sent again unchanged (same text, same ``mode``), that one message
-        reaches the kernel under its old id, which the inbox already holds: it
-        is not taken twice. Changed, it gets a new id.
-        """
-        if not messages:
+    def walk_history(self, *, older: bool) -> None:
+        history = self.base.history
+        shown = self.walk.older(history, self.state.text) if older else self.walk.newer(history)
+        if shown is None:
             return
-        typed = self.state.text.strip()
-        text = "\n\n".join([*messages, typed] if typed else messages)
-        outgoing = None
-        if request_id is not None and len(messages) == 1 and not typed:
-            outgoing = Outgoing(request_id=request_id, message=messages[0], mode=mode)
-        else:
-            mode = "queue"
-        self.state = ComposerState(text=text, mode=mode, outgoing=outgoing)
-        self.input.value = text
-        self.input.cursor_position = len(text)
-        self.show_mode()
-        self.save_now()
+        self.state = self.state.model_copy(update={"text": shown})
+        area = self.input
+        area.text = shown
+        area.move_cursor(area.document.end if not older else (0, len(shown.split("\n")[0])))
+        self.save_soon()
 
-    # -- sending -------------------------------------------------------------------------
+    def put_back(self, items: list[InboxItem]) -> None:
+        """Show the messages a stopped turn gives back, in the mode they were sent in."""
+        if not items:
+            return
+        self.walk.stop()
+        self.show(self.state.given_back(items))
+        self.save_soon(0)
+
+    # -- sending ---------------------------------------------------------------------------
 
     def send(self) -> None:
-        if self.sending_now or not self.state.text.strip():
+        if self.sending_now or self.conflict_open or not self.state.text.strip():
             return
-        outgoing_state = self.state.sending()
-        self.state = outgoing_state
-        if not self.save_now():
+        self.walk.stop()
+        self.state = self.state.sending()
+        self.save_and_deliver()
+
+    @work(group="composer-send")
+    async def save_and_deliver(self) -> None:
+        """Save the message with its request id, then send it; a change elsewhere sends nothing."""
+        outgoing = self.state.outgoing
+        if outgoing is None:
             return
-        assert outgoing_state.outgoing is not None
-        self.deliver(outgoing_state.outgoing)
+        if self.save_timer is not None:
+            self.save_timer.stop()
+            self.save_timer = None
+        if not await self._save():
+            if self.after_reconnect:
+                self.notify("Not sent yet: it goes out once the cockpit is back", timeout=10)
+            return
+        if self.state.outgoing != outgoing:
+            return
+        await self._deliver(outgoing)
 
     @work(group="composer-send")
     async def deliver(self, outgoing: Outgoing) -> None:
+        if await self._save() and self.state.outgoing == outgoing:
+            await self._deliver(outgoing)
+
+    async def _deliver(self, outgoing: Outgoing) -> None:
         """Send one message; only its acknowledgement clears it."""
         self.sending_now = True
         self.add_class("-sending")
@@ -221,8 +486,33 @@ class Composer(Horizontal):
         finally:
             self.sending_now = False
             self.remove_class("-sending")
-        self.state = self.state.acknowledged(admitted.request_id)
-        if self.input.value != self.state.text:
-            self.input.value = self.state.text
-        self.save_now()
+        await self._acknowledge(admitted.request_id)
         self.notify(f"The message {SENT.get(admitted.status, admitted.status)}.")
+
+    async def _acknowledge(self, request_id: str) -> None:
+        """Tell the kernel the inbox has ``request_id``; text typed meanwhile stays."""
+        sent = ops.ComposerSentRequest(
+            ref=self.heinzel_id, request_id=request_id, window=self.window
+        )
+        async with self.saving:
+            try:
+                kept = await self.cockpit.client.call(ops.COMPOSER_SENT, sent)
+            except HzError as exc:
+                self.notify(exc.one_line(), severity="warning", timeout=10)
+                return
+            typed = self.state.acknowledged(request_id)
+            if not typed.text or typed.text == kept.text:
+                self.take(kept)
+                return
+            self.state = typed
+            if kept.text:
+                self._ask(kept)
+                return
+            self.base = kept
+        self.save_soon(0)
+
+
+def _first_line(text: str, width: int = 50) -> str:
+    line = text.strip().split("\n")[0] if text.strip() else "(empty)"
+    more = "…" if len(line) > width or "\n" in text.strip() else ""
+    return line[:width] + more

@@ -105,20 +105,24 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
         tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… again")
         tmux.keys("i", *"after the crash", "Enter")
         tmux.wait_for(lambda s: "Not sent yet" in s, "the message kept for later")
-        kept = json.loads(next((home.root / "cockpit").glob("composer-*.json")).read_text())
-        request_id = kept["outgoing"]["request_id"]
         third = start_daemon(env, home, pids)
         tmux.wait_for(
             lambda s: f"daemon (pid {third})" in s and "3 · last" in s,
             "the message delivered by the third daemon as a turn",
         )
+        inbox = home.heinzel_dir(heinzel_id) / "inbox"
+        admitted = [json.loads(path.read_text()) for path in inbox.glob("*.json")]
+        sent = [r["request_id"] for r in admitted if r.get("message") == "after the crash"]
+        assert len(sent) == 1, "the message sent while reconnecting was admitted once"
         taken = [
             event
             for event in spine_events(home, heinzel_id)
-            if event["kind"] == "turn.started" and request_id in event["data"]["request_ids"]
+            if event["kind"] == "turn.started" and sent[0] in event["data"]["request_ids"]
         ]
         assert len(taken) == 1, "the message sent while reconnecting went out once"
-        assert not list((home.root / "cockpit").glob("composer-*.json"))
+        # The composer's text is the kernel's (issue 14 item 4): cleared, the message in history.
+        kept = json.loads(next((home.root / "cockpit").glob("composer-*.json")).read_text())
+        assert (kept["text"], kept["outgoing"], kept["history"]) == ("", None, ["after the crash"])
 
         # Quitting while reconnecting is prompt: nothing waits on the daemon that is gone.
         kill_daemon(home)

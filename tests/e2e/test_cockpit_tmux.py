@@ -11,6 +11,7 @@ session is touched.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -129,9 +130,9 @@ def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
     settings = world.home.settings_path
     # A window far longer than the test needs: the keys never race the clock.
     settings.write_text(settings.read_text() + "\n[cockpit]\nundo_seconds = 600\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(world.home.root),
+    env = hz_env(
+        world.home.root,
+        embedded=False,
         HZ_TICK_SECONDS="3600",
         PYDANTIC_AI_NO_BANNER="1",
         TERM="xterm-256color",
@@ -162,6 +163,72 @@ def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
             time.sleep(0.1)
         assert not tmux.run("list-sessions"), "the cockpit did not exit on q"
         assert worlds.TAG in document.read_text(), "nothing was held, so nothing was sent"
+    finally:
+        stopped = hz(env, "daemon", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+
+
+def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """issue 14 item 4: Ctrl+J (tmux ``C-j``) starts a line, Enter sends both as one steer.
+
+    Shift+Enter reaches an application under tmux as a plain Enter, so Ctrl+J
+    is the new line that works in every terminal; the message lands in the
+    running turn with its newline, and ``K`` then asks "Stop think?".
+    """
+    world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
+    heinzel_id = world.ids["notes-digest"]
+    env = hz_env(
+        world.home.root,
+        embedded=False,
+        HZ_TICK_SECONDS="3600",
+        HZ_MODEL_DELAY_MS="3000",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+    )
+    started = hz(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        command = " ".join(
+            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
+        )
+        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        tmux.wait_for(lambda s: "notes-digest" in s and "daemon (pid" in s, "the home table")
+        tmux.keys("Enter")
+        tmux.wait_for(
+            lambda s: "Live turn" in s and "· last" in s and "running:" not in s,
+            "the heinzel page, no turn running (the daemon's first tick may have run one)",
+        )
+        world.add_note(
+            "wednesday.md", "# Wednesday\n" + "".join(f"- item {n}\n" for n in range(14))
+        )
+        tmux.keys("w")
+        tmux.wait_for(lambda s: "running: think" in s, "the woken turn thinking")
+        tmux.keys("i", "C-t")
+        tmux.wait_for(lambda s: "STEER" in s, "the composer in STEER mode")
+        tmux.run("send-keys", "-t", tmux.session, "-l", "name the owners")
+        tmux.keys("C-j")
+        tmux.run("send-keys", "-t", tmux.session, "-l", "and the dates")
+        shown = tmux.wait_for(
+            lambda s: "name the owners" in s and "and the dates" in s, "two lines typed"
+        )
+        assert "Not sent" not in shown
+        tmux.keys("Enter")
+        tmux.wait_for(lambda s: "1 steered" in s, "the steer taken by the running turn")
+        inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
+        admitted = [json.loads(path.read_text()) for path in inbox.glob("*.json")]
+        steers = [r for r in admitted if r.get("kind") == "chat"]
+        assert [(r["message"], r["mode"]) for r in steers] == [
+            ("name the owners\nand the dates", "steer")
+        ]
+        spine = (world.home.heinzel_dir(heinzel_id) / "session.jsonl").read_text().splitlines()
+        steered = [json.loads(line) for line in spine if '"turn.steered"' in line]
+        assert [e["data"]["request_id"] for e in steered] == [steers[0]["request_id"]]
+        tmux.keys("Escape", "K")
+        tmux.wait_for(lambda s: "Stop think?" in s, "the stop question naming the step")
+        tmux.keys("Enter")
+        tmux.wait_for(lambda s: "the turn was stopped" in s, "the turn stopped")
     finally:
         stopped = hz(env, "daemon", "stop")
         assert stopped.returncode == 0, stopped.stderr

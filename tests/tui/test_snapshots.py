@@ -21,10 +21,9 @@ from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
 from hz_kernel.daemon.admission import AdmissionController
 from hz_kernel.home import Home
+from hz_kernel.store import composer as composer_file
 from hz_kernel.tick.report import TickDeferred, TickReport, TickSkipped
-from hz_tui import composer_store
 from hz_tui.app import CockpitApp
-from hz_tui.composer_store import ComposerState
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
@@ -261,14 +260,40 @@ async def open_release_notes(pilot: Pilot[int]) -> None:
     await pilot.pause(0.3)
 
 
+def keep_composer(home: Home, heinzel: str, text: str, mode: str) -> None:
+    """The composer's text as the kernel keeps it, as if typed in an earlier window."""
+    composer_file.update(
+        home.root, heinzel, lambda now: now.model_copy(update={"text": text, "mode": mode})
+    )
+
+
 @pytest.mark.parametrize("theme", THEMES)
 def test_live_turn_inbox_and_composer(snap_compare, snapshot_client, theme: str) -> None:
     home, client = snapshot_client
     heinzel = homes.heinzel_id(5)
-    saved = ComposerState(text="make the intro two lines", mode="steer")
-    composer_store.save_composer(home, heinzel, saved)
+    keep_composer(home, heinzel, "make the intro two lines", "steer")
     try:
         app = cockpit(home, client, theme)
         assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_release_notes))
     finally:
-        composer_store.composer_path(home, heinzel).unlink(missing_ok=True)
+        composer_file.composer_path(home.root, heinzel).unlink(missing_ok=True)
+
+
+async def focus_composer(pilot: Pilot[int]) -> None:
+    await pilot.press("i", "end")
+    await pilot.pause(0.3)
+
+
+def test_issue14_item4_composer_multi_line(snap_compare, snapshot_client) -> None:
+    """issue 14 item 4: the composer grows with a multi-line message (up to ten lines)."""
+    home, client = snapshot_client
+    heinzel = homes.heinzel_id(5)
+    text = "make the intro two lines\nand name the owners:\n- Ana for search\n- Bo for checkout"
+    keep_composer(home, heinzel, text, "steer")
+    try:
+        app = cockpit(home, client, "hz-dark")
+        assert snap_compare(
+            app, terminal_size=(120, 40), run_before=then(open_release_notes, focus_composer)
+        )
+    finally:
+        composer_file.composer_path(home.root, heinzel).unlink(missing_ok=True)

@@ -9,10 +9,11 @@ import orjson
 import pytest
 from rich.console import Console
 
-from hz_kernel.api import DraftReview
+from hz_kernel.api import ComposerText, DraftReview
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.store import composer as composer_file
 from hz_kernel.vocabulary import (
     AttemptRetry,
     AttemptStarted,
@@ -25,7 +26,7 @@ from hz_kernel.vocabulary import (
     TurnSkipped,
     TurnStarted,
 )
-from hz_tui import composer_store, notices, review, rows
+from hz_tui import notices, review, rows
 from hz_tui.composer_store import ComposerState
 from hz_tui.tail import BodyTail, SpineTail
 from hz_tui.turn_state import TurnFollower, chunk_text, short_key
@@ -124,11 +125,14 @@ def test_composer_keeps_one_request_id_per_message_until_acknowledged(home: Home
     sending = typed.sending()
     assert sending.outgoing is not None and sending.outgoing.mode == "steer"
     assert sending.sending() is sending
-    composer_store.save_composer(home, heinzel, sending)
-    path = composer_store.composer_path(home, heinzel)
+    saved = composer_file.update(
+        home.root, heinzel, lambda now: now.model_copy(update=dict(sending))
+    )
+    assert saved.revision == 1
+    path = composer_file.composer_path(home.root, heinzel)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    reloaded = composer_store.load_composer(home, heinzel)
+    reloaded = ComposerState.of(composer_file.read_composer(home.root, heinzel))
     assert reloaded == sending
     assert reloaded.sending().outgoing == sending.outgoing
     edited = reloaded.model_copy(update={"text": "make it much shorter"}).sending()
@@ -139,18 +143,15 @@ def test_composer_keeps_one_request_id_per_message_until_acknowledged(home: Home
     assert sending.acknowledged("cockpit-other") == sending
     done = sending.acknowledged(sending.outgoing.request_id)
     assert done.text == "" and done.outgoing is None
-    composer_store.save_composer(home, heinzel, ComposerState())
-    assert not path.exists()
-    path.parent.joinpath(path.name).write_text("{not json")
-    assert composer_store.load_composer(home, heinzel) == ComposerState()
+    path.write_text("{not json")
+    assert composer_file.read_composer(home.root, heinzel) == ComposerText(heinzel=heinzel)
 
 
 def test_composer_that_cannot_be_saved_is_a_coded_error(tmp_path: Path) -> None:
-    blocked = Home(tmp_path / "not-there")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
     with pytest.raises(HzError) as caught:
-        composer_store.save_composer(
-            blocked, "hz-01JC0CKP1T0000000000000001", ComposerState(text="x")
-        )
+        composer_file.update(blocked, "hz-01JC0CKP1T0000000000000001", lambda now: now)
     assert caught.value.code == "HZS081"
 
 

@@ -1,0 +1,367 @@
+"""issue 14 item 4, a real composer, with Pilot on a real embedded kernel and real files.
+
+Multi-line messages (Enter sends, Ctrl+J and Shift+Enter start a line),
+history with ↑/↓ kept by the kernel per heinzel, two windows on one
+heinzel that never overwrite each other's newer text, the STEER/QUEUE mode
+kept when a stopped turn gives its messages back, and stopping: Escape
+never stops a turn, Ctrl+C twice or ``K`` (which names the step) does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual._context import active_app
+from textual.pilot import Pilot
+
+from hz_kernel import operations as ops
+from hz_kernel.api import ComposerText, InboxItem, KernelStatus
+from hz_kernel.client import LocalClient
+from hz_kernel.kernel import Kernel
+from hz_kernel.operations import Operation, Req, Resp
+from hz_tui.app import CockpitApp
+from hz_tui.commands import cockpit_commands
+from hz_tui.composer_store import ComposerState, HistoryWalk, reconcile
+from hz_tui.link import NotConnected
+from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.turn_state import LiveTurn
+from hz_tui.widgets.composer import Composer, ComposerArea, settle
+from tests.tui import worlds
+from tests.tui.test_cockpit import SIZE, open_page, until
+
+LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
+
+
+@pytest.fixture
+async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World:
+    monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00+00:00")
+    made = worlds.make_world(tmp_path)
+    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    return made
+
+
+@pytest.fixture
+async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
+    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
+    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture
+async def heinzel(client: LocalClient, world: worlds.World) -> str:
+    return await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
+
+
+def messages_of(app: CockpitApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def chats(client: LocalClient, heinzel: str) -> list[tuple[str, str]]:
+    inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=heinzel))
+    return [(item.message, item.mode) for item in inbox.items if item.kind == "chat"]
+
+
+async def kept(client: LocalClient, heinzel: str) -> ops.api.ComposerText:
+    return await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
+
+
+async def test_issue14_item4_multi_line_send_arrives_with_its_newlines(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Ctrl+J and Shift+Enter start a line; Enter sends the whole message, newlines and all."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await pilot.press("i", *"first line", "ctrl+j", *"second", "shift+enter", *"third")
+        assert composer.input.text == "first line\nsecond\nthird"
+        assert await chats(client, heinzel) == []
+        await pilot.press("enter")
+        await until(lambda: composer.input.text == "" and composer.state.outgoing is None)
+        assert await chats(client, heinzel) == [("first line\nsecond\nthird", "queue")]
+
+
+async def test_issue14_item4_history_walks_with_up_and_down_and_is_kept_per_heinzel(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """↑ on the first line and ↓ on the last walk the messages sent; the draft comes back."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        area = composer.input
+        await pilot.press("i", *"one", "enter")
+        await until(lambda: area.text == "" and composer.state.outgoing is None)
+        await pilot.press(*"two", "ctrl+j", *"lines", "enter")
+        await until(lambda: area.text == "" and composer.state.outgoing is None)
+        await pilot.press(*"draft")
+        await pilot.press("up")
+        assert area.text == "two\nlines" and area.cursor_location == (0, 3)
+        await pilot.press("up")
+        assert area.text == "one"
+        await pilot.press("up")
+        assert area.text == "one", "the oldest stays"
+        await pilot.press("down")
+        assert area.text == "two\nlines" and area.cursor_location == (1, 5)
+        await pilot.press("down")
+        assert area.text == "draft", "past the newest, the draft typed before comes back"
+        await pilot.press("ctrl+j", *"more", "up")
+        assert area.text == "draft\nmore", "↑ off the first line moves the cursor, not history"
+        assert area.cursor_location[0] == 0
+    await settle()
+    saved = await kept(client, heinzel)
+    assert saved.history == ["one", "two\nlines"] and saved.text == "draft\nmore"
+    again = CockpitApp(world.home, client)
+    async with again.run_test(size=SIZE) as pilot:
+        await again.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        area = page.query_one(ComposerArea)
+        await until(lambda: area.text == "draft\nmore")
+        await pilot.press("i", "up", "up")
+        assert area.text == "two\nlines", "history outlives the window"
+
+
+async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Two cockpits on one home: the second takes the newer text, or resolves a conflict.
+
+    Each app runs its own tasks; the test's calls into one of them say which
+    (Textual finds "the app" of a call through a context variable).
+    """
+    second_client = LocalClient(await Kernel.open(world.home))
+    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
+
+    async def keys(pilot: Pilot[None], *pressed: str) -> None:
+        active_app.set(pilot.app)
+        await pilot.press(*pressed)
+
+    try:
+        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
+            await first.loaded.wait()
+            await second.loaded.wait()
+            active_app.set(first)
+            page_one = await open_page(one, heinzel)
+            active_app.set(second)
+            page_two = await open_page(two, heinzel)
+            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
+            await keys(one, "i", *"from the first window")
+            await until(lambda: not mine.dirty and mine.base.revision > 0)
+            await keys(two, "i")
+            await until(lambda: theirs.input.text == "from the first window")
+            assert theirs.base.revision == mine.base.revision
+
+            await keys(one, *" and more")
+            await until(lambda: not mine.dirty and mine.base.text.endswith("more"))
+            await keys(two, *", said the second")
+            await until(lambda: isinstance(second.screen, ChooseScreen))
+            assert (await kept(client, heinzel)).text == "from the first window and more"
+            await keys(two, "down", "down", "enter")
+            both = "from the first window and more\n\nfrom the first window, said the second"
+            await until(lambda: theirs.input.text == both and not theirs.dirty)
+            assert (await kept(client, heinzel)).text == both
+
+            await keys(one, "escape", "i")
+            await until(lambda: mine.input.text == both)
+            await keys(one, *" (agreed)")
+            await until(lambda: not mine.dirty and mine.base.text.endswith("(agreed)"))
+            await keys(two, *"!")
+            await until(lambda: isinstance(second.screen, ChooseScreen))
+            await keys(two, "enter")
+            await until(lambda: theirs.input.text == both + " (agreed)" and not theirs.dirty)
+            assert (await kept(client, heinzel)).text == both + " (agreed)"
+    finally:
+        await second_client.close()
+
+
+async def test_issue14_item4_a_stopped_turn_gives_back_its_messages_in_their_mode(
+    world: worlds.World, client: LocalClient, heinzel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """STEER stays STEER when the messages come back, also with text typed after them."""
+    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "400")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+        await until(lambda: page.turn_panel.live.step == "think")
+        await pilot.press("i", "ctrl+t", *"name the owners", "enter")
+        await until(lambda: ("name the owners", "steer") in [c for c in [*composer_chats(page)]])
+        await pilot.press(*"and the dates")
+        await pilot.press("ctrl+c", "ctrl+c")
+        await until(lambda: page.turn_panel.live.status == "finished", timeout=10)
+        await until(lambda: composer.input.text == "name the owners\n\nand the dates")
+        assert composer.state.mode == "steer"
+        assert "STEER" in str(composer.query_one("#composer-mode").render())
+        await until(lambda: not composer.dirty)
+        saved = await kept(client, heinzel)
+        assert (saved.text, saved.mode) == ("name the owners\n\nand the dates", "steer")
+
+
+def composer_chats(page: HeinzelScreen) -> list[tuple[str, str]]:
+    return [(item.message, item.mode) for item in page.inbox if item.kind == "chat"]
+
+
+async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
+    world: worlds.World, client: LocalClient, heinzel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Escape in the composer leaves it; Ctrl+C twice (naming the step), K or the palette's
+    "Stop the running turn…" (both asking "Stop think?") stops the turn."""
+    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "1500")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+
+        def live() -> LiveTurn:
+            return page.turn_panel.live
+
+        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+        await until(lambda: live().step == "think")
+        await pilot.press("i", *"half a thought", "escape")
+        assert not isinstance(app.focused, ComposerArea)
+        assert app.screen is page
+        await pilot.pause(0.5)
+        assert live().status == "running" and live().step == "think"
+        assert page.query_one(Composer).input.text == "half a thought"
+
+        await pilot.press("K")
+        assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
+        await pilot.press("down", "enter")
+        await pilot.pause(0.5)
+        assert live().status == "running"
+
+        await pilot.press("i", "ctrl+c")
+        assert "Press Ctrl+C again to stop think." in messages_of(app)
+        await pilot.pause(0.5)
+        assert live().status == "running"
+        await pilot.press("ctrl+c")
+        await until(lambda: live().status == "finished", timeout=10)
+        assert live().disposition == "abandoned"
+
+        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+        await until(lambda: live().status == "running" and live().step == "think")
+        await pilot.press("escape")
+        stop = next(c for c in cockpit_commands(app) if c.title == "Stop the running turn…")
+        stop.run()  # the palette's command: the same question as K
+        await pilot.pause()
+        assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
+        await pilot.press("enter")
+        await until(lambda: live().status == "finished", timeout=10)
+        assert live().disposition == "abandoned"
+
+
+class SavesFailWhileAway:
+    """A transport whose composer saves find the daemon gone while ``away`` is set."""
+
+    remote = False
+
+    def __init__(self, inner: LocalClient) -> None:
+        self.inner = inner
+        self.where = inner.where
+        self.away = False
+
+    async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
+        if self.away and operation is ops.COMPOSER_SAVE:
+            raise NotConnected()
+        return await self.inner.call(operation, request)
+
+    def subscribe(self, after: int | None = None, **_: Any) -> Any:
+        return self.inner.subscribe(after)
+
+    async def status(self) -> KernelStatus:
+        return await self.inner.status()
+
+    async def warm(self) -> None:
+        await self.inner.warm()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """What could not be saved when the page closed is there when the page opens again."""
+    flaky = SavesFailWhileAway(client)
+    app = CockpitApp(world.home, flaky)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        flaky.away = True
+        await pilot.press("i", *"typed while away", "escape")
+        await until(lambda: any(m.startswith("Not saved yet") for m in messages_of(app)))
+        await pilot.press("escape")
+        await settle()
+        page = await open_page(pilot, heinzel)
+        area = page.query_one(ComposerArea)
+        assert area.text == "typed while away"
+        flaky.away = False
+        await pilot.press("i", *"!")
+        await until(lambda: not page.query_one(Composer).dirty)
+    assert (await kept(client, heinzel)).text == "typed while away!"
+
+
+def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
+    """What a window does whose save found a newer revision: nothing typed is ever dropped."""
+    base = ComposerText(heinzel="h", revision=3, text="draft", window="w-me")
+    untouched = ComposerState(text="draft")
+    typed = ComposerState(text="draft, mine")
+    theirs = ComposerText(heinzel="h", revision=4, text="draft, theirs", window="w-other")
+    assert reconcile(base, untouched, theirs, "w-me") == "take"
+    assert reconcile(base, typed, theirs, "w-me") == "conflict"
+    assert reconcile(base, typed, theirs.model_copy(update={"window": "w-me"}), "w-me") == "rebase"
+    only_mode = theirs.model_copy(update={"text": "draft", "mode": "steer"})
+    assert reconcile(base, typed, only_mode, "w-me") == "rebase"
+    assert reconcile(base, typed, theirs.model_copy(update={"text": "draft, mine"}), "w-me") == (
+        "rebase"
+    )
+    both = typed.resolved("both", theirs)
+    assert both.text == "draft, theirs\n\ndraft, mine" and both.outgoing is None
+    assert typed.resolved("theirs", theirs).text == "draft, theirs"
+    assert typed.resolved("mine", theirs) == typed
+
+
+def test_issue14_item4_history_walk_and_given_back_modes() -> None:
+    walk = HistoryWalk()
+    history = ["one", "two"]
+    assert walk.older(history, "draft") == "two"
+    assert walk.older(history, "two") == "one"
+    assert walk.older(history, "one") is None
+    assert walk.newer(history) == "two"
+    assert walk.newer(history) == "draft" and not walk.walking
+    assert HistoryWalk().older([], "draft") is None
+
+    def item(message: str, mode: str, status: str) -> InboxItem:
+        return InboxItem(
+            request_id=f"cockpit-{message}",
+            kind="chat",
+            mode=mode,
+            message=message,
+            admitted_at=datetime(2026, 12, 1, tzinfo=UTC),
+            status=status,
+        )
+
+    queue_mode = ComposerState(mode="queue")
+    steered = queue_mode.given_back([item("a", "steer", "steered"), item("b", "steer", "pending")])
+    assert (steered.text, steered.mode, steered.outgoing) == ("a\n\nb", "steer", None)
+    mixed = ComposerState(text="typed", mode="steer").given_back(
+        [item("a", "steer", "pending"), item("b", "queue", "requested")]
+    )
+    assert (mixed.text, mixed.mode) == ("a\n\nb\n\ntyped", "steer")
+    alone = queue_mode.given_back([item("a", "steer", "pending")])
+    assert alone.outgoing is not None and alone.outgoing.request_id == "cockpit-a"
+    assert alone.mode == "steer"
+    taken = queue_mode.given_back([item("a", "steer", "steered")])
+    assert taken.outgoing is None, "a message the stopped turn took goes out under a new id"
