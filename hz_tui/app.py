@@ -71,6 +71,7 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
+        self.held_at_start: set[str] = set()
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.watcher = live_source(home, self.link)
@@ -93,6 +94,10 @@ class CockpitApp(App[int]):
     # -- start and live rows -----------------------------------------------------------
 
     def on_mount(self) -> None:
+        from hz_tui.review import HeldRejects
+
+        # Rejections the last cockpit left held; the ones this cockpit holds are its own.
+        self.held_at_start = {held.key for held in HeldRejects(self.home).load()}
         self.sub_title = self.link.where
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
         self.set_keymap(self.keymap_overrides)
@@ -140,7 +145,8 @@ class CockpitApp(App[int]):
 
         try:
             await self.client.warm()
-            for line in await HeldRejects(self.home).send_left_behind(self.client):
+            held = HeldRejects(self.home)
+            for line in await held.send_left_behind(self.client, self.held_at_start):
                 self.notify(line)  # a rejection held for undo when the last cockpit ended
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)

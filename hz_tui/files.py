@@ -2,7 +2,7 @@
 
 The kernel's ``fsutil`` helpers sit in ``hz_kernel.store``, which the
 layering keeps out of the cockpit; these are the same temp-fsync-rename
-steps for the few files the cockpit writes (``cockpit.json``).
+steps for the few files the cockpit writes (``cockpit.json``, held rejections).
 """
 
 from __future__ import annotations
@@ -27,10 +27,17 @@ def read_private(path: Path, limit: int = 1 << 20) -> bytes | None:
         return handle.read(limit)
 
 
-def write_private(path: Path, data: bytes, *, code: str, what: str) -> None:
-    """Replace ``path`` with ``data`` atomically; a failure is ``HzError(code)`` naming ``what``."""
+def write_private(
+    path: Path, data: bytes, *, code: str, what: str, make_folder: bool = False
+) -> None:
+    """Replace ``path`` with ``data`` atomically; a failure is ``HzError(code)`` naming ``what``.
+
+    ``make_folder`` creates the file's own folder (0700) when missing, never its parents.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        if make_folder:
+            path.parent.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)

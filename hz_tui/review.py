@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -274,13 +274,14 @@ class HeldRejects:
         self.release(held.key)
         return Sent(f"{held.name}: draft rejected", "rejected")
 
-    async def send_left_behind(self, client: KernelClient) -> list[str]:
-        """Send what a cockpit that ended early still held, if the draft still waits.
+    async def send_left_behind(self, client: KernelClient, keys: Collection[str]) -> list[str]:
+        """Send what a cockpit that ended early still held (``keys``, read at this cockpit's
+        start), if the draft still waits; a rejection held since then has its own undo window.
 
         A draft no longer pending was decided meanwhile (or this rejection
         reached the kernel just before the end): nothing is sent for it.
         """
-        items = self.load()
+        items = [held for held in self.load() if held.key in keys]
         if not items:
             return []
         pending = {d.key for d in (await client.call(ops.DRAFTS, ops.Empty())).items}

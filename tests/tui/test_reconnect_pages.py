@@ -21,6 +21,7 @@ from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.facts import Facts
 from tests.e2e.test_cockpit_reconnects import kill_daemon
@@ -81,6 +82,8 @@ async def test_issue13_item4_the_header_says_adopted_after_a_reconnect_and_resta
             assert app.sub_title == f"daemon (pid {second}) at {found.address} · adopted"
 
             await pilot.press("f2", "R")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.press("y")
             await until(lambda: f"(pid {second})" not in app.sub_title, ATTACH_S)
             await until(lambda: app.sub_title.endswith(" · restarted"), ATTACH_S)
             third = read_discovery(daemon)
