@@ -10,6 +10,7 @@ those.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -421,12 +422,16 @@ def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
     _note_slot(p, keys)
 
 
+#: A schedule slot's key after ``<id>@``: its UTC minute. A wake's request id (a ULID) also
+#: starts with a digit, but is no slot: taken for one, it made the newest slot look owed.
+_SLOT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
 def _note_slot(p: Projection, keys: list[str]) -> None:
     """Remember the newest schedule slot a turn covered (keys ``<id>@<ISO slot>``)."""
     prefix = f"{p.id}@"
-    slots = [
-        k[len(prefix) :] for k in keys if k.startswith(prefix) and k[len(prefix) :][:1].isdigit()
-    ]
+    slots = [k[len(prefix) :] for k in keys if k.startswith(prefix)]
+    slots = [slot for slot in slots if _SLOT.fullmatch(slot)]
     if slots:
         newest = max(slots)
         if not p.heinzel["last_slot"] or newest > p.heinzel["last_slot"]:

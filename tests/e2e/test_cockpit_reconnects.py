@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from hz_kernel.home import Home
 from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
@@ -57,7 +58,9 @@ def start_daemon(env: dict[str, str], home: Home, pids: list[int]) -> int:
 def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
     tmp_path: Path, tmux: Tmux
 ) -> None:
-    world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HZ_NOW", homes.NOW)  # the world's clock is the one the daemons run on
+        world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     home = world.home
     heinzel_id = world.ids["notes-digest"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}

@@ -98,6 +98,16 @@ def running_turn(home: Home) -> str | None:
     return str(open_turns[-1]) if open_turns else None
 
 
+def cockpit_woken_turn(home: Home) -> str | None:
+    """The open turn a cockpit ``w`` started (the daemon may run a turn of its own before it)."""
+    running = running_turn(home)
+    for event in spine(home):
+        if event["turn"] == running and event["kind"] == "turn.started":
+            asked = event["data"].get("request_ids", [])  # type: ignore[union-attr]
+            return running if any(r.startswith("cockpit-") for r in asked) else None
+    return None
+
+
 def cockpit_exited(tmux: Tmux) -> bool:
     return not tmux.run("list-sessions")
 
@@ -114,8 +124,8 @@ def test_issue13_item1_hz_starts_the_daemon_and_a_turn_outlives_the_cockpit(
     assert f"daemon (pid {found.pid}) at {found.address}" in shown
 
     tmux.keys("w")
-    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
-    turn = running_turn(home)
+    wait_until(lambda: cockpit_woken_turn(home) is not None, "the woken turn to start")
+    turn = cockpit_woken_turn(home)
     tmux.keys("q")
     wait_until(lambda: cockpit_exited(tmux), "the cockpit to exit on q")
     assert running_turn(home) == turn, "the turn ended with the cockpit"
