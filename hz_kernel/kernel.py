@@ -11,14 +11,14 @@ from hz_kernel.clock import now_utc
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
+from hz_kernel.commands.transcripts import TranscriptCommands
 from hz_kernel.commands.turns import TurnCommands
-from hz_kernel.commands.watching import WatchCommands
 from hz_kernel.observe import Observation, Observer
 
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
 
 
-class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands, WatchCommands):
+class Kernel(TickCommands, TurnCommands, LifecycleCommands, StoreCommands, TranscriptCommands):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 
     def load(self) -> api.KernelLoad:

@@ -170,6 +170,14 @@ class TurnBodyRequest(Request):
     """Only body records of these types (e.g. ``chunk``); None: all."""
 
 
+class TranscriptRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    """The turn (a ULID); None: the heinzel's newest turn that ran."""
+    after_offset: int = Field(default=0, ge=0)
+    """Body records after this byte offset: a transcript that follows a live turn reads on."""
+
+
 class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
@@ -223,6 +231,22 @@ DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", 
 TURN_BODY = Operation(
     "turn.body", TurnBodyRequest, api.TurnBody, "turn_body", False, "A turn's events and body"
 )
+TRANSCRIPT = Operation(
+    "turn.transcript",
+    TranscriptRequest,
+    api.TurnTranscript,
+    "turn_transcript",
+    False,
+    "A turn whole: cause, inputs, context, requests, effects",
+)
+CONVERSATION = Operation(
+    "heinzel.conversation",
+    HeinzelRef,
+    api.Conversation,
+    "conversation",
+    False,
+    "The messages sent to a heinzel and the turns they reached",
+)
 DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
 TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
 DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
@@ -232,6 +256,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF, TURN_BODY,
+        STOP, RETRY, ANSWER, DISMISS, DIFF, TURN_BODY, TRANSCRIPT, CONVERSATION,
     )
 }  # fmt: skip
