@@ -65,12 +65,10 @@ class SearchableScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
         yield TranscriptView(id="transcript")
-        yield SearchInput(placeholder="search this page", id="search")
         yield Static(id="search-status")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one(SearchInput).display = False
         self.view.focus()
 
     def show_lines(self, lines: list[Line]) -> None:
@@ -80,8 +78,14 @@ class SearchableScreen(Screen[None]):
 
     # -- search -------------------------------------------------------------------------
 
-    def action_search(self) -> None:
-        search = self.query_one(SearchInput)
+    async def action_search(self) -> None:
+        """Open the search line (made on first use: most pages are read, not searched)."""
+        found = self.query(SearchInput)
+        search = (
+            found.first() if found else SearchInput(placeholder="search this page", id="search")
+        )
+        if not found:
+            await self.mount(search, before="#search-status")
         search.display = True
         search.value = self.query_text
         search.focus()
@@ -110,7 +114,7 @@ class SearchableScreen(Screen[None]):
     def _step(self, by: int) -> None:
         view = self.view
         if not self.query_text:
-            self.action_search()
+            self.run_worker(self.action_search())
             return
         if not view.matches:
             self._mark(None, jump=False)
