@@ -1,4 +1,4 @@
-"""Cockpit benchmark: cold start with 500 heinzels, append → screen latency, a 100-spine burst.
+"""Cockpit benchmark: cold start of 500 heinzels, append → screen, a burst, opening a transcript.
 
 Run: ``python bench/cockpit.py``. Every figure sits beside a baseline from
 the same run:
@@ -16,9 +16,17 @@ Appends are made by a real ``Kernel`` in the benchmark process (the
 baseline writes and fsyncs plain lines); "on screen" means the widget holds
 the new content and has refreshed since. The burst's 100 appends are issued
 at once; its figure runs from the moment the last is durable to the moment
-all 100 rows are drawn. ``--tiny`` (the smoke test's run) shrinks every
-size; each size is an option too. The last line is one JSON object of named
-figures, named after the full sizes.
+all 100 rows are drawn.
+
+Opening a transcript: a real turn of the local model whose body holds (at
+least) 200 records, pushed onto the cockpit until its lines are drawn
+(``turn.transcript`` through the client, laid out, wrapped, painted); the
+baseline pushes a screen onto a bare Textual app that reads the same body
+file and shows its records, a line each, in a ``Log``.
+
+``--tiny`` (the smoke test's run) shrinks every size; each size is an
+option too. The last line is one JSON object of named figures, named after
+the full sizes.
 """
 
 from __future__ import annotations
@@ -35,24 +43,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import orjson
 from _common import emit, run, sizes, turn_events, write_spine_fast
 from textual.app import App, ComposeResult
+from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Log, Static
 from ulid import ULID
 from watchfiles import awatch
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
+from hz_kernel.contracts import render_template
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import body_path
 from hz_kernel.vocabulary import TurnStarted
 from hz_tui.app import CockpitApp
+from hz_tui.screens.transcript import TranscriptScreen
 from hz_tui.watcher import DEBOUNCE_MS, RUST_TIMEOUT_MS, STEP_MS
 from hz_tui.widgets.heinzel_table import HeinzelTable
 
-FULL = {"heinzels": 500, "samples": 40, "burst": 100, "repeat": 3}
-TINY = {"heinzels": 5, "samples": 2, "burst": 3, "repeat": 1}
+FULL = {"heinzels": 500, "samples": 40, "burst": 100, "repeat": 3, "records": 200, "opens": 20}
+TINY = {"heinzels": 5, "samples": 2, "burst": 3, "repeat": 1, "records": 20, "opens": 2}
 READY = "READY"
 
 EMPTY_APP = """
@@ -292,6 +305,97 @@ async def live_figures(home: Home, ids: list[str], samples: int, burst: int) -> 
     return figures
 
 
+def transcript_home(root: Path, records: int) -> tuple[Home, str, str]:
+    """A home whose heinzel's newest turn (a real one, the local model's) has ``records`` or
+    more body records: a digest of one long note streams one chunk record per 48 characters."""
+    docs = root / "docs"
+    (docs / "notes").mkdir(parents=True)
+    root.joinpath("home").mkdir(mode=0o700)
+    home = Home.resolve(root / "home", create=True)
+    home.settings_path.write_text(f'[documents]\nroot = "{docs}"\n')
+    contract = render_template(
+        "digest", {"name": "long-digest", "notes": "notes", "document": "reports/long.md"}
+    )
+
+    async def build() -> tuple[str, str]:
+        kernel = await Kernel.open(home)
+        try:
+            made = await kernel.new(text=contract)
+            await kernel.approve(ref=made.id)
+            # About 0.65 chunk records per item, plus six others (input, context, …).
+            items = max(4, (records - 6) * 8 // 5)
+            lines = "".join(f"- item {n:05d} of the long week\n" for n in range(items))
+            (docs / "notes" / "long.md").write_text("# Long\n" + lines)
+            await kernel.wake(ref=made.id)
+            answer = await kernel.turn_transcript(ref=made.id)
+            if len(answer.records) < records:
+                raise RuntimeError(
+                    f"the turn has {len(answer.records)} body records, not {records}"
+                )
+            return made.id, str(answer.turn)
+        finally:
+            await kernel.close()
+
+    heinzel, turn = asyncio.run(build())
+    return home, heinzel, turn
+
+
+class Plain(Screen[None]):
+    """The baseline's page: the body file's records, one line each, in Textual's own ``Log``
+    (which, like the transcript, draws only the lines in sight)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        yield Log(id="plain")
+
+    def on_mount(self) -> None:
+        records = [orjson.loads(line) for line in self.path.read_bytes().splitlines()]
+        self.query_one(Log).write_lines(str(record) for record in records)
+
+
+async def transcript_figures(home: Home, heinzel: str, turn: str, opens: int) -> dict[str, float]:
+    """Median ms from asking for a transcript page to its lines drawn, and the baseline's."""
+    figures: dict[str, float] = {}
+    bare = App[None]()
+    async with bare.run_test(size=(120, 40)) as pilot:
+        samples = []
+        for _ in range(opens):
+            started = time.perf_counter()
+            page = Plain(body_path(home.heinzel_dir(heinzel), turn))
+            await bare.push_screen(page)
+            await painted(page.query_one(Log))
+            samples.append((time.perf_counter() - started) * 1000)
+            bare.pop_screen()
+            await pilot.pause()
+        figures["baseline"] = statistics.median(samples)
+    client = await LocalClient.open(home)
+    try:
+        app = CockpitApp(home, client, live=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await app.loaded.wait()
+            await pilot.pause(0.2)
+            samples = []
+            shown = 0
+            for _ in range(opens):
+                started = time.perf_counter()
+                screen = TranscriptScreen(heinzel, turn)
+                await app.push_screen(screen)
+                await until(lambda s=screen: s.model.loaded and len(s.view.lines) > 1)
+                await painted(screen.view)
+                samples.append((time.perf_counter() - started) * 1000)
+                shown = len(screen.model.records)
+                app.pop_screen()
+                await pilot.pause()
+            figures["open"] = statistics.median(samples)
+            figures["records"] = shown
+    finally:
+        await client.close()
+    return figures
+
+
 def main() -> None:
     size = sizes(__doc__, FULL, TINY)
     if size.heinzels < size.samples + size.burst:
@@ -305,6 +409,8 @@ def main() -> None:
         )
         base = asyncio.run(baseline_figures(Path(tmp) / "mirror", size.samples, size.burst))
         figures = asyncio.run(live_figures(home, ids, size.samples, size.burst))
+        long_home, heinzel, turn = transcript_home(Path(tmp) / "transcript", size.records)
+        opened = asyncio.run(transcript_figures(long_home, heinzel, turn, size.opens))
     print(f"cold start, empty Textual app:      {empty:.2f} s")
     print(
         f"cold start, cockpit, {size.heinzels} heinzels:  {cockpit:.2f} s  "
@@ -325,6 +431,10 @@ def main() -> None:
         f"{figures['burst_append_ms']:.0f} ms): all on screen {figures['burst_100_ms']:.0f} ms "
         f"later; bare app, {size.burst} files: {base['burst']:.0f} ms"
     )
+    print(
+        f"open a transcript of {opened['records']:.0f} body records: {opened['open']:.1f} ms "
+        f"(median of {size.opens}); bare app showing the same body: {opened['baseline']:.1f} ms"
+    )
     emit(
         {
             "cold_start_500_s": round(cockpit, 3),
@@ -340,6 +450,9 @@ def main() -> None:
             "baseline_burst_100_ms": round(base["burst"], 1),
             "list_one_ms": round(figures["list_one_ms"], 2),
             "list_500_ms": round(figures["list_500_ms"], 2),
+            "open_transcript_ms": round(opened["open"], 1),
+            "baseline_open_transcript_ms": round(opened["baseline"], 1),
+            "transcript_records": int(opened["records"]),
         }
     )
 

@@ -496,3 +496,52 @@ class TurnBody(_Shape):
     offset: int = 0
     more: bool = False
     present: bool = False
+
+
+class TranscriptSummary(_Shape):
+    """The summary in effect when a turn began: it stood in for the history it covers."""
+
+    seq: int
+    turn: str | None = None
+    written_at: str
+    covers_through_seq: int
+
+
+class TurnTranscript(TurnBody):
+    """One turn whole, for reading back: its spine events, its body, and the spine's context.
+
+    Beside ``TurnBody``'s fields: the lessons active at the turn's pinned
+    lessons seq and the summary in effect when it began (both from the
+    spine, so an expired body still shows them), and ``expired``: the turn
+    wrote a body that is gone now (pruned).
+    """
+
+    name: str = ""
+    lessons: list[LessonSummary] = []
+    summary: TranscriptSummary | None = None
+    expired: bool = False
+
+
+class ConversationMessage(_Shape):
+    """One message the user sent a heinzel, and where it went.
+
+    ``route``: ``steered`` (delivered into a running turn's think),
+    ``queued`` (a turn's cause: it started one, or waited for the turn
+    running then to end), ``answered`` (an answer to the heinzel's
+    question), ``waiting`` (not delivered yet). ``turn`` is the turn it
+    reached.
+    """
+
+    request_id: str
+    kind: str
+    mode: str
+    message: str
+    admitted_at: datetime
+    route: Literal["steered", "queued", "answered", "waiting"]
+    turn: str | None = None
+
+
+class Conversation(_Shape):
+    heinzel: str
+    name: str
+    items: list[ConversationMessage] = []

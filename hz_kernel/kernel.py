@@ -13,8 +13,8 @@ from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.review import ReviewCommands
 from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
+from hz_kernel.commands.transcripts import TranscriptCommands
 from hz_kernel.commands.turns import TurnCommands
-from hz_kernel.commands.watching import WatchCommands
 from hz_kernel.observe import Observation, Observer
 
 __all__ = ["Kernel", "Observation", "Observer", "now_utc"]
@@ -26,7 +26,7 @@ class Kernel(
     TurnCommands,
     LifecycleCommands,
     StoreCommands,
-    WatchCommands,
+    TranscriptCommands,
     ComposerCommands,
 ):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""

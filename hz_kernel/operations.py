@@ -191,6 +191,14 @@ class ComposerSentRequest(Request):
     window: WindowId | None = None
 
 
+class TranscriptRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    """The turn (a ULID); None: the heinzel's newest turn that ran."""
+    after_offset: int = Field(default=0, ge=0)
+    """Body records after this byte offset: a transcript that follows a live turn reads on."""
+
+
 class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
@@ -263,6 +271,22 @@ COMPOSER_SENT = Operation(
     True,
     "Clear a message the inbox took; remember it",
 )
+TRANSCRIPT = Operation(
+    "turn.transcript",
+    TranscriptRequest,
+    api.TurnTranscript,
+    "turn_transcript",
+    False,
+    "A turn whole: cause, inputs, context, requests, effects",
+)
+CONVERSATION = Operation(
+    "heinzel.conversation",
+    HeinzelRef,
+    api.Conversation,
+    "conversation",
+    False,
+    "The messages sent to a heinzel and the turns they reached",
+)
 DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
 REVIEW = Operation(
     "draft.review",
@@ -284,6 +308,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER, COMPOSER_SAVE,
-        COMPOSER_SENT,
+        COMPOSER_SENT, TRANSCRIPT, CONVERSATION,
     )
 }  # fmt: skip

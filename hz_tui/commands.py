@@ -64,12 +64,34 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         Command(f"Theme: {name}", "Switch and remember the theme", partial(app.choose_theme, name))
         for name in themes.THEME_NAMES
     ]
+    commands += page_commands(app)
     bell = "off" if app.bell_on else "on"
     commands.append(
         Command(f"Bell: turn {bell}", "Ring when a draft lands or a turn fails", app.toggle_bell)
     )
     commands.append(Command("Quit", "Leave the cockpit (the kernel's work goes on)", app.exit))
     return commands
+
+
+def page_commands(app: CockpitApp) -> list[Command]:
+    """The open heinzel page's own commands, while one is open."""
+    from hz_tui.screens.heinzel import HeinzelScreen  # the page imports much; only when asked
+
+    page = next((s for s in reversed(app.screen_stack) if isinstance(s, HeinzelScreen)), None)
+    if page is None:
+        return []
+    return [
+        Command(
+            "Transcript of the newest turn",
+            "Its cause, inputs, context as sent, model requests, effects and cost",
+            page.action_transcript,
+        ),
+        Command(
+            "Conversation",
+            "Every message you sent this heinzel and the turn it reached",
+            page.action_conversation,
+        ),
+    ]
 
 
 def heinzel_commands(app: CockpitApp) -> list[Command]:

@@ -69,6 +69,29 @@ HEINZEL = [
     Binding("K", "ask_stop", "Stop turn…", id="heinzel.stop_ask", key_display="K", show=False),
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
     Binding("v", "contract", "Contract", id="heinzel.contract"),
+    Binding("m", "conversation", "Conversation", id="heinzel.conversation"),
+]
+
+#: The timeline of turns on a heinzel's page.
+TIMELINE = [
+    Binding("enter", "open_turn", "Transcript", id="timeline.open"),
+]
+
+#: A turn's transcript and a heinzel's conversation: read-only, searchable pages.
+TRANSCRIPT = [
+    Binding("escape", "back", "Back", id="transcript.back"),
+    Binding("slash", "search", "Search", id="transcript.search", key_display="/"),
+    Binding("n", "next_match", "Next match", id="transcript.next"),
+    Binding("N", "previous_match", "Previous match", id="transcript.previous", key_display="N"),
+    Binding("j", "scroll_lines(1)", "Down", id="transcript.down", show=False),
+    Binding("k", "scroll_lines(-1)", "Up", id="transcript.up", show=False),
+    Binding("g", "top", "Top", id="transcript.top", show=False),
+    Binding("G", "follow", "Follow the end", id="transcript.end", key_display="G"),
+]
+
+#: The search line of a transcript or conversation (an input: printable keys type).
+SEARCH = [
+    Binding("escape", "close", "Close search", id="search.close"),
 ]
 
 #: The contract page: versions, diffs, and the proposal that waits for approval.
@@ -169,6 +192,9 @@ SCOPES = (
     Scope("Filter", FILTER_BAR),
     Scope("One heinzel", HEINZEL),
     Scope("Composer (on a heinzel's page)", COMPOSER),
+    Scope("Timeline of turns", TIMELINE),
+    Scope("Transcript and conversation", TRANSCRIPT),
+    Scope("Search (in a transcript)", SEARCH),
     Scope("Contract page", CONTRACT),
     Scope("Draft review", REVIEW),
     Scope("Dialogs", DIALOG),

@@ -779,15 +779,28 @@ class _MeteredStream(FunctionStreamedResponse):
 class LocalModel(FunctionModel):
     """The keyless default model.
 
-    Two knobs for tests and demos: ``delay_ms`` holds each streamed chunk (a
-    crash-test window), and while ``hold_file`` exists every chunk waits for it
-    to go, so a test can keep a turn running until it has seen what it needs.
+    Three knobs for tests and demos: ``delay_ms`` holds each streamed chunk (a
+    crash-test window); while ``hold_file`` exists every chunk waits for it to
+    go, so a test can keep a turn running until it has seen what it needs; and
+    ``record_file`` gets one JSON line per request the model receives (its
+    instructions and the user texts of its messages), so a test can compare
+    what a transcript shows with what the model was given.
     """
 
-    def __init__(self, *, delay_ms: int = 0, hold_file: str | None = None) -> None:
+    def __init__(
+        self, *, delay_ms: int = 0, hold_file: str | None = None, record_file: str | None = None
+    ) -> None:
         super().__init__(self._respond, stream_function=self._stream, model_name=LOCAL_MODEL_NAME)
         self.delay_ms = delay_ms
         self.hold_file = Path(hold_file) if hold_file else None
+        self.record_file = Path(record_file) if record_file else None
+
+    def _record(self, messages: Sequence[ModelMessage], instructions: str | None) -> None:
+        if self.record_file is None:
+            return
+        received = {"instructions": instructions, "user_texts": list(_user_texts(messages))}
+        with self.record_file.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(received, ensure_ascii=False) + "\n")
 
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
@@ -808,6 +821,7 @@ class LocalModel(FunctionModel):
             }
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self._record(messages, info.instructions)
         tool, arguments = plan_reply(messages, [t.name for t in info.output_tools])
         usage = RequestUsage(
             input_tokens=estimate_tokens(_request_text(messages, info.instructions)),
@@ -835,6 +849,7 @@ class LocalModel(FunctionModel):
             model_request_parameters=parameters,
             instructions=_instructions(messages, parameters),
         )
+        self._record(messages, info.instructions)
         meter = _Meter(input_tokens=estimate_tokens(_request_text(messages, info.instructions)))
         yield _MeteredStream(
             model_request_parameters=parameters,

@@ -82,6 +82,7 @@ class ModelEnv(BaseModel):
     compatible_api_key: SecretStr | None = None
     delay_ms: int = Field(default=0, ge=0, le=600_000)
     hold_file: str | None = None
+    record_file: str | None = None
     local_usd_per_mtok: float = Field(default=0.0, ge=0.0, le=1_000_000.0)
 
     @classmethod
@@ -104,6 +105,7 @@ class ModelEnv(BaseModel):
         knobs = {
             "delay_ms": "HZ_MODEL_DELAY_MS",
             "hold_file": "HZ_MODEL_HOLD_FILE",
+            "record_file": "HZ_MODEL_RECORD_FILE",
             "local_usd_per_mtok": "HZ_LOCAL_USD_PER_MTOK",
         }
         for field_name, variable in knobs.items():
@@ -192,7 +194,9 @@ def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None
     env = settings if settings is not None else ModelEnv.from_environ()
     provider, name = _split_spec(spec)
     if provider == DEFAULT_MODEL:
-        return LocalModel(delay_ms=env.delay_ms, hold_file=env.hold_file)
+        return LocalModel(
+            delay_ms=env.delay_ms, hold_file=env.hold_file, record_file=env.record_file
+        )
     return _PROVIDERS[provider](name, env, spec.strip())
 
 

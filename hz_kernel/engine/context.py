@@ -35,8 +35,26 @@ EVENT_LINES_MAX = 200
 
 @dataclass(frozen=True, slots=True)
 class Context:
+    """What the model is given, and what each piece of it is (for the transcript's labels).
+
+    ``instructions`` is ``parts`` joined by a blank line; ``labels`` names each
+    of ``messages`` (``summary``, ``history``, ``last_approved``, ``approval``,
+    ``steering``, ``inputs``).
+    """
+
     instructions: str
     messages: tuple[str, ...]
+    parts: tuple[tuple[str, str], ...] = ()
+    labels: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, object]:
+        """The body's ``context`` record: the exact text sent, with where each piece begins."""
+        return {
+            "instructions": self.instructions,
+            "messages": list(self.messages),
+            "parts": [{"part": name, "chars": len(text)} for name, text in self.parts],
+            "labels": list(self.labels),
+        }
 
 
 def active_lessons(events: Sequence[Event], lessons_seq: int) -> list[tuple[str, str]]:
@@ -134,11 +152,11 @@ def build_context(
     ``inputs`` is None for a turn that reads no inputs (an approval turn, whose
     material comes in ``extra``).
     """
-    instructions = [FRAMING, render_contract(contract, version)]
+    parts = [("framing", FRAMING), ("contract", render_contract(contract, version))]
     lessons = active_lessons(events, lessons_seq)
     if lessons:
         lines = "\n".join(f"- {text}" for _, text in lessons)
-        instructions.append(f"## What you learned from this user\n{lines}")
+        parts.append(("lessons", f"## What you learned from this user\n{lines}"))
 
     hidden = _hidden(events)
     summary: Event | None = None
@@ -147,9 +165,9 @@ def build_context(
             break
         if event.kind == "summary.written":
             summary = event
-    messages: list[str] = []
+    messages: list[tuple[str, str]] = []
     if summary is not None:
-        messages.append(summary_block(summary))
+        messages.append(("summary", summary_block(summary)))
     since = int(summary.data.get("covers_through_seq", summary.seq)) if summary else 0
     kept = _kept_turns(events, since, keep_turns) if summary is not None else set()
     lines = []
@@ -164,11 +182,17 @@ def build_context(
         if line:
             lines.append(line)
     if lines:
-        messages.append("<history>\n" + "\n".join(lines[-EVENT_LINES_MAX:]) + "\n</history>")
+        history = "<history>\n" + "\n".join(lines[-EVENT_LINES_MAX:]) + "\n</history>"
+        messages.append(("history", history))
     if approved_text:
-        messages.append(render_last_approved(approved_text))
-    messages.extend(extra)
-    messages.extend(render_steering(text) for text in requests)
+        messages.append(("last_approved", render_last_approved(approved_text)))
+    messages.extend(("approval", text) for text in extra)
+    messages.extend(("request", render_steering(text)) for text in requests)
     if inputs is not None:
-        messages.append(render_inputs(inputs, output=output))
-    return Context(instructions="\n\n".join(instructions), messages=tuple(messages))
+        messages.append(("inputs", render_inputs(inputs, output=output)))
+    return Context(
+        instructions="\n\n".join(text for _, text in parts),
+        messages=tuple(text for _, text in messages),
+        parts=tuple(parts),
+        labels=tuple(label for label, _ in messages),
+    )

@@ -734,12 +734,14 @@ class TurnRunner:
             return await self._finish(state, "skipped", reason=f"cap: {cap.reason}")
         budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
         model = resolve_model(spec, settings=self._env)
-        self.body.write(
-            "context", instructions=context.instructions, messages=list(context.messages)
-        )
+        self.body.write("context", **context.record())
         self.body.sync()
 
         async def on_attempt(info: AttemptInfo) -> None:
+            assert self.body is not None
+            # The body says which request an attempt asked (the spine counts attempts only),
+            # so a transcript pairs each attempt with the request and the answer it got.
+            self.body.write("attempt", attempt=info.attempt, request=info.request, retry=info.retry)
             await self.held.append(
                 AttemptStarted(step="think", attempt=info.attempt, model=spec), turn=state.turn
             )

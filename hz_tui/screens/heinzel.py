@@ -27,7 +27,9 @@ from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.contract import ContractScreen
+from hz_tui.screens.conversation import ConversationScreen
 from hz_tui.screens.prompt import PromptScreen
+from hz_tui.screens.transcript import TranscriptScreen
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets.composer import Composer
 from hz_tui.widgets.costs import CostPanel
@@ -178,6 +180,16 @@ class HeinzelScreen(Screen[None]):
 
     def action_contract(self) -> None:
         self.app.push_screen(ContractScreen(self.heinzel_id))
+
+    def on_timeline_open_turn(self, message: Timeline.OpenTurn) -> None:
+        self.app.push_screen(TranscriptScreen(self.heinzel_id, message.turn))
+
+    def action_transcript(self) -> None:
+        """The newest turn's transcript (the palette's way in)."""
+        self.app.push_screen(TranscriptScreen(self.heinzel_id))
+
+    def action_conversation(self) -> None:
+        self.app.push_screen(ConversationScreen(self.heinzel_id))
 
     def action_compose(self) -> None:
         self.query_one(Composer).input.focus()

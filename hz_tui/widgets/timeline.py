@@ -1,13 +1,17 @@
-"""One heinzel's turns, newest first: when, cause, how it ended, the report line, cost."""
+"""One heinzel's turns, newest first: when, cause, how it ended, the report line, cost.
+
+Enter (or a click on the selected row) asks for the turn's transcript.
+"""
 
 from __future__ import annotations
 
 from rich.style import Style
 from textual import events
+from textual.message import Message
 from textual.widgets import DataTable
 
 from hz_kernel.api import TurnSummary
-from hz_tui import display
+from hz_tui import display, keymap
 from hz_tui.rows import Cell, Palette
 
 #: Fixed columns; the report takes what is left (at least ``REPORT_MIN``).
@@ -24,6 +28,15 @@ REPORT_MIN = 16
 class Timeline(DataTable[Cell]):
     """The timeline of turns, keyed by turn id so a live refresh only touches what moved."""
 
+    BINDINGS = keymap.TIMELINE
+
+    class OpenTurn(Message):
+        """The user asked for this turn's transcript."""
+
+        def __init__(self, turn: str) -> None:
+            super().__init__()
+            self.turn = turn
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.palette = Palette()
@@ -39,6 +52,18 @@ class Timeline(DataTable[Cell]):
             for key, label, width in COLUMNS:
                 self.add_column(label, key=key, width=width or report)
             self.show(self.turns)
+
+    def action_open_turn(self) -> None:
+        if self.row_count:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+            if key is not None:
+                self.post_message(self.OpenTurn(key))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """A click on the selected row (Enter is ``action_open_turn``)."""
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.OpenTurn(event.row_key.value))
 
     def show(self, turns: list[TurnSummary]) -> None:
         self.turns = turns
