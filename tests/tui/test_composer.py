@@ -61,7 +61,7 @@ async def heinzel(client: LocalClient, world: worlds.World) -> str:
 
 
 def messages_of(app: CockpitApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notices.history]
 
 
 async def chats(client: LocalClient, heinzel: str) -> list[tuple[str, str]]:

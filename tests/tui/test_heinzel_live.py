@@ -96,7 +96,7 @@ class LosesTheFirstChatAnswer:
 
 
 def messages_of(app: CockpitApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notices.history]
 
 
 async def test_live_turn_streams_its_steps_output_and_effects(

@@ -20,7 +20,7 @@ TEMPLATE_PARAMETERS = 8
 
 
 def messages_of(app: CockpitApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notices.history]
 
 
 async def names_and_states(client: LocalClient) -> dict[str, str]:

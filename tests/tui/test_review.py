@@ -98,7 +98,7 @@ async def test_review_edit_approve_reject_in_seconds(
         await until(lambda: "No drafts wait for you" in diff_text(screen))
         await pilot.press("a")
         await pilot.pause()
-        assert [n.message for n in app._notifications][-1] == "No draft is selected."
+        assert [n.message for n in app.notices.history][-1] == "No draft is selected."
         await pilot.press("escape")
         assert not isinstance(app.screen, ReviewScreen)
 
@@ -130,7 +130,7 @@ async def test_toasts_for_a_landing_draft_and_a_failed_turn_and_the_bell(
         )
 
         def messages() -> list[str]:
-            return [n.message for n in app._notifications]
+            return [n.message for n in app.notices.history]
 
         await until(lambda: "late-digest: a turn failed: model_unavailable" in messages())
         landed = "late-digest: a draft landed in reports/late-digest.md#digest (F4 to review)"
@@ -168,7 +168,7 @@ async def test_issue12_item4_a_and_x_on_the_home_table_and_a_page_decide_the_wai
             await until(lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
             await until(lambda: "hz:begin" not in world.document("ops-digest").read_text())
-            assert not any("HZU" in n.message for n in app._notifications)
+            assert not any("HZU" in n.message for n in app.notices.history)
     finally:
         await client.close()
     assert "shipped search" in world.document("team-digest").read_text()
@@ -193,5 +193,5 @@ async def test_issue12_item4_the_contract_page_decides_its_proposal_beside_a_wai
         await until(lambda: page.pending is not None and not page.pending.first)
         await pilot.press("a")
         await until(lambda: page.view is not None and page.view.versions == [1, 2])
-        assert not any("HZU" in n.message for n in app._notifications)
+        assert not any("HZU" in n.message for n in app.notices.history)
     assert worlds.TAG in world.document("notes-digest").read_text()

@@ -156,7 +156,7 @@ async def test_issue14_item3_batch_approve_of_the_selected_drafts(
         assert len(screen.queue.selected) == 2
         await pilot.press("A")
         await until(lambda: screen.queue.row_count == 1)
-        lines = [n.message for n in app._notifications][-1].splitlines()
+        lines = [n.message for n in app.notices.history][-1].splitlines()
         assert lines == [f"✓ {names[0]}: draft approved", f"✓ {names[2]}: draft approved"]
     assert await pending(client) == {names[1]}
     for name in (names[0], names[2]):
@@ -193,7 +193,7 @@ async def test_issue14_item3_undo_of_a_reject_leaves_the_draft_pending(
         await pilot.press("u")
         await until(lambda: screen.queue.row_count == 3)
         assert HeldRejects(world.home).load() == []
-        assert any("reject undone" in n.message for n in app._notifications)
+        assert any("reject undone" in n.message for n in app.notices.history)
         await pilot.press("escape")  # leaving the desk sends nothing: nothing is held
     assert await pending(client) == set(THREE)
     assert rejections(world, name or "") == 0
@@ -252,7 +252,7 @@ async def test_issue14_item3_a_reject_held_when_the_cockpit_died_is_sent_at_the_
         await app.loaded.wait()
         await until(lambda: not held.load())
         await until(
-            lambda: any(n.message == "notes-digest: draft rejected" for n in app._notifications)
+            lambda: any(n.message == "notes-digest: draft rejected" for n in app.notices.history)
         )
     assert await pending(client) == {"ops-digest"}
     assert rejections(world, "notes-digest") == 1
