@@ -1,0 +1,110 @@
+"""Issue 14 item 1, every terminal: NO_COLOR, low-colour terminals, and every width.
+
+The cells checked are the compositor's, after Textual's line filters: what
+the driver writes to the terminal (``tests/tui/cells.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from hz_kernel.home import Home
+from hz_tui import settings, themes
+from hz_tui.app import CockpitApp
+from hz_tui.screens.heinzel import HeinzelScreen
+from tests.tui import homes
+from tests.tui.cells import row_text, screen_cells, unreadable
+from tests.tui.test_cockpit import open_page, table_of
+
+SIZE = (120, 40)
+
+
+def cursor_line(app: CockpitApp) -> int:
+    """The screen line of the home table's cursor row."""
+    table = table_of(app)
+    return table.region.y + 1 + table.cursor_row
+
+
+async def test_no_color_gives_a_readable_screen_with_the_selection_in_reverse(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: with NO_COLOR no cell is black on black (or any colour on itself), on
+    the home and on a heinzel's page, and the selected row is reverse video."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        cells = screen_cells(app)
+        assert unreadable(cells) == []
+        selected = cursor_line(app)
+        assert "build-health" in row_text(cells, selected)
+        assert all(cell.reverse for cell in cells[selected][1:-1])
+        assert not any(cell.reverse for cell in cells[selected + 1])
+        await pilot.press("j")
+        cells = screen_cells(app)
+        assert "changelog" in row_text(cells, selected + 1)
+        assert all(cell.reverse for cell in cells[selected + 1][1:-1])
+
+        await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, HeinzelScreen)
+        cells = screen_cells(app)
+        assert "weekly-report" in "".join(row_text(cells, y) for y in range(len(cells)))
+        assert unreadable(cells) == []
+
+
+async def test_no_color_keeps_the_screen_monochrome_when_the_theme_key_is_pressed(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: F3 under NO_COLOR neither colours the screen nor saves a theme."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f3")
+        await pilot.pause()
+        assert app.theme == themes.ANSI
+        assert unreadable(screen_cells(app)) == []
+    assert not settings.prefs_path(cockpit_home).exists()
+
+
+@pytest.mark.parametrize("term", ["linux", "screen"])
+async def test_a_low_colour_terminal_gets_the_ansi_theme_and_every_cursor_row_reads(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch, term: str
+) -> None:
+    """Issue 14 item 1: TERM=linux / screen (sixteen colours) start in the ANSI theme, even
+    over a saved choice, and with the cursor on any row — "waiting", "draft", "failed" among
+    them — no cell shows its foreground on its own colour."""
+    settings.save_prefs(cockpit_home, settings.CockpitPrefs(theme=themes.DARK))
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.delenv("COLORTERM")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        assert app.console.color_system == "standard"
+        assert app.theme == themes.ANSI
+        table = table_of(app)
+        seen = set()
+        for row in range(table.row_count):
+            table.move_cursor(row=row)
+            await pilot.pause()
+            cells = screen_cells(app, bright_backgrounds=term != "linux")
+            seen.add(row_text(cells, cursor_line(app)).split()[1])
+            assert unreadable(cells) == [], row_text(cells, cursor_line(app))
+        assert {"waiting", "asleep", "awake", "proposed"} <= seen
+        await pilot.press("f3")
+        assert app.theme != themes.ANSI
+    assert settings.load_prefs(cockpit_home)[0].theme == themes.DARK
+
+
+async def test_a_full_colour_terminal_keeps_the_saved_theme(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: only a low-colour terminal overrules the user's theme."""
+    settings.save_prefs(cockpit_home, settings.CockpitPrefs(theme=themes.LIGHT))
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("COLORTERM")
+    assert CockpitApp(cockpit_home, client, live=False).theme == themes.LIGHT
