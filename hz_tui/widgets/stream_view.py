@@ -6,8 +6,9 @@ the user turns it off (the wheel, a key or the scrollbar moving up), and
 reaching the end again or "jump to latest" turns it back on. The scroll
 position alone would lie: a resize, a wider page (its scrollbar gone) or a
 trimmed text shortens the view, the position is clamped, and a clamp looks
-just like a scroll up. While following, the view is anchored to its end, so
-Textual keeps it there at every layout, whatever changed the height.
+just like a scroll up. While following a text taller than the view, the view
+is anchored to its end, so Textual keeps it there at every layout, whatever
+changed the height (a shorter text stays at the top).
 """
 
 from __future__ import annotations
@@ -34,20 +35,25 @@ class StreamView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(id="stream-text")
 
-    def on_mount(self) -> None:
-        self.anchor()
-
     # -- following -----------------------------------------------------------------------
 
     def follow(self) -> None:
         """Follow the end from now on."""
         self.following = True
-        self.anchor()
+        self._pin()
 
     def stop_following(self) -> None:
         """The user moved up: stay where they are while output keeps coming."""
         self.following = False
         self.anchor(False)
+
+    def _pin(self) -> None:
+        """Anchor to the end while following a text that overflows the view."""
+        self.anchor(self.following and self.max_scroll_y > 0)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The view changed size: anchor if its text overflows now."""
+        self._pin()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -55,11 +61,7 @@ class StreamView(VerticalScroll):
             # Back at the end. Anchoring scrolls, which must wait for a scroll animation
             # (this watcher may run inside one) to finish.
             self.following = True
-            self.call_after_refresh(self._anchor_if_following)
-
-    def _anchor_if_following(self) -> None:
-        if self.following:
-            self.anchor()
+            self.call_after_refresh(self._pin)
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         if not (event.ctrl or event.shift):
@@ -90,8 +92,10 @@ class StreamView(VerticalScroll):
         """Empty the view for a new turn; ``placeholder`` shows until output arrives."""
         self.text = ""
         self.placeholder = placeholder
+        self.following = True
+        self.anchor(False)
         self._draw()
-        self.follow()
+        self.scroll_home(animate=False, immediate=True)
 
     def append(self, chunk: str) -> None:
         if not chunk:
@@ -99,7 +103,8 @@ class StreamView(VerticalScroll):
         self.text = (self.text + chunk)[-KEEP_CHARS:]
         self._draw()
         if self.following:
-            self.anchor()
+            self._pin()
+            self.call_after_refresh(self._pin)  # the text may overflow only once laid out
 
     def jump_to_latest(self) -> None:
         self.follow()
