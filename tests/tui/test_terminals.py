@@ -7,6 +7,7 @@ the driver writes to the terminal (``tests/tui/cells.py``).
 from __future__ import annotations
 
 import pytest
+from textual.pilot import Pilot
 
 from hz_kernel.home import Home
 from hz_tui import settings, themes
@@ -108,3 +109,130 @@ async def test_a_full_colour_terminal_keeps_the_saved_theme(
     monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.delenv("COLORTERM")
     assert CockpitApp(cockpit_home, client, live=False).theme == themes.LIGHT
+
+
+# -- widths ------------------------------------------------------------------------------
+
+#: The narrowest a pane of text may get before it stops being usable.
+USABLE_COLUMNS = 60
+LONG_NAME = "quarterly-infrastructure-cost-and-capacity-review"
+
+
+def key_bar_text(app: CockpitApp) -> str:
+    cells = screen_cells(app)
+    return row_text(cells, len(cells) - 1)
+
+
+async def test_at_80_columns_the_key_bar_keeps_the_keys_that_matter(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: at 80×24 the keys that matter stay on the bar (Help above all, which
+    lists the rest), on the home and on a heinzel's page; no key is cut in half."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        bar = key_bar_text(app)
+        for key in ("⏎ Open", "/ Filter", "a Approve", "f4 Review", "^q Quit", "f1 Help"):
+            assert key in bar, (key, bar)
+        await open_page(pilot, homes.heinzel_id(1))
+        await pilot.pause()
+        bar = key_bar_text(app)
+        for key in ("esc Back", "i Message", "a Approve", "^q Quit", "f1 Help"):
+            assert key in bar, (key, bar)
+        assert bar.rstrip().endswith("Commands")
+
+
+async def test_at_80_columns_no_pane_of_the_heinzel_page_is_unusably_narrow(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: at 80×24 the page's side lists stack under the live turn, and every
+    pane keeps at least ``USABLE_COLUMNS``; the home table keeps its key columns."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        header = row_text(screen_cells(app), table_of(app).region.y)
+        for label in ("Name", "State", "Due", "Last turn", "Waits", "Today"):
+            assert label in header
+        assert table_of(app).widths["name"] >= len("roadmap-notes")
+        page = await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for pane in ("#main", "#side", "#stream", "#timeline", "#pending", "#lessons", "#facts"):
+            assert page.query_one(pane).region.width >= USABLE_COLUMNS, pane
+        assert page.query_one("#side").region.y > page.query_one("#main").region.y
+
+
+async def test_at_240_columns_the_spare_width_goes_to_the_cut_columns(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: a name cut at 120 columns is shown whole at 240×70, and no pane of the
+    heinzel page is narrow there either."""
+    made = await client.kernel.new(
+        text=homes.CONTRACT.format(
+            name=LONG_NAME, schedule="0 9 * * *", asset="doc:long.md#x", max_usd="0.5"
+        )
+    )
+    await client.kernel.approve(ref=made.id)
+    for size, whole in (((120, 40), False), ((240, 70), True)):
+        app = CockpitApp(cockpit_home, client, live=False)
+        async with app.run_test(size=size) as pilot:
+            await app.loaded.wait()
+            await pilot.pause()
+            table = table_of(app)
+            cells = screen_cells(app)
+            names = [row_text(cells, y)[1 : 1 + table.widths["name"]] for y in range(size[1])]
+            assert (LONG_NAME in names) is whole, size
+            assert table.widths["last_turn"] >= len("drafted 31d ago")
+            if whole:
+                page = await open_page(pilot, homes.heinzel_id(1))
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                assert page.query_one("#side").region.width >= 38
+                assert page.query_one("#main").region.width >= 3 * USABLE_COLUMNS
+
+
+# -- pictures ----------------------------------------------------------------------------
+
+
+async def _loaded(pilot: Pilot[int]) -> None:
+    await pilot.app.loaded.wait()  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+async def _weekly_page(pilot: Pilot[int]) -> None:
+    await _loaded(pilot)
+    pilot.app.push_screen(HeinzelScreen(homes.heinzel_id(1)))
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_no_color_home_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    home, client = snapshot_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
+
+
+def test_no_color_heinzel_page_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    home, client = snapshot_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_weekly_page)
+
+
+def test_linux_console_ansi_theme_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+    monkeypatch.setenv("TERM", "linux")
+    monkeypatch.delenv("COLORTERM")
+    home, client = snapshot_client
+    app = CockpitApp(home, client, live=False)
+    assert app.theme == themes.ANSI
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
+
+
+def test_heinzel_page_at_80x24_picture(snap_compare, snapshot_client) -> None:
+    home, client = snapshot_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_weekly_page)
