@@ -6,9 +6,16 @@ the driver writes to the terminal (``tests/tui/cells.py``).
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from textual.pilot import Pilot
 
+from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_tui import settings, themes
 from hz_tui.app import CockpitApp
@@ -195,6 +202,28 @@ async def test_at_240_columns_the_spare_width_goes_to_the_cut_columns(
 
 # -- pictures ----------------------------------------------------------------------------
 
+#: The pictures' home, at a fixed path (the header shows it), locked only while a test runs:
+#: the shared snapshot home's session-long lock would keep a second worker waiting.
+PICTURE_HOME = Path("/tmp/hz-cockpit-snapshots/terminals/home")
+
+
+@pytest.fixture
+def picture_client(
+    pinned_clock: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Home, LocalClient]]:
+    PICTURE_HOME.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(PICTURE_HOME.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(PICTURE_HOME, ignore_errors=True)
+        home = Home.resolve(PICTURE_HOME, create=True)
+        asyncio.run(homes.build(home))
+        monkeypatch.setenv("HZ_HOME", str(PICTURE_HOME))
+        opened = asyncio.run(LocalClient.open(home))
+        try:
+            yield home, opened
+        finally:
+            asyncio.run(opened.close())
+
 
 async def _loaded(pilot: Pilot[int]) -> None:
     await pilot.app.loaded.wait()  # type: ignore[attr-defined]
@@ -209,30 +238,30 @@ async def _weekly_page(pilot: Pilot[int]) -> None:
     await pilot.pause()
 
 
-def test_no_color_home_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+def test_no_color_home_picture(snap_compare, picture_client, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    home, client = snapshot_client
+    home, client = picture_client
     app = CockpitApp(home, client, live=False)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
 
 
-def test_no_color_heinzel_page_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+def test_no_color_heinzel_page_picture(snap_compare, picture_client, monkeypatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
-    home, client = snapshot_client
+    home, client = picture_client
     app = CockpitApp(home, client, live=False)
     assert snap_compare(app, terminal_size=(120, 40), run_before=_weekly_page)
 
 
-def test_linux_console_ansi_theme_picture(snap_compare, snapshot_client, monkeypatch) -> None:
+def test_linux_console_ansi_theme_picture(snap_compare, picture_client, monkeypatch) -> None:
     monkeypatch.setenv("TERM", "linux")
     monkeypatch.delenv("COLORTERM")
-    home, client = snapshot_client
+    home, client = picture_client
     app = CockpitApp(home, client, live=False)
     assert app.theme == themes.ANSI
     assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
 
 
-def test_heinzel_page_at_80x24_picture(snap_compare, snapshot_client) -> None:
-    home, client = snapshot_client
+def test_heinzel_page_at_80x24_picture(snap_compare, picture_client) -> None:
+    home, client = picture_client
     app = CockpitApp(home, client, live=False)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_weekly_page)
