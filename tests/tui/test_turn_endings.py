@@ -15,7 +15,10 @@ from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.vocabulary import StepDone, TurnFinished, TurnResumed, TurnStarted, TurnWaiting
 from hz_tui.app import CockpitApp
+from hz_tui.tail import SpineTail
+from hz_tui.turn_state import TurnFollower
 from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.step_line import StepLine
 from tests.support.homes import digest_contract, make_world
@@ -107,3 +110,35 @@ async def test_a_proposed_heinzel_shows_its_contract_waiting_with_the_key_to_app
             assert "waits for your approval" not in text_of(page.query_one(PendingPanel))
     finally:
         await client.close()
+
+
+async def test_a_turn_woken_from_a_wait_thinks_again_and_a_skipped_one_ticks_only_what_ran(
+    home: Home,
+) -> None:
+    """Issue 14 item 7: the step strip follows what the kernel did — a turn woken from a wait
+    runs think again (it is the step under way, not ticked), a turn skipped at the cap after
+    gather shows gather and finish only."""
+    kernel = await Kernel.open(home)
+    try:
+        heinzel = await kernel.create_heinzel("followed")
+        tail = SpineTail(home.heinzel_dir(heinzel) / "session.jsonl")
+        follower = TurnFollower()
+
+        async def add(payload: object, turn: str) -> None:
+            await kernel.append(heinzel, payload, turn=turn)  # type: ignore[arg-type]
+            follower.apply(tail.read_new().lines)
+
+        waited, skipped = "01JC0CKP1T0000000100000001", "01JC0CKP1T0000000100000002"
+        await add(TurnStarted(cause="asked", keys=["w"], contract_version=1), waited)
+        for step in ("gather", "think", "outcome"):
+            await add(StepDone(step=step), waited)  # type: ignore[arg-type]
+        await add(TurnWaiting(step="act"), waited)
+        await add(TurnResumed(woken_by="timer", resumes=1), waited)
+        assert (follower.current.done, follower.current.step) == (["gather"], "think")
+        await add(TurnStarted(cause="schedule", keys=["s"], contract_version=1), skipped)
+        await add(StepDone(step="gather"), skipped)
+        await add(TurnFinished(disposition="skipped", reason="cap: daily"), skipped)
+        live = follower.current
+        assert (live.done, live.halted_at) == (["gather", "finish"], None)
+    finally:
+        await kernel.close()
