@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
@@ -57,7 +56,9 @@ class CockpitApp(App[int]):
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {CockpitCommands}
 
     def __init__(self, home: Home, client: KernelClient, *, live: bool = True) -> None:
-        super().__init__()
+        # Textual picks its NO_COLOR filter here, from the theme of the moment: say the colours
+        # are the terminal's, so it strips them (NoColor) rather than greying them (black).
+        super().__init__(ansi_color=themes.no_color() or None)
         self.home = home
         self.link = Link(home, client, owner=self, catch_up=self.load_all)
         self.live = live
@@ -82,8 +83,12 @@ class CockpitApp(App[int]):
         self.keymap_overrides = {k: v for k, v in prefs.keymap.items() if k in keymap.binding_ids()}
         for theme in themes.load_themes():
             self.register_theme(theme)
+        self.low_colours = themes.low_colour(self.console.color_system)
         self.theme = themes.choose_theme(
-            prefs.theme, home.settings.cockpit.theme, set(themes.THEME_NAMES)
+            prefs.theme,
+            home.settings.cockpit.theme,
+            set(themes.THEME_NAMES),
+            low_colours=self.low_colours,
         )
 
     @property
@@ -409,9 +414,12 @@ class CockpitApp(App[int]):
         self.choose_theme(names[(current + 1) % len(names)])
 
     def choose_theme(self, name: str) -> None:
-        """Switch theme and remember it in ``cockpit.json`` (not while ``NO_COLOR`` decides)."""
+        """Switch theme and remember it in ``cockpit.json`` (not while the terminal decides)."""
+        if themes.no_color():
+            self.notify("NO_COLOR is set: the cockpit stays monochrome.")
+            return
         self.theme = name
-        if "NO_COLOR" in os.environ:
+        if self.low_colours:
             return
         self.prefs = self.prefs.model_copy(update={"theme": name})
         self.save_prefs()

@@ -85,16 +85,32 @@ COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 WIDE_FROM = 116
 NAME_MIN = 14
 NAME_MAX = 24
+#: The columns whose text gets cut, in the order they get spare width back.
+GROWING = ("name", "last_turn", "waits", "contract")
 
 
-def column_widths(available: int, padding: int) -> dict[str, int]:
-    """Widths for a table ``available`` cells wide: fixed columns, the name gets the rest."""
+def column_widths(
+    available: int, padding: int, wanted: Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Widths for a table ``available`` cells wide.
+
+    Fixed columns take their narrow or wide width and the name at least
+    ``NAME_MIN``; what is left goes to the columns whose longest text
+    (``wanted``; a name gets ``NAME_MAX`` in any case) would be cut, in
+    ``GROWING`` order, and the rest to the contract.
+    """
     wide = available >= WIDE_FROM
-    fixed = {c.key: (c.wide if wide else c.narrow) for c in COLUMNS if c.key != "name"}
-    rest = available - sum(fixed.values()) - 2 * padding * len(COLUMNS)
-    name = min(max(NAME_MIN, rest), NAME_MAX)
-    fixed["contract"] += max(0, rest - name)
-    return {"name": name, **fixed}
+    widths = {c.key: (c.wide if wide else c.narrow) for c in COLUMNS}
+    widths["name"] = NAME_MIN
+    rest = available - sum(widths.values()) - 2 * padding * len(COLUMNS)
+    want = dict(wanted or {})
+    want["name"] = max(NAME_MAX, want.get("name", 0))
+    for key in GROWING:
+        more = min(max(0, rest), max(0, want.get(key, 0) - widths[key]))
+        widths[key] += more
+        rest -= more
+    widths["contract"] += max(0, rest)
+    return widths
 
 
 def waits_on_user(item: HeinzelSummary) -> list[str]:

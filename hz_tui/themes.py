@@ -1,8 +1,11 @@
 """The cockpit's themes, read from TOML: ``hz_tui/themes`` in a wheel, ``themes/`` in a checkout.
 
 Themes are data rather than code so a user (or a packager) can read and
-adjust them without touching Python. ``NO_COLOR`` selects the ANSI theme,
-which uses the terminal's own palette and leaves colour to the terminal.
+adjust them without touching Python. The terminal can overrule the user's
+choice at start: ``NO_COLOR`` and a terminal of sixteen colours or fewer
+(``TERM=linux``, ``screen``, plain ``xterm``) get the ANSI theme, which uses
+the terminal's own palette and shows the cursor row in reverse video, so
+every cell on it stays readable in any palette and with colour removed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ DARK = "hz-dark"
 LIGHT = "hz-light"
 ANSI = "hz-ansi"
 THEME_NAMES = (DARK, LIGHT, ANSI)
+#: Rich's names for the colour systems of terminals with at most sixteen colours; a theme
+#: of hex colours is cut down to those sixteen, and cells that differed can end up equal.
+LOW_COLOUR_SYSTEMS = ("standard", "windows")
 
 
 class ThemeFile(BaseModel):
@@ -72,9 +78,26 @@ def load_themes(directory: Traversable | None = None) -> list[Theme]:
     return themes
 
 
-def choose_theme(saved: str | None, configured: str, available: set[str]) -> str:
-    """The theme to start with: ANSI under ``NO_COLOR``, else the last choice, else hz.toml's."""
-    if "NO_COLOR" in os.environ:
+def no_color() -> bool:
+    """``NO_COLOR`` is set (to anything: Textual's own test, so both agree)."""
+    return "NO_COLOR" in os.environ
+
+
+def low_colour(color_system: str | None) -> bool:
+    """Whether the terminal shows sixteen colours or fewer.
+
+    ``color_system`` is what Rich made of ``TERM``/``COLORTERM`` for Textual's
+    console (``None``: no colour at all).
+    """
+    return color_system is None or color_system in LOW_COLOUR_SYSTEMS
+
+
+def choose_theme(
+    saved: str | None, configured: str, available: set[str], *, low_colours: bool = False
+) -> str:
+    """The theme to start with: ANSI under ``NO_COLOR`` or on a low-colour terminal, else the
+    last choice, else hz.toml's."""
+    if no_color() or low_colours:
         return ANSI
     for candidate in (saved, configured):
         if candidate in available:

@@ -18,6 +18,8 @@ from hz_tui.tail import SpineLine
 __all__ = ["EffectRow", "LiveTurn", "TurnFollower", "chunk_text", "short_key"]
 
 TurnStatus = Literal["none", "running", "waiting", "finished"]
+#: Endings that cut a turn short: the steps after the one under way never ran.
+CUT_SHORT = ("failed", "abandoned")
 EffectStatus = Literal["started", "done", "failed", "interrupted"]
 
 #: Spine kinds whose ``key`` names an effect and what it left behind, as a short phrase.
@@ -51,6 +53,8 @@ class LiveTurn:
     attempt_note: str = ""
     disposition: str | None = None
     reason: str | None = None
+    halted_at: str | None = None
+    """The step under way when the turn failed or was stopped (``None`` otherwise)."""
     report: str | None = None
     waiting_until: str | None = None
     steered: int = 0
@@ -89,10 +93,11 @@ class LiveTurn:
         elif kind == "turn.resumed":
             self.status = "running"
             self.waiting_until = None
+            if data.get("woken_by") != "restart":
+                # Woken from a wait, the turn thinks again from its gathered inputs.
+                self.done = [s for s in self.done if s == "gather"]
         elif kind == "turn.finished":
-            self.status = "finished"
-            self.done = list(STEP_NAMES)
-            self.disposition = data.get("disposition")
+            self._finished(data)
             self.reason = data.get("reason")
             self.report = data.get("report") or self.report
         elif kind == "turn.steered":
@@ -106,6 +111,19 @@ class LiveTurn:
         else:
             return False
         return True
+
+    def _finished(self, data: dict[str, Any]) -> None:
+        """The turn ended. Cut short, it shows the steps that ran and the one it stopped in;
+        otherwise it went through every step (the kernel only ends well after ``act``; a
+        skipped turn skipped the rest, and ``finish`` is the ending itself)."""
+        self.status = "finished"
+        self.disposition = data.get("disposition")
+        if self.disposition in CUT_SHORT:
+            self.halted_at = next((s for s in STEP_NAMES if s not in self.done), None)
+        elif self.disposition == "skipped":
+            self.done.append("finish")
+        else:
+            self.done = list(STEP_NAMES)
 
     def _effect(self, kind: str, data: dict[str, Any]) -> bool:
         key = str(data.get("key") or "")

@@ -114,6 +114,8 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self.palette = Palette()
         self.widths: dict[str, int] = rows.column_widths(0, CELL_PADDING)
+        self.wanted: dict[str, int] = {}
+        """The longest text seen per growing column: spare width goes where text is cut."""
         self.cursor_row = 0
         self.hover_row: int | None = None
         self._strips: dict[str, Strip] = {}
@@ -131,7 +133,7 @@ class HeinzelTable(ScrollView, can_focus=True):
 
     def _lay_out(self) -> None:
         """Fit the columns to the width; a new layout drops every cached line."""
-        widths = rows.column_widths(self.scrollable_content_region.width, CELL_PADDING)
+        widths = rows.column_widths(self.scrollable_content_region.width, CELL_PADDING, self.wanted)
         if widths != self.widths:
             self.widths = widths
             self._forget_lines()
@@ -176,12 +178,22 @@ class HeinzelTable(ScrollView, can_focus=True):
                 del self.shown[item.id]
                 reorder = True
             elif item.id in self.shown:
-                reorder |= self._update(item.id, rows.cells(item, self.palette, now))
+                reorder |= self._update(
+                    item.id, self._measured(rows.cells(item, self.palette, now))
+                )
             elif visible:
-                self.shown[item.id] = rows.cells(item, self.palette, now)
+                self.shown[item.id] = self._measured(rows.cells(item, self.palette, now))
                 reorder = True
+        if any(self.wanted.get(key, 0) > self.widths[key] for key in rows.GROWING):
+            self._lay_out()
         if reorder:
             self._resort(focused)
+
+    def _measured(self, cells: dict[str, Cell]) -> dict[str, Cell]:
+        """Note how wide the growing columns' texts are (for ``_lay_out``); the cells."""
+        for key in rows.GROWING:
+            self.wanted[key] = max(self.wanted.get(key, 0), cell_len(cells[key].plain))
+        return cells
 
     def retime(self) -> None:
         """Redraw the cells that show relative times (the clock moved on)."""

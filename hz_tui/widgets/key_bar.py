@@ -6,6 +6,11 @@ drawing the rest of the cockpit. This bar renders the same information
 (the shown, active bindings; disabled ones dimmed; the command palette key
 on the right) as one line and redraws only when that line would change.
 A click on a key presses it.
+
+When the line is too narrow for every key (80 columns), keys go by
+priority, not by position: the least important (and the disabled) leave
+first, and Help (F1, which lists them all), leaving a page, quitting and the
+screen's main actions stay.
 """
 
 from __future__ import annotations
@@ -21,6 +26,31 @@ from textual.screen import Screen
 from textual.widget import Widget
 
 GAP = 2
+#: Priority by binding id (``hz_tui.keymap``); a key not named here is ``NORMAL``.
+NORMAL = 1
+PRIORITY = {
+    "app.help": 9,
+    "app.quit": 5,
+    "app.commands": 4,
+    "app.review": 4,
+    "table.open": 4,
+    "home.filter": 4,
+    "act.approve": 4,
+    "heinzel.compose": 4,
+    "composer.send": 4,
+    "review.approve": 4,
+    "review.reject": 4,
+    "contract.approve": 4,
+    "contract.reject": 4,
+    "home.new": 3,
+    "act.wake": 2,
+    "heinzel.contract": 2,
+    "app.daemon": 0,
+    "table.sort": 0,
+}
+#: Any binding that leaves the page or dialog (``*.back``, ``*.close``, …) counts as this.
+LEAVE_PRIORITY = 5
+LEAVING = ("back", "close", "cancel", "dismiss")
 
 
 @dataclass(frozen=True)
@@ -29,6 +59,7 @@ class _Key:
     display: str
     description: str
     enabled: bool
+    priority: int = NORMAL
 
 
 class KeyBar(Widget):
@@ -77,7 +108,11 @@ class KeyBar(Widget):
         for key, active in screen.active_bindings.items():
             binding = active.binding
             entry = _Key(
-                key, self.app.get_key_display(binding), binding.description, active.enabled
+                key,
+                self.app.get_key_display(binding),
+                binding.description,
+                active.enabled,
+                _priority(binding.id, active.enabled),
             )
             if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
                 palette = entry
@@ -102,22 +137,32 @@ class KeyBar(Widget):
                 line.append(f" {entry.description}", description_style + dim)
             self._spans.append((start, line.cell_len, entry))
 
-        gap = GAP if self._width_with_gap(GAP) <= self.size.width else 1
+        shown, gap = self._fitting()
+        palette = next((entry for entry in shown if entry is self.palette_key), None)
         line.append(" ")
-        for entry in self.keys:
-            if line.cell_len + _width(entry) > self.size.width:
-                break  # a key cut in half helps nobody; F1 lists them all
-            add(entry)
-            line.append(" " * gap)
-        if self.palette_key is not None:
-            room = self.size.width - line.cell_len - _width(self.palette_key) - 1
-            if room >= 0:
-                line.append(" " * room)
-                add(self.palette_key)
+        for entry in shown:
+            if entry is not palette:
+                add(entry)
+                line.append(" " * gap)
+        if palette is not None:
+            line.append(" " * max(0, self.size.width - line.cell_len - _width(palette) - 1))
+            add(palette)
         return line
 
-    def _width_with_gap(self, gap: int) -> int:
-        return 1 + sum(_width(entry) + gap for entry in self.keys)
+    def _fitting(self) -> tuple[list[_Key], int]:
+        """The keys that fit the width, in their order, and the gap between them.
+
+        All fit with the wide gap, or with a one-cell gap; else the least
+        important key (the last of equals) leaves, until the rest fit.
+        """
+        candidates = list(self.keys) + ([self.palette_key] if self.palette_key else [])
+        for gap in (GAP, 1):
+            if _line_width(candidates, gap) <= self.size.width:
+                return candidates, gap
+        while candidates and _line_width(candidates, 1) > self.size.width:
+            least = min(candidates, key=lambda e: (e.priority, -candidates.index(e)))
+            candidates.remove(least)
+        return candidates, 1
 
     def on_click(self, event: events.Click) -> None:
         for start, end, entry in self._spans:
@@ -127,6 +172,24 @@ class KeyBar(Widget):
                 else:
                     self.app.bell()
                 return
+
+
+def _priority(binding_id: str | None, enabled: bool) -> int:
+    """How long a key stays on a narrow bar; a disabled key goes before every enabled one."""
+    if binding_id is None:
+        priority = NORMAL
+    elif binding_id in PRIORITY:
+        priority = PRIORITY[binding_id]
+    elif binding_id.rpartition(".")[2] in LEAVING:
+        priority = LEAVE_PRIORITY
+    else:
+        priority = NORMAL
+    return priority if enabled else -1
+
+
+def _line_width(entries: list[_Key], gap: int) -> int:
+    """Cells a line of ``entries`` takes: a leading space, each key and a gap after it."""
+    return 1 + sum(_width(entry) + gap for entry in entries)
 
 
 def _width(entry: _Key) -> int:

@@ -1,4 +1,5 @@
-"""What one heinzel waits on the user for: its pending draft, question and amendment."""
+"""What one heinzel waits on the user for: its proposed contract, pending draft, question and
+amendment."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from hz_kernel.api import HeinzelDetail
-from hz_tui import display
+from hz_tui import display, keymap
 
 
 class PendingPanel(Static):
@@ -15,6 +16,8 @@ class PendingPanel(Static):
 
     def show(self, detail: HeinzelDetail) -> None:
         parts: list[Text] = []
+        if detail.heinzel.state == "proposed":
+            parts += self._proposal(detail)
         for draft in detail.drafts:
             if draft.status == "pending":
                 parts.append(Text.assemble(("Draft ", "bold"), f"in {draft.asset or '?'}"))
@@ -45,3 +48,21 @@ class PendingPanel(Static):
             count = detail.pending_requests
             parts.append(Text(f"{count} message{'s' if count != 1 else ''} in the inbox"))
         self.update(Group(*parts) if parts else Text("Nothing waits on you.", style="dim"))
+
+    def _proposal(self, detail: HeinzelDetail) -> list[Text]:
+        """A proposed heinzel does nothing until its contract is approved: say so, and how."""
+        version = max(detail.contract_versions, default=1)
+        overrides: dict[str, str] = getattr(self.app, "keymap_overrides", {})
+        approve, read = (
+            _keys(binding_id, overrides) for binding_id in ("act.approve", "heinzel.contract")
+        )
+        return [
+            Text.assemble(("Contract ", "bold"), f"v{version} waits for your approval"),
+            Text.assemble("  ", (approve, "bold"), " approve · ", (read, "bold"), " read it first"),
+        ]
+
+
+def _keys(binding_id: str, overrides: dict[str, str]) -> str:
+    """The keys that run the binding with this id now, after the user's overrides."""
+    binding = next(b for scope in keymap.SCOPES for b in scope.bindings if b.id == binding_id)
+    return keymap.keys_for(binding, overrides)

@@ -1,4 +1,8 @@
-"""Where the live turn is: the five steps (done, under way, to come), the attempt, the status."""
+"""Where the live turn is: the five steps (done, under way, to come), the attempt, the status.
+
+A turn that failed or was stopped shows the steps that ran, the one it ended
+in (✗ failed, ■ stopped) and the ones it never reached, never all five ticked.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from hz_tui.rows import Palette
 from hz_tui.turn_state import LiveTurn
 
 BOLD = Style(bold=True)
+#: How the step a turn ended in is marked, by how it ended.
+HALT_MARKS = {"failed": "✗", "abandoned": "■"}
 
 
 class StepLine(Static):
@@ -31,6 +37,9 @@ class StepLine(Static):
                 strip.append(f"{mark} {step}", style=palette.accent + BOLD)
                 if step == "think" and live.attempt:
                     strip.append(f" (attempt {live.attempt})", style=palette.accent)
+            elif step == live.halted_at:
+                mark = HALT_MARKS.get(live.disposition or "", "✗")
+                strip.append(f"{mark} {step}", style=palette.bad + BOLD)
             elif step in live.done:
                 strip.append(f"✓ {step}", style=palette.ok)
             else:

@@ -49,8 +49,11 @@ def snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
 
 @pytest.fixture
 def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock pinned, and a full-colour terminal whatever ``TERM`` the test runs under
+    (a low-colour one would choose the ANSI theme: ``tests/tui/test_terminals.py``)."""
     monkeypatch.setenv("HZ_NOW", homes.NOW)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("COLORTERM", "truecolor")
 
 
 @pytest.fixture

@@ -126,7 +126,8 @@ async def test_live_turn_streams_its_steps_output_and_effects(
             "done: draft placed",
         ]
         assert stream.following and stream.max_scroll_y > 0
-        stream.scroll_home(animate=False)
+        stream.focus()
+        await pilot.press("home")  # the user scrolls up: only that stops the follow
         await pilot.pause()
         assert not stream.following
         await pilot.press("G")

@@ -1,0 +1,267 @@
+"""Issue 14 item 1, every terminal: NO_COLOR, low-colour terminals, and every width.
+
+The cells checked are the compositor's, after Textual's line filters: what
+the driver writes to the terminal (``tests/tui/cells.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+
+from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
+from hz_tui import settings, themes
+from hz_tui.app import CockpitApp
+from hz_tui.screens.heinzel import HeinzelScreen
+from tests.tui import homes
+from tests.tui.cells import row_text, screen_cells, unreadable
+from tests.tui.test_cockpit import open_page, table_of
+
+SIZE = (120, 40)
+
+
+def cursor_line(app: CockpitApp) -> int:
+    """The screen line of the home table's cursor row."""
+    table = table_of(app)
+    return table.region.y + 1 + table.cursor_row
+
+
+async def test_no_color_gives_a_readable_screen_with_the_selection_in_reverse(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: with NO_COLOR no cell is black on black (or any colour on itself), on
+    the home and on a heinzel's page, and the selected row is reverse video."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        cells = screen_cells(app)
+        assert unreadable(cells) == []
+        selected = cursor_line(app)
+        assert "build-health" in row_text(cells, selected)
+        assert all(cell.reverse for cell in cells[selected][1:-1])
+        assert not any(cell.reverse for cell in cells[selected + 1])
+        await pilot.press("j")
+        cells = screen_cells(app)
+        assert "changelog" in row_text(cells, selected + 1)
+        assert all(cell.reverse for cell in cells[selected + 1][1:-1])
+
+        await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, HeinzelScreen)
+        cells = screen_cells(app)
+        assert "weekly-report" in "".join(row_text(cells, y) for y in range(len(cells)))
+        assert unreadable(cells) == []
+
+
+async def test_no_color_keeps_the_screen_monochrome_when_the_theme_key_is_pressed(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: F3 under NO_COLOR neither colours the screen nor saves a theme."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f3")
+        await pilot.pause()
+        assert app.theme == themes.ANSI
+        assert unreadable(screen_cells(app)) == []
+    assert not settings.prefs_path(cockpit_home).exists()
+
+
+@pytest.mark.parametrize("term", ["linux", "screen"])
+async def test_a_low_colour_terminal_gets_the_ansi_theme_and_every_cursor_row_reads(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch, term: str
+) -> None:
+    """Issue 14 item 1: TERM=linux / screen (sixteen colours) start in the ANSI theme, even
+    over a saved choice, and with the cursor on any row — "waiting", "draft", "failed" among
+    them — no cell shows its foreground on its own colour."""
+    settings.save_prefs(cockpit_home, settings.CockpitPrefs(theme=themes.DARK))
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.delenv("COLORTERM")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        assert app.console.color_system == "standard"
+        assert app.theme == themes.ANSI
+        table = table_of(app)
+        seen = set()
+        for row in range(table.row_count):
+            table.move_cursor(row=row)
+            await pilot.pause()
+            cells = screen_cells(app, bright_backgrounds=term != "linux")
+            seen.add(row_text(cells, cursor_line(app)).split()[1])
+            assert unreadable(cells) == [], row_text(cells, cursor_line(app))
+        assert {"waiting", "asleep", "awake", "proposed"} <= seen
+        await pilot.press("f3")
+        assert app.theme != themes.ANSI
+    assert settings.load_prefs(cockpit_home)[0].theme == themes.DARK
+
+
+async def test_a_full_colour_terminal_keeps_the_saved_theme(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14 item 1: only a low-colour terminal overrules the user's theme."""
+    settings.save_prefs(cockpit_home, settings.CockpitPrefs(theme=themes.LIGHT))
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("COLORTERM")
+    assert CockpitApp(cockpit_home, client, live=False).theme == themes.LIGHT
+
+
+# -- widths ------------------------------------------------------------------------------
+
+#: The narrowest a pane of text may get before it stops being usable.
+USABLE_COLUMNS = 60
+LONG_NAME = "quarterly-infrastructure-cost-and-capacity-review"
+
+
+def key_bar_text(app: CockpitApp) -> str:
+    cells = screen_cells(app)
+    return row_text(cells, len(cells) - 1)
+
+
+async def test_at_80_columns_the_key_bar_keeps_the_keys_that_matter(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: at 80×24 the keys that matter stay on the bar (Help above all, which
+    lists the rest), on the home and on a heinzel's page; no key is cut in half."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        bar = key_bar_text(app)
+        for key in ("⏎ Open", "/ Filter", "a Approve", "f4 Review", "^q Quit", "f1 Help"):
+            assert key in bar, (key, bar)
+        await open_page(pilot, homes.heinzel_id(1))
+        await pilot.pause()
+        bar = key_bar_text(app)
+        for key in ("esc Back", "i Message", "a Approve", "^q Quit", "f1 Help"):
+            assert key in bar, (key, bar)
+        assert bar.rstrip().endswith("Commands")
+
+
+async def test_at_80_columns_no_pane_of_the_heinzel_page_is_unusably_narrow(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: at 80×24 the page's side lists stack under the live turn, and every
+    pane keeps at least ``USABLE_COLUMNS``; the home table keeps its key columns."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        header = row_text(screen_cells(app), table_of(app).region.y)
+        for label in ("Name", "State", "Due", "Last turn", "Waits", "Today"):
+            assert label in header
+        assert table_of(app).widths["name"] >= len("roadmap-notes")
+        page = await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for pane in ("#main", "#side", "#stream", "#timeline", "#pending", "#lessons", "#facts"):
+            assert page.query_one(pane).region.width >= USABLE_COLUMNS, pane
+        assert page.query_one("#side").region.y > page.query_one("#main").region.y
+
+
+async def test_at_240_columns_the_spare_width_goes_to_the_cut_columns(
+    cockpit_home: Home, client
+) -> None:
+    """Issue 14 item 1: a name cut at 120 columns is shown whole at 240×70, and no pane of the
+    heinzel page is narrow there either."""
+    made = await client.kernel.new(
+        text=homes.CONTRACT.format(
+            name=LONG_NAME, schedule="0 9 * * *", asset="doc:long.md#x", max_usd="0.5"
+        )
+    )
+    await client.kernel.approve(ref=made.id)
+    for size, whole in (((120, 40), False), ((240, 70), True)):
+        app = CockpitApp(cockpit_home, client, live=False)
+        async with app.run_test(size=size) as pilot:
+            await app.loaded.wait()
+            await pilot.pause()
+            table = table_of(app)
+            cells = screen_cells(app)
+            names = [row_text(cells, y)[1 : 1 + table.widths["name"]] for y in range(size[1])]
+            assert (LONG_NAME in names) is whole, size
+            assert table.widths["last_turn"] >= len("drafted 31d ago")
+            if whole:
+                page = await open_page(pilot, homes.heinzel_id(1))
+                await app.workers.wait_for_complete()
+                await pilot.pause()
+                assert page.query_one("#side").region.width >= 38
+                assert page.query_one("#main").region.width >= 3 * USABLE_COLUMNS
+
+
+# -- pictures ----------------------------------------------------------------------------
+
+#: The pictures' home, at a fixed path (the header shows it), locked only while a test runs:
+#: the shared snapshot home's session-long lock would keep a second worker waiting.
+PICTURE_HOME = Path("/tmp/hz-cockpit-snapshots/terminals/home")
+
+
+@pytest.fixture
+def picture_client(
+    pinned_clock: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Home, LocalClient]]:
+    PICTURE_HOME.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(PICTURE_HOME.parent / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(PICTURE_HOME, ignore_errors=True)
+        home = Home.resolve(PICTURE_HOME, create=True)
+        asyncio.run(homes.build(home))
+        monkeypatch.setenv("HZ_HOME", str(PICTURE_HOME))
+        opened = asyncio.run(LocalClient.open(home))
+        try:
+            yield home, opened
+        finally:
+            asyncio.run(opened.close())
+
+
+async def _loaded(pilot: Pilot[int]) -> None:
+    await pilot.app.loaded.wait()  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+async def _weekly_page(pilot: Pilot[int]) -> None:
+    await _loaded(pilot)
+    pilot.app.push_screen(HeinzelScreen(homes.heinzel_id(1)))
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_no_color_home_picture(snap_compare, picture_client, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    home, client = picture_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
+
+
+def test_no_color_heinzel_page_picture(snap_compare, picture_client, monkeypatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    home, client = picture_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_weekly_page)
+
+
+def test_linux_console_ansi_theme_picture(snap_compare, picture_client, monkeypatch) -> None:
+    monkeypatch.setenv("TERM", "linux")
+    monkeypatch.delenv("COLORTERM")
+    home, client = picture_client
+    app = CockpitApp(home, client, live=False)
+    assert app.theme == themes.ANSI
+    assert snap_compare(app, terminal_size=(120, 40), run_before=_loaded)
+
+
+def test_heinzel_page_at_80x24_picture(snap_compare, picture_client) -> None:
+    home, client = picture_client
+    app = CockpitApp(home, client, live=False)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_weekly_page)
