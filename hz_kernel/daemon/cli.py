@@ -136,7 +136,9 @@ async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
         _emit(report)
         return 0
     if report.paused:
-        sys.stdout.write(f"{len(report.paused)} turns paused at a step boundary; resuming them\n")
+        paused = len(report.paused)
+        turns = "1 turn" if paused == 1 else f"{paused} turns"
+        sys.stdout.write(f"{turns} paused at a step boundary; the new daemon resumes them\n")
     if report.stopped is not None:
         sys.stdout.write(f"stopped daemon pid {report.stopped}\n")
     sys.stdout.write(f"started daemon: {_describe(report)}\n")

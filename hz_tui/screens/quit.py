@@ -32,11 +32,11 @@ def wording(running: int) -> tuple[str, list[tuple[str, str]]]:
             ("stay", "Stay"),
         ]
     if running == 1:
-        turns, it, they = "1 turn running", "it", "it"
+        turns, it, they = "1 turn running", "it", "it resumes"
     else:
-        turns, it, they = f"{running} turns running", "them", "they"
+        turns, it, they = f"{running} turns running", "them", "they resume"
     return f"{turns}: quit and cut {it}, hand {it} to the daemon, or stay?", [
-        ("cut", f"Quit and cut {it} ({they} resume when a kernel next starts)"),
+        ("cut", f"Quit and cut {it} ({they} when a kernel next starts)"),
         ("daemon", f"Hand {it} to the daemon (it starts now and finishes {it})"),
         ("stay", "Stay"),
     ]
