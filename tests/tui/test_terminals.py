@@ -47,12 +47,15 @@ async def test_no_color_gives_a_readable_screen_with_the_selection_in_reverse(
         assert unreadable(cells) == []
         selected = cursor_line(app)
         assert "build-health" in row_text(cells, selected)
-        assert all(cell.reverse for cell in cells[selected][1:-1])
-        assert not any(cell.reverse for cell in cells[selected + 1])
+        # The table's own cells: the preview pane may sit beside it.
+        table = table_of(app).region
+        span = slice(table.x + 1, table.right - 1)
+        assert all(cell.reverse for cell in cells[selected][span])
+        assert not any(cell.reverse for cell in cells[selected + 1][span])
         await pilot.press("j")
         cells = screen_cells(app)
         assert "changelog" in row_text(cells, selected + 1)
-        assert all(cell.reverse for cell in cells[selected + 1][1:-1])
+        assert all(cell.reverse for cell in cells[selected + 1][span])
 
         await open_page(pilot, homes.heinzel_id(1))
         await app.workers.wait_for_complete()
@@ -191,8 +194,8 @@ async def test_at_240_columns_the_spare_width_goes_to_the_cut_columns(
             cells = screen_cells(app)
             names = [row_text(cells, y)[1 : 1 + table.widths["name"]] for y in range(size[1])]
             assert (LONG_NAME in names) is whole, size
-            assert table.widths["last_turn"] >= len("drafted 31d ago")
             if whole:
+                assert table.widths["last_turn"] >= len("drafted 31d ago")
                 page = await open_page(pilot, homes.heinzel_id(1))
                 await app.workers.wait_for_complete()
                 await pilot.pause()
