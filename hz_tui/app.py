@@ -345,6 +345,15 @@ class CockpitApp(App[int]):
     def action_logs(self) -> None:
         from hz_tui.screens.logs import LogScreen
 
+        if self.client.remote:
+            self.notify(
+                HzError(
+                    "HZU128",
+                    "the daemon's log is on its machine: run hz daemon logs -f there",
+                ).one_line(),
+                severity="warning",
+            )
+            return
         if not isinstance(self.screen, LogScreen):
             self.push_screen(LogScreen(self.home.root))
 

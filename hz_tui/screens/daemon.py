@@ -111,29 +111,25 @@ class DaemonScreen(Screen[None]):
         self.query_one("#tick", Facts).show(tick_facts(status.tick))
         self.query_one("#limits", Facts).show(limit_facts(status))
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "restart":
-            return None if self.embedded or self.cockpit.client.remote else True
-        return True
-
     def action_restart(self) -> None:
-        """Ask first: a plain yes/no, or with turns running whether to wait for them."""
-        running = sum(1 for row in self.cockpit.rows.values() if row.state == "awake")
-        if not running:
-            from hz_tui.screens.confirm import ConfirmScreen
-
-            about = "Every window attached to it reconnects to the new one; no work is lost."
-            asked = ConfirmScreen("Restart the daemon?", about, "Restart")
-            self.app.push_screen(asked, lambda yes: self.restart_chosen("restart" if yes else None))
+        """Ask first (naming the turns that will pause); an embedded or remote cockpit's
+        restart is refused with its reason (HZU064, HZU125) rather than ignored."""
+        if self.embedded or self.cockpit.client.remote:
+            self.cockpit.restart_daemon()
             return
-        from hz_tui.screens.choose import ChooseScreen
+        from hz_tui.screens.confirm import ConfirmScreen
 
-        turns = "1 turn" if running == 1 else f"{running} turns"
-        choices = [
-            ("restart", "Wait for them to reach a step boundary, then restart"),
-            ("cancel", "Cancel"),
-        ]
-        self.app.push_screen(ChooseScreen(f"{turns} running", choices), self.restart_chosen)
+        running = sum(1 for row in self.cockpit.rows.values() if row.state == "awake")
+        if running:
+            turns = "1 turn runs" if running == 1 else f"{running} turns run"
+            about = (
+                f"{turns}: the daemon waits until they reach a step boundary, then restarts, "
+                "and the new one resumes them."
+            )
+        else:
+            about = "Every window attached to it reconnects to the new one; no work is lost."
+        asked = ConfirmScreen("Restart the daemon?", about, "Restart")
+        self.app.push_screen(asked, lambda yes: self.restart_chosen("restart" if yes else None))
 
     def restart_chosen(self, choice: str | None) -> None:
         if choice == "restart":

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.widgets import Log, OptionList, Static
+from textual.widgets import Log, Static
 
 from hz_kernel.connect import connect
 from hz_kernel.daemon.logs import RotatingLog
@@ -23,7 +23,7 @@ from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
 from hz_tui.commands import cockpit_commands
-from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.screens.logs import LogScreen
 from tests.tui.test_cockpit import SIZE, text_of, until
@@ -163,12 +163,11 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
                 await until(lambda: isinstance(app.screen, DaemonScreen))
                 await until(lambda: not app.screen.embedded, timeout=10)  # type: ignore[attr-defined]
                 await pilot.press("R")
-                await until(lambda: isinstance(app.screen, ChooseScreen))
-                title = text_of(app.screen.query_one("#dialog-title", Static))
-                assert "1 turn running" in title
-                options = app.screen.query_one(OptionList)
-                assert "step boundary" in str(options.get_option_at_index(0).prompt)
-                await pilot.press("enter")
+                await until(lambda: isinstance(app.screen, ConfirmScreen))
+                asked = app.screen
+                assert isinstance(asked, ConfirmScreen)
+                assert "1 turn runs" in asked.about and "step boundary" in asked.about
+                await pilot.press("y")
                 async with HttpClient(client.discovery) as first_daemon:
                     deadline = time.monotonic() + 60
                     while not (await first_daemon.health()).draining:

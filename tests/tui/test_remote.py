@@ -151,3 +151,30 @@ async def test_the_wire_only_cockpit_lists_follows_and_streams_a_turn_without_re
         touched = FileAudit.stop()
         await app.client.close()
     assert touched == [], touched
+
+
+async def test_what_needs_the_daemons_machine_says_so_on_a_remote_cockpit(
+    daemon: tuple[worlds.World, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 5: ``R`` (restart) and ``l`` (the daemon's log) on a remote cockpit's
+    kernel page answer with their reason (HZU125, HZU128) instead of doing nothing, and the
+    daemon keeps running."""
+    world, pid = daemon
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    found = Discovery.model_validate_json(world.home.discovery_path.read_bytes())
+    client = await remote.attach(found.address, found.token)
+    host, port = remote.check_url(found.address)
+    app = CockpitApp(remote.connection_home(host, port), client)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.press("f2")
+            await until(lambda: type(app.screen).__name__ == "DaemonScreen")
+            await pilot.press("R")
+            await until(lambda: any(m.startswith("HZU125") for m in messages_of(app)))
+            await pilot.press("l")
+            await until(lambda: any(m.startswith("HZU128") for m in messages_of(app)))
+            assert type(app.screen).__name__ == "DaemonScreen"
+    finally:
+        await app.link.close()
+    assert Discovery.model_validate_json(world.home.discovery_path.read_bytes()).pid == pid
