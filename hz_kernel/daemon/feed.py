@@ -32,7 +32,7 @@ from ulid import ULID
 from hz_kernel.daemon.protocol import FeedItem, FeedType, Hello, Overflow, Reset, ResetReason
 from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
-from hz_kernel.store.positions import FeedRows, Line, Row, SpineChanged
+from hz_kernel.store.positions import FeedRows, FileStamp, Line, Row, SpineChanged
 from hz_kernel.store.spine import SPINE_NAME
 
 if TYPE_CHECKING:
@@ -120,8 +120,9 @@ class ReplayCache:
 
     A page whose entries are all here costs one index query; a miss reads
     the spines for up to ``READ_AHEAD`` rows at once, each spine once. An
-    entry holds what its line was when read: it is dropped with its index
-    generation, and oldest first beyond ``budget`` bytes.
+    entry holds what its line was when read: it is dropped when its spine
+    file changes (size, mtime or inode, checked once per spine per page),
+    with its index generation, and oldest first beyond ``budget`` bytes.
     """
 
     def __init__(self, rows: FeedRows, budget: int = REPLAY_CACHE_BYTES) -> None:
@@ -130,6 +131,10 @@ class ReplayCache:
         self.generation = rows.generation
         self._entries: dict[int, FeedEntry] = {}
         self._bytes = 0
+        self._spine_of: dict[int, str] = {}
+        """The heinzel whose spine each entry was read from."""
+        self._stamps: dict[str, FileStamp] = {}
+        """Each spine as it was when its entries here were read."""
 
     def page(self, after: int, upto: int) -> list[FeedEntry]:
         """Up to ``REPLAY_PAGE`` events with ``after < position <= upto``, in order.
@@ -158,9 +163,14 @@ class ReplayCache:
         """The page if the cache holds all of it; else the rows to read ahead and those missing."""
         if self.rows.generation != self.generation:
             self._entries.clear()
+            self._spine_of.clear()
+            self._stamps.clear()
             self._bytes = 0
             self.generation = self.rows.generation
         rows = self.rows.rows(after, upto, REPLAY_PAGE)
+        for heinzel_id in {row.heinzel for row in rows} & self._stamps.keys():
+            if self.rows.stamp(heinzel_id) != self._stamps[heinzel_id]:
+                self._drop(heinzel_id)
         kept = self._entries
         if all(row.position in kept for row in rows):
             return [kept[row.position] for row in rows], [], []
@@ -173,16 +183,28 @@ class ReplayCache:
         kept = self._entries
         fresh = {line.position: FeedEntry.of_line(line) for line in lines}
         page = [kept.get(row.position) or fresh[row.position] for row in ahead[:REPLAY_PAGE]]
-        for entry in fresh.values() if keep else ():
-            self._keep(entry)
+        for line in lines if keep else ():
+            if self._stamps.get(line.heinzel) != line.stamp:
+                self._drop(line.heinzel)
+                self._stamps[line.heinzel] = line.stamp
+            self._keep(line.heinzel, fresh[line.position])
         return page
 
-    def _keep(self, entry: FeedEntry) -> None:
+    def _keep(self, heinzel_id: str, entry: FeedEntry) -> None:
         self._entries[entry.seq] = entry
+        self._spine_of[entry.seq] = heinzel_id
         self._bytes += len(entry.json)
         while self._bytes > self.budget:
-            oldest = self._entries.pop(next(iter(self._entries)))
-            self._bytes -= len(oldest.json)
+            position = next(iter(self._entries))
+            self._bytes -= len(self._entries.pop(position).json)
+            del self._spine_of[position]
+
+    def _drop(self, heinzel_id: str) -> None:
+        """Forget the entries of a spine that changed since they were read."""
+        for position in [p for p, owner in self._spine_of.items() if owner == heinzel_id]:
+            self._bytes -= len(self._entries.pop(position).json)
+            del self._spine_of[position]
+        self._stamps.pop(heinzel_id, None)
 
 
 class Subscription:

@@ -144,6 +144,20 @@ class Line:
     turn: str | None
     raw: bytes
     """The line's bytes: the envelope, exactly as the spine holds it."""
+    stamp: FileStamp
+    """The spine file as it was when the line was read."""
+
+
+class FileStamp(NamedTuple):
+    """Which version of a file was read: any write or replacement changes one of these."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+
+    @classmethod
+    def of(cls, stat: os.stat_result) -> FileStamp:
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
 class SpineChanged(Exception):
@@ -165,6 +179,13 @@ class FeedRows:
 
     def edge(self) -> int:
         return edge(self.index.writer)
+
+    def stamp(self, heinzel_id: str) -> FileStamp | None:
+        """The spine of ``heinzel_id`` as it is now (None: it cannot be read)."""
+        try:
+            return FileStamp.of(os.stat(self.spine_of(heinzel_id)))
+        except OSError:
+            return None
 
     def rows(self, after: int, upto: int, limit: int) -> list[Row]:
         """Up to ``limit`` rows with ``after < position <= upto``, in position order."""
@@ -207,6 +228,7 @@ def _read_lines(path: Path, heinzel_id: str, wanted: list[Row]) -> list[Line]:
     except OSError:
         raise SpineChanged(heinzel_id) from None
     try:
+        stamp = FileStamp.of(os.fstat(fd))
         chunk = os.pread(fd, last - first + _TAIL, first)
         lines: list[Line] = []
         moved: dict[int, tuple[dict[str, object], bytes]] | None = None
@@ -222,7 +244,12 @@ def _read_lines(path: Path, heinzel_id: str, wanted: list[Row]) -> list[Line]:
             turn = envelope.get("turn")
             lines.append(
                 Line(
-                    row.position, heinzel_id, row.seq, turn if isinstance(turn, str) else None, raw
+                    row.position,
+                    heinzel_id,
+                    row.seq,
+                    turn if isinstance(turn, str) else None,
+                    raw,
+                    stamp,
                 )
             )
         return lines

@@ -99,3 +99,28 @@ async def test_a_byte_inserted_early_in_a_spine_neither_stalls_the_daemon_nor_ga
     assert len(got) == len([i for i in outcome if i.event is not None]), "an event came twice"
     assert got == expected
     assert os.path.getsize(path) == len(data) + 1
+
+
+async def test_lines_cut_from_a_spine_while_the_daemon_runs_are_not_replayed_from_cache(
+    tmp_path: Path, daemons: Daemons, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 feed defects item 3: a replay caches what it read; cut the last spine short
+    while the daemon runs and a replay from 0 must not hand out the removed lines from that
+    cache: the spine file changed, so its entries go and the replay ends with a reset."""
+    monkeypatch.setenv("HZ_NOW", NOW)
+    env = {"HZ_NOW": NOW}
+    home = make_home(tmp_path / "home", heinzels=2)
+    path = grow(home, 40)
+    daemons.start(home, env=env)
+    async with HttpClient(discovery(home)) as client:
+        health = await client.health()
+        first = await asyncio.wait_for(replay_all(client, health.generation, health.edge), WAIT_S)
+        assert isinstance(first, list)
+        kept = b"".join(path.read_bytes().splitlines(keepends=True)[:-10])
+        path.write_bytes(kept)
+        again = await asyncio.wait_for(replay_all(client, health.generation, health.edge), WAIT_S)
+    present = set(spine_envelopes(home))
+    if isinstance(again, list):
+        replayed = {(i.heinzel, i.event["seq"]) for i in again if i.event is not None}
+        assert replayed <= present, "lines cut from the spine came back from the cache"
+    assert isinstance(again, FeedReset)
