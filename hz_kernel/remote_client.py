@@ -13,12 +13,15 @@ without the HTTP stack.
 from __future__ import annotations
 
 import contextlib
+import logging
 
 from hz_kernel.daemon.discovery import HEALTH_TIMEOUT_S
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery, Health
 from hz_kernel.errors import HzError
 from hz_kernel.http_client import HttpClient
 from hz_kernel.remote import read_token
+
+log = logging.getLogger(__name__)
 
 
 class RemoteClient(HttpClient):
@@ -40,6 +43,8 @@ class RemoteClient(HttpClient):
         )
         self.url = url
         self.token_file = token_file
+        self.refusal: HzError | None = None
+        """Why the last ``redial`` found a daemon and would not take it (None: it did not)."""
 
     @classmethod
     async def dial(
@@ -70,6 +75,8 @@ class RemoteClient(HttpClient):
         The token file is read again (a restarted daemon has a new token; a
         file that cannot be read just now keeps the last token). A daemon
         that drains is on its way out of a restart: not found, the next one is.
+        A daemon of another home (a forward or port now leading elsewhere) is
+        refused: ``refusal`` says why (``HZU127``), logged the first time.
         """
         token = self.discovery.token
         if self.token_file is not None:
@@ -82,4 +89,15 @@ class RemoteClient(HttpClient):
         if health.draining:
             await client.close()
             return None
+        if health.home != self.discovery.home:
+            await client.close()
+            if self.refusal is None:
+                log.warning("not re-attaching to %s: it serves home %s", self.url, health.home)
+            self.refusal = HzError(
+                "HZU127",
+                f"another home answers at {self.url}",
+                f"home {health.home}, attached to home {self.discovery.home}",
+            )
+            return None
+        self.refusal = None
         return client

@@ -117,7 +117,9 @@ class Link:
     def where(self) -> str:
         if self.attached:
             return self.described
-        return f"reconnecting… (lost the {self.described})"
+        refusal = getattr(self.current, "refusal", None)  # a remote URL now serving another home
+        why = f"; {refusal.one_line()}" if refusal is not None else ""
+        return f"reconnecting… (lost the {self.described}{why})"
 
     async def wait_attached(self) -> None:
         """Return once the link is attached (at once if it is)."""

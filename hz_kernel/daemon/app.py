@@ -191,12 +191,16 @@ def _loopback_origin(origin: str) -> bool:
 # -- the feed --------------------------------------------------------------------------------
 
 
+#: A feed position is at most this many ASCII digits (int64 has 19): anything else is HZD014.
+MAX_POSITION_DIGITS = 20
+
+
 def _feed_position(request: Request) -> tuple[int | None, str | None]:
     raw = request.query_params.get("after") or request.headers.get("last-event-id")
     generation = request.query_params.get("generation") or None
     if raw is None or raw == "":
         return None, generation
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= MAX_POSITION_DIGITS):
         raise UsageError("HZD014", "the feed position must be a sequence number", raw[:40])
     return int(raw), generation
 

@@ -32,7 +32,7 @@ from ulid import ULID
 from hz_kernel.daemon.protocol import FeedItem, FeedType, Hello, Overflow, Reset, ResetReason
 from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
-from hz_kernel.store.positions import FeedRows, Line, SpineChanged
+from hz_kernel.store.positions import FeedRows, FileStamp, Line, Row, SpineChanged
 from hz_kernel.store.spine import SPINE_NAME
 
 if TYPE_CHECKING:
@@ -120,8 +120,9 @@ class ReplayCache:
 
     A page whose entries are all here costs one index query; a miss reads
     the spines for up to ``READ_AHEAD`` rows at once, each spine once. An
-    entry holds what its line was when read: it is dropped with its index
-    generation, and oldest first beyond ``budget`` bytes.
+    entry holds what its line was when read: it is dropped when its spine
+    file changes (size, mtime or inode, checked once per spine per page),
+    with its index generation, and oldest first beyond ``budget`` bytes.
     """
 
     def __init__(self, rows: FeedRows, budget: int = REPLAY_CACHE_BYTES) -> None:
@@ -130,6 +131,10 @@ class ReplayCache:
         self.generation = rows.generation
         self._entries: dict[int, FeedEntry] = {}
         self._bytes = 0
+        self._spine_of: dict[int, str] = {}
+        """The heinzel whose spine each entry was read from."""
+        self._stamps: dict[str, FileStamp] = {}
+        """Each spine as it was when its entries here were read."""
 
     def page(self, after: int, upto: int) -> list[FeedEntry]:
         """Up to ``REPLAY_PAGE`` events with ``after < position <= upto``, in order.
@@ -137,30 +142,69 @@ class ReplayCache:
         Raises ``SpineChanged`` when a line it reads (of the page, or read ahead) is not
         where the index put it.
         """
+        hit, ahead, missing = self._look_up(after, upto)
+        if hit is not None:
+            return hit
+        return self._fill(ahead, self.rows.lines(missing))
+
+    async def page_off_loop(self, after: int, upto: int) -> list[FeedEntry]:
+        """``page``, reading the spines in a worker thread: a spine edited by hand costs a
+        pass over the whole file, which must not hold up the daemon's event loop."""
+        hit, ahead, missing = self._look_up(after, upto)
+        if hit is not None:
+            return hit
+        generation = self.generation
+        lines = await asyncio.to_thread(self.rows.lines, missing)
+        return self._fill(ahead, lines, keep=self.rows.generation == generation)
+
+    def _look_up(
+        self, after: int, upto: int
+    ) -> tuple[list[FeedEntry] | None, list[Row], list[Row]]:
+        """The page if the cache holds all of it; else the rows to read ahead and those missing."""
         if self.rows.generation != self.generation:
             self._entries.clear()
+            self._spine_of.clear()
+            self._stamps.clear()
             self._bytes = 0
             self.generation = self.rows.generation
         rows = self.rows.rows(after, upto, REPLAY_PAGE)
+        for heinzel_id in {row.heinzel for row in rows} & self._stamps.keys():
+            if self.rows.stamp(heinzel_id) != self._stamps[heinzel_id]:
+                self._drop(heinzel_id)
         kept = self._entries
         if all(row.position in kept for row in rows):
-            return [kept[row.position] for row in rows]
+            return [kept[row.position] for row in rows], [], []
         ahead = self.rows.rows(after, upto, READ_AHEAD)
-        fresh = {
-            line.position: FeedEntry.of_line(line)
-            for line in self.rows.lines(row for row in ahead if row.position not in kept)
-        }
+        return None, ahead, [row for row in ahead if row.position not in kept]
+
+    def _fill(self, ahead: list[Row], lines: list[Line], keep: bool = True) -> list[FeedEntry]:
+        """The page of ``ahead`` from the cache and the ``lines`` just read, kept unless
+        the index was rebuilt while they were read."""
+        kept = self._entries
+        fresh = {line.position: FeedEntry.of_line(line) for line in lines}
         page = [kept.get(row.position) or fresh[row.position] for row in ahead[:REPLAY_PAGE]]
-        for entry in fresh.values():
-            self._keep(entry)
+        for line in lines if keep else ():
+            if self._stamps.get(line.heinzel) != line.stamp:
+                self._drop(line.heinzel)
+                self._stamps[line.heinzel] = line.stamp
+            self._keep(line.heinzel, fresh[line.position])
         return page
 
-    def _keep(self, entry: FeedEntry) -> None:
+    def _keep(self, heinzel_id: str, entry: FeedEntry) -> None:
         self._entries[entry.seq] = entry
+        self._spine_of[entry.seq] = heinzel_id
         self._bytes += len(entry.json)
         while self._bytes > self.budget:
-            oldest = self._entries.pop(next(iter(self._entries)))
-            self._bytes -= len(oldest.json)
+            position = next(iter(self._entries))
+            self._bytes -= len(self._entries.pop(position).json)
+            del self._spine_of[position]
+
+    def _drop(self, heinzel_id: str) -> None:
+        """Forget the entries of a spine that changed since they were read."""
+        for position in [p for p, owner in self._spine_of.items() if owner == heinzel_id]:
+            self._bytes -= len(self._entries.pop(position).json)
+            del self._spine_of[position]
+        self._stamps.pop(heinzel_id, None)
 
 
 class Subscription:
@@ -210,19 +254,41 @@ class Subscription:
         [] when the replay is done. Sets ``reset`` (and returns []) when the
         index can no longer serve it: rebuilt meanwhile, or a line gone.
         """
-        edge = self.hello.edge
-        if self._replayed >= edge or self.reset is not None:
-            return []
-        if self.hub.rows.generation != self.hello.generation:
-            self.reset = self.hub.reset("other-generation")
+        if not self._replaying():
             return []
         try:
-            page = self.hub.cache.page(self._replayed, edge)
+            page = self.hub.cache.page(self._replayed, self.hello.edge)
         except SpineChanged:
+            page = None
+        return self._replayed_page(page)
+
+    async def replay_page_off_loop(self) -> list[FeedEntry]:
+        """``replay_page`` with the spines read in a worker thread (what a connection uses)."""
+        if not self._replaying():
+            return []
+        try:
+            page = await self.hub.cache.page_off_loop(self._replayed, self.hello.edge)
+        except SpineChanged:
+            page = None
+        if not self._replaying():
+            return []
+        return self._replayed_page(page)
+
+    def _replaying(self) -> bool:
+        if self._replayed >= self.hello.edge or self.reset is not None:
+            return False
+        if self.hub.rows.generation != self.hello.generation:
+            self.reset = self.hub.reset("other-generation")
+            return False
+        return True
+
+    def _replayed_page(self, page: list[FeedEntry] | None) -> list[FeedEntry]:
+        """Advance past ``page`` (None: a line is gone, reset)."""
+        if page is None:
             self.reset = self.hub.reset("spine-changed")
             return []
         if not page:
-            self._replayed = edge
+            self._replayed = self.hello.edge
             return []
         self._replayed = self.last = page[-1].seq
         return page
@@ -396,7 +462,7 @@ class FeedHub:
                 generation = subscription.hello.generation
                 if position is None:
                     position = subscription.hello.edge
-                while page := subscription.replay_page():
+                while page := await subscription.replay_page_off_loop():
                     for entry in page:
                         position = entry.seq
                         yield entry.item
@@ -420,7 +486,7 @@ async def frames(subscription: Subscription) -> AsyncIterator[bytes]:
     """
     try:
         yield sse_frame("hello", subscription.hello.model_dump_json().encode())
-        while page := subscription.replay_page():
+        while page := await subscription.replay_page_off_loop():
             yield items_frame(page)
         while subscription.reset is None and not subscription.finished:
             batch = await subscription.next_batch()

@@ -333,3 +333,37 @@ async def test_the_hub_joins_exactly_once_and_isolates_overflow(home: Home) -> N
     finally:
         kernel.observers.remove(hub.observe)
         await kernel.close()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["\u00b3", "\u0663", "1" * 5000, "1" * 21, "+3", "-1", "0x10"],
+    ids=[
+        "superscript",
+        "arabic-indic",
+        "5000-digits",
+        "21-digits",
+        "plus",
+        "neg",
+        "hex",
+    ],
+)
+async def test_a_feed_position_that_is_not_ascii_digits_is_refused_with_hzd014(
+    shared_home: Home, raw: str
+) -> None:
+    """Issue 13 feed defects item 1: a position of anything but 1-20 ASCII digits, in
+    ``?after=`` or ``Last-Event-ID``, is a one-line HZD014 (400), never a 500 with a
+    traceback, and never a digit of another script taken at its value."""
+    address = discovery(shared_home).address
+    async with httpx.AsyncClient(base_url=address, trust_env=False, timeout=10) as raw_client:
+        by_query = await raw_client.get(
+            EVENTS_PATH, params={"after": raw}, headers=_headers(shared_home)
+        )
+        by_header = await raw_client.get(
+            EVENTS_PATH,
+            headers={**_headers(shared_home), "last-event-id": raw.encode()},
+        )
+    for answer in (by_query, by_header):
+        assert answer.status_code == 400, answer.text[:200]
+        body = answer.json()
+        assert body["code"] == "HZD014" and "Traceback" not in answer.text
