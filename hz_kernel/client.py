@@ -238,7 +238,8 @@ class DeferredClient:
             self._reader = None
         opening, self._opening, self._local = self._opening, None, None
         try:
-            if opening is not None:
+            # An opening cancelled with the loop that ran it (a cockpit's) never opened.
+            if opening is not None and not opening.cancelled():
                 local = await asyncio.shield(opening)
                 await local.close()
         finally:

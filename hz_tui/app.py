@@ -72,6 +72,8 @@ class CockpitApp(App[int]):
         self.names: dict[str, str] = {}
         """Names learned from spine lines, for toasts about heinzels not in ``rows`` yet."""
         self.loaded = asyncio.Event()
+        self.warmed = asyncio.Event()
+        """Set once the client loaded what it put off: asks that open a deferred kernel wait."""
         self.held_at_start: set[str] = set()
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
@@ -155,6 +157,8 @@ class CockpitApp(App[int]):
                 self.notify(line)  # a rejection held for undo when the last cockpit ended
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
+        finally:
+            self.warmed.set()
 
     async def load_all(self) -> None:
         try:

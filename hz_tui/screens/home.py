@@ -180,6 +180,8 @@ class HomeScreen(Screen[None]):
     async def ask_spend(self) -> None:
         """Today's spending and the cap, from the kernel (costs of heinzels gone count too)."""
         self._spend_timer = None
+        # Spending needs the kernel itself: an embedded one opens after the first frame.
+        await self.cockpit.warmed.wait()
         try:
             self.spend = await self.cockpit.client.call(ops.SPEND, ops.Empty())
         except HzError:

@@ -268,7 +268,7 @@ def test_wake_follow_carries_on_across_a_daemon_restart(tmp_path: Path) -> None:
             assert first.endswith("· think: attempt 1 with local\n"), first
             restarted = hz(env, "daemon", "restart")
             assert restarted.returncode == 0, restarted.stderr
-            assert "1 turns paused" in restarted.stdout, restarted.stdout
+            assert "1 turn paused" in restarted.stdout, restarted.stdout
             out, err = follow.communicate(timeout=TIMEOUT_S)
         finally:
             follow.kill()
