@@ -23,6 +23,7 @@ from hz_tui.screens.heinzel import HeinzelScreen
 from tests.tui import homes
 from tests.tui.cells import row_text, screen_cells, unreadable
 from tests.tui.test_cockpit import open_page, table_of
+from tests.tui.test_snapshots import loaded
 
 SIZE = (120, 40)
 
@@ -229,8 +230,8 @@ def picture_client(
 
 
 async def _loaded(pilot: Pilot[int]) -> None:
-    await pilot.app.loaded.wait()  # type: ignore[attr-defined]
-    await pilot.pause()
+    """As the other pictures: the rows and the totals line with today's spending."""
+    await loaded(pilot)
 
 
 async def _weekly_page(pilot: Pilot[int]) -> None:
