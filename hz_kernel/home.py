@@ -47,7 +47,10 @@ class Home:
             root = Path(named).expanduser()
             if not root.exists() and not create:
                 raise HzError(
-                    "HZS001", "hz home does not exist (set HZ_HOME to a directory)", str(root)
+                    "HZS001",
+                    "hz home does not exist (make the folder first: a home named by --home or"
+                    " HZ_HOME is never created, so a typo cannot start an empty one)",
+                    str(root),
                 )
         else:
             root = Path(platformdirs.user_data_dir("hz", appauthor=False))
