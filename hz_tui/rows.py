@@ -116,6 +116,8 @@ def column_widths(
 def waits_on_user(item: HeinzelSummary) -> list[str]:
     """What this heinzel is waiting on the user for, in the order they are usually handled."""
     waiting = []
+    if item.state == "proposed":
+        waiting.append("contract")
     if item.pending_draft:
         waiting.append("draft")
     if item.pending_question:

@@ -75,7 +75,12 @@ def _waits(item: HeinzelSummary, palette: Palette) -> Text:
     waits = rows.waits_on_user(item)
     if not waits:
         return Text("nothing", style="dim")
-    hints = {"draft": "F4 to review", "question": "Enter, then y", "amendment": "Enter, then v"}
+    hints = {
+        "contract": "Enter, then a",
+        "draft": "F4 to review",
+        "question": "Enter, then y",
+        "amendment": "Enter, then v",
+    }
     return Text(", ".join(f"{what} ({hints[what]})" for what in waits), style=palette.warn)
 
 
