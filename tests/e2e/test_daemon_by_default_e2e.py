@@ -27,7 +27,6 @@ from hz_kernel.kernel import Kernel
 from tests.support.tmux import Tmux, cockpit_command, daemon_env, hz
 from tests.tui import homes, worlds
 
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 WAIT_S = 60.0
 
 
@@ -35,7 +34,7 @@ WAIT_S = 60.0
 def world(tmp_path: Path) -> Iterator[worlds.World]:
     """One approved digest heinzel that has not run yet; its daemon is stopped after."""
     made = worlds.make_world(tmp_path)
-    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    made.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
 
     async def build() -> None:
         kernel = await Kernel.open(made.home)

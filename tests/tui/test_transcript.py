@@ -19,7 +19,6 @@ import pytest
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
-from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
 from hz_tui.screens.conversation import ConversationScreen
 from hz_tui.screens.heinzel import HeinzelScreen
@@ -28,9 +27,8 @@ from hz_tui.transcript import EXPIRED
 from hz_tui.widgets.timeline import Timeline
 from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
+from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
-
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 
 
 @pytest.fixture
@@ -46,12 +44,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 def received(world: worlds.World) -> list[dict[str, Any]]:
@@ -177,7 +171,7 @@ async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
 ) -> None:
     """The transcript opened while the model is held mid-think shows the turn so far, then
     takes in the answer, the outcome and the finish without being opened again."""
-    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    world.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
     hold = world.root / "hold"
     hold.touch()
