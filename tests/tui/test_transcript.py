@@ -13,9 +13,10 @@ import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from textual.screen import Screen
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
@@ -29,6 +30,8 @@ from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
 from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
+
+S = TypeVar("S", bound=Screen[Any])
 
 
 @pytest.fixture
@@ -89,12 +92,36 @@ async def open_transcript(pilot: Any, page: HeinzelScreen, turn: str) -> Transcr
     await pilot.pause()
     timeline.move_cursor(row=timeline.get_row_index(turn))
     await pilot.press("enter")
-    await until(lambda: isinstance(pilot.app.screen, TranscriptScreen))
-    screen = pilot.app.screen
-    assert isinstance(screen, TranscriptScreen)
+    screen = await opened(pilot, TranscriptScreen)
     await until(lambda: screen.model.loaded and screen.model.turn == turn)
     await pilot.pause()
     return screen
+
+
+async def opened(pilot: Any, kind: type[S]) -> S:
+    """The screen of ``kind`` a key or an action opened, once it is on top and drawn."""
+    await until(lambda: isinstance(pilot.app.screen, kind))
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, kind)
+    return screen
+
+
+def hold_the_model(world: worlds.World, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file the local model waits on mid-think while it exists (``HZ_MODEL_HOLD_FILE``);
+    unlinking it lets the turn go on."""
+    hold = world.root / "hold"
+    hold.touch()
+    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    return hold
+
+
+async def thinking_page(pilot: Any, client: LocalClient, heinzel: str) -> HeinzelScreen:
+    """The heinzel's page, opened, with a turn woken and in think."""
+    page = await open_page(pilot, heinzel)
+    await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+    await until(lambda: page.turn_panel.live.step == "think")
+    return page
 
 
 async def test_issue14_item2_a_past_turn_shows_the_context_exactly_as_the_model_received_it(
@@ -173,20 +200,13 @@ async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
     takes in the answer, the outcome and the finish without being opened again."""
     world.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
-    hold = world.root / "hold"
-    hold.touch()
-    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    hold = hold_the_model(world, monkeypatch)
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
-        page = await open_page(pilot, heinzel)
-        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
-        await until(lambda: page.turn_panel.live.step == "think")
+        page = await thinking_page(pilot, client, heinzel)
         page.action_transcript()
-        await until(lambda: isinstance(app.screen, TranscriptScreen))
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, TranscriptScreen)
+        screen = await opened(pilot, TranscriptScreen)
         view = screen.view
         await until(lambda: "→ attempt 1 asked" in view.text_shown())
         assert screen.model.running and "running" in view.lines[0].text
@@ -207,15 +227,11 @@ async def test_issue14_item2_the_conversation_shows_each_message_steered_or_queu
     """Two messages sent while the model is held mid-think: the steer reaches that turn, the
     queued one waits and then reaches the next; the conversation page (``m``) follows both."""
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
-    hold = world.root / "hold"
-    hold.touch()
-    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    hold = hold_the_model(world, monkeypatch)
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
-        page = await open_page(pilot, heinzel)
-        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
-        await until(lambda: page.turn_panel.live.step == "think")
+        page = await thinking_page(pilot, client, heinzel)
         running = page.turn_panel.live.turn
         await client.call(
             ops.CHAT, ops.ChatRequest(ref=heinzel, message="mention the dates", mode="steer")
@@ -224,10 +240,7 @@ async def test_issue14_item2_the_conversation_shows_each_message_steered_or_queu
             ops.CHAT, ops.ChatRequest(ref=heinzel, message="then a shorter one", mode="queue")
         )
         await pilot.press("m")
-        await until(lambda: isinstance(app.screen, ConversationScreen))
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await opened(pilot, ConversationScreen)
         view = screen.view
         await until(lambda: "QUEUE · waiting to be delivered" in view.text_shown())
         hold.unlink()
