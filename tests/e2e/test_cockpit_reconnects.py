@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from hz_kernel.home import Home
-from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
+from tests.support.tmux import Tmux, cockpit_command, daemon_env, hz
 from tests.tui import homes, worlds
 
 
@@ -63,22 +63,12 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
         world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     home = world.home
     heinzel_id = world.ids["notes-digest"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(home.root),
-        HZ_NOW=homes.NOW,
-        HZ_TICK_SECONDS="3600",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-    )
+    env = daemon_env(home.root, HZ_NOW=homes.NOW, NO_COLOR="1")
     pids: list[int] = []
     try:
         first = start_daemon(env, home, pids)
         first_token = json.loads(home.discovery_path.read_text())["token"]
-        exported = (f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC", "NO_")))
-        command = " ".join([*exported, str(HZ)])
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        tmux.start(cockpit_command(env, exported=("HZ_", "PYDANTIC", "NO_")))
         tmux.wait_for(lambda s: f"daemon (pid {first})" in s, "the first daemon in the header")
         tmux.keys("Enter")
         tmux.wait_for(lambda s: "1 · last" in s, "the heinzel page with its one turn")
@@ -131,10 +121,7 @@ def test_a_cockpit_reconnects_to_a_restarted_daemon_and_catches_up(
         kill_daemon(home)
         tmux.wait_for(lambda s: "reconnecting…" in s, "reconnecting… a third time")
         tmux.keys("Escape", "Escape", "q")
-        deadline = time.monotonic() + 10
-        while tmux.run("list-sessions") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not tmux.run("list-sessions"), "the cockpit did not exit on q while reconnecting"
+        tmux.assert_exits("the cockpit did not exit on q while reconnecting", within=10)
     finally:
         hz(env, "daemon", "stop")
         for pid in pids:

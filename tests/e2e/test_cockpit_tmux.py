@@ -12,74 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.support.env import hz_env
+from tests.support.tmux import Tmux, daemon_cockpit, daemon_env, hz
 from tests.tui import worlds
-
-HZ = Path(sys.executable).parent / "hz"
-WAIT_S = 15.0
-
-
-class Tmux:
-    """One detached tmux session on a private server socket."""
-
-    def __init__(self, socket: str, session: str) -> None:
-        self.socket = socket
-        self.session = session
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
-        )
-        return done.stdout
-
-    def keys(self, *keys: str) -> None:
-        """Send keys one at a time, apart: Escape then a letter quickly would read as Alt."""
-        for key in keys:
-            self.run("send-keys", "-t", self.session, key)
-            time.sleep(0.3)
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", self.session)
-
-    def wait_for(self, check: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            shown = self.screen()
-            if check(shown):
-                return shown
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{shown}")
-            time.sleep(0.1)
-
-
-def hz(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(HZ), *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    name = f"hz-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    session = Tmux(name, name)
-    try:
-        yield session
-    finally:
-        session.run("kill-server")
 
 
 def test_approve_a_draft_from_the_review_queue_through_the_daemon(
@@ -88,21 +25,8 @@ def test_approve_a_draft_from_the_review_queue_through_the_daemon(
     world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     document = world.document("notes-digest")
     assert worlds.TAG in document.read_text()
-    env = hz_env(
-        world.home.root,
-        embedded=False,
-        HZ_TICK_SECONDS="3600",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-    )
-    started = hz(env, "daemon", "start")
-    assert started.returncode == 0, started.stderr
-    try:
-        command = " ".join(
-            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
-        )
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
-        shown = tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+    env = daemon_env(world.home.root)
+    with daemon_cockpit(tmux, env, lambda s: "notes-digest" in s) as shown:
         assert "daemon (pid" in shown
         tmux.keys("F4")
         tmux.wait_for(lambda s: "draft 1 of 1" in s, "the review queue")
@@ -112,13 +36,7 @@ def test_approve_a_draft_from_the_review_queue_through_the_daemon(
         approved = document.read_text()
         assert worlds.TAG not in approved and "shipped search" in approved
         tmux.keys("Escape", "q")
-        deadline = time.monotonic() + WAIT_S
-        while tmux.run("list-sessions") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not tmux.run("list-sessions"), "the cockpit did not exit on q"
-    finally:
-        stopped = hz(env, "daemon", "stop")
-        assert stopped.returncode == 0, stopped.stderr
+        tmux.assert_exits("the cockpit did not exit on q")
 
 
 def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
@@ -131,21 +49,8 @@ def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
     settings = world.home.settings_path
     # A window far longer than the test needs: the keys never race the clock.
     settings.write_text(settings.read_text() + "\n[cockpit]\nundo_seconds = 600\n")
-    env = hz_env(
-        world.home.root,
-        embedded=False,
-        HZ_TICK_SECONDS="3600",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-    )
-    started = hz(env, "daemon", "start")
-    assert started.returncode == 0, started.stderr
-    try:
-        command = " ".join(
-            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
-        )
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
-        tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+    env = daemon_env(world.home.root)
+    with daemon_cockpit(tmux, env, lambda s: "notes-digest" in s):
         tmux.keys("F4")
         shown = tmux.wait_for(lambda s: "shipped fuzzy" in s, "the diff since approved")
         # The approval's date is whatever the machine's clock said when the world was built.
@@ -160,14 +65,8 @@ def test_issue14_item3_review_since_last_approved_then_reject_and_undo(
         assert listed.returncode == 0 and "notes-digest" in listed.stdout
         assert worlds.TAG in document.read_text()
         tmux.keys("Escape", "q")
-        deadline = time.monotonic() + WAIT_S
-        while tmux.run("list-sessions") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not tmux.run("list-sessions"), "the cockpit did not exit on q"
+        tmux.assert_exits("the cockpit did not exit on q")
         assert worlds.TAG in document.read_text(), "nothing was held, so nothing was sent"
-    finally:
-        stopped = hz(env, "daemon", "stop")
-        assert stopped.returncode == 0, stopped.stderr
 
 
 def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
@@ -181,22 +80,8 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
     """
     world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     heinzel_id = world.ids["notes-digest"]
-    env = hz_env(
-        world.home.root,
-        embedded=False,
-        HZ_TICK_SECONDS="3600",
-        HZ_MODEL_DELAY_MS="3000",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-    )
-    started = hz(env, "daemon", "start")
-    assert started.returncode == 0, started.stderr
-    try:
-        command = " ".join(
-            [*(f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))), str(HZ)]
-        )
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
-        tmux.wait_for(lambda s: "notes-digest" in s and "daemon (pid" in s, "the home table")
+    env = daemon_env(world.home.root, HZ_MODEL_DELAY_MS="3000")
+    with daemon_cockpit(tmux, env, lambda s: "notes-digest" in s and "daemon (pid" in s):
         tmux.keys("Enter")
         tmux.wait_for(
             lambda s: "Live turn" in s and "· last" in s and "running:" not in s,
@@ -209,9 +94,9 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         tmux.wait_for(lambda s: "running: think" in s, "the woken turn thinking")
         tmux.keys("i", "C-t")
         tmux.wait_for(lambda s: "STEER" in s, "the composer in STEER mode")
-        tmux.run("send-keys", "-t", tmux.session, "-l", "name the owners")
+        tmux.type_text("name the owners")
         tmux.keys("C-j")
-        tmux.run("send-keys", "-t", tmux.session, "-l", "and the dates")
+        tmux.type_text("and the dates")
         shown = tmux.wait_for(
             lambda s: "name the owners" in s and "and the dates" in s, "two lines typed"
         )
@@ -231,6 +116,3 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         tmux.wait_for(lambda s: "Stop think?" in s, "the stop question naming the step")
         tmux.keys("Enter")
         tmux.wait_for(lambda s: "the turn was stopped" in s, "the turn stopped")
-    finally:
-        stopped = hz(env, "daemon", "stop")
-        assert stopped.returncode == 0, stopped.stderr

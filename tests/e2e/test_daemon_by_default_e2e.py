@@ -24,11 +24,9 @@ import pytest
 from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
-from tests.e2e.test_cockpit_tmux import tmux as tmux
+from tests.support.tmux import Tmux, cockpit_command, daemon_env, hz
 from tests.tui import homes, worlds
 
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 WAIT_S = 60.0
 
 
@@ -36,7 +34,7 @@ WAIT_S = 60.0
 def world(tmp_path: Path) -> Iterator[worlds.World]:
     """One approved digest heinzel that has not run yet; its daemon is stopped after."""
     made = worlds.make_world(tmp_path)
-    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    made.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
 
     async def build() -> None:
         kernel = await Kernel.open(made.home)
@@ -59,22 +57,12 @@ def world(tmp_path: Path) -> Iterator[worlds.World]:
 
 
 def env_of(world: worlds.World, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(world.home.root),
-        HZ_NOW=homes.NOW,
-        HZ_TICK_SECONDS="3600",
-        HZ_MODEL_DELAY_MS="150",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-    )
-    return env | extra
+    return daemon_env(world.home.root, HZ_NOW=homes.NOW, HZ_MODEL_DELAY_MS="150") | extra
 
 
 def open_cockpit(tmux: Tmux, env: dict[str, str], *args: str) -> None:
-    knobs = [f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC", "TERM"))]
-    command = " ".join(["env", "-u", "HZ_EMBEDDED", *knobs, str(HZ), *args])
-    tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+    command = cockpit_command(env, *args, exported=("HZ_", "PYDANTIC", "TERM"))
+    tmux.start(f"env -u HZ_EMBEDDED {command}")
 
 
 def spine(home: Home) -> list[dict[str, object]]:

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_cockpit_reconnects import kill_daemon, start_daemon
-from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
 from tests.support.forward import PortForward
+from tests.support.tmux import Tmux, daemon_env, hz, remote_cockpit_command
 from tests.tui import homes, worlds
 
 
@@ -52,15 +52,7 @@ def test_issue13_remote_cockpit_reconnects_to_a_daemon_restarted_on_the_same_por
     port = free_port()
     with (home.root / "hz.toml").open("a") as toml:
         toml.write(f"\n[daemon]\nport = {port}\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HZ_")}
-    env.update(
-        HZ_HOME=str(home.root),
-        HZ_NOW=homes.NOW,
-        HZ_TICK_SECONDS="3600",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-        NO_COLOR="1",
-    )
+    env = daemon_env(home.root, HZ_NOW=homes.NOW, NO_COLOR="1")
     laptop = tmp_path / "laptop"
     laptop.mkdir(mode=0o700)
     token_file = laptop / "token"
@@ -79,20 +71,8 @@ def test_issue13_remote_cockpit_reconnects_to_a_daemon_restarted_on_the_same_por
             "TERM": "xterm-256color",
             "NO_COLOR": "1",
         }
-        command = " ".join(
-            [
-                "env",
-                "-i",
-                f"PATH={os.environ['PATH']}",
-                *(f"{k}={v}" for k, v in laptop_env.items()),
-                str(HZ),
-                "--connect",
-                f"http://127.0.0.1:{forward.port}",
-                "--token-file",
-                str(token_file),
-            ]
-        )
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "200", "-y", "40", command)
+        url = f"http://127.0.0.1:{forward.port}"
+        tmux.start(remote_cockpit_command(laptop_env, url, token_file), width=200)
         tmux.wait_for(lambda s: f"remote daemon (pid {first})" in s, "the daemon in the header")
         tmux.keys("Enter")
         tmux.wait_for(lambda s: "1 · last" in s, "the heinzel page with its one turn")

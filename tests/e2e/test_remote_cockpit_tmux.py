@@ -21,10 +21,8 @@ import orjson
 
 from hz_kernel.daemon.protocol import Discovery
 from hz_kernel.kernel import Kernel
-from tests.e2e.test_cockpit_tmux import HZ, Tmux, hz
-from tests.e2e.test_cockpit_tmux import tmux as tmux  # the fixture
-from tests.support.env import hz_env
 from tests.support.forward import PortForward
+from tests.support.tmux import Tmux, daemon_env, hz, remote_cockpit_command
 from tests.tui import worlds
 
 NOBODY = 65534
@@ -61,14 +59,7 @@ def test_remote_cockpit_steers_and_approves_through_a_port_forward(
 ) -> None:
     """Issue 13 item 5: with no access to ``$HZ_HOME`` the cockpit steers mid-turn and approves."""
     world = asyncio.run(long_digest(tmp_path / "a"))
-    env = hz_env(
-        world.home.root,
-        embedded=False,
-        HZ_TICK_SECONDS="3600",
-        HZ_MODEL_DELAY_MS="400",
-        PYDANTIC_AI_NO_BANNER="1",
-        TERM="xterm-256color",
-    )
+    env = daemon_env(world.home.root, HZ_MODEL_DELAY_MS="400")
     started = hz(env, "daemon", "start")
     assert started.returncode == 0, started.stderr
     found = Discovery.model_validate_json(world.home.discovery_path.read_bytes())
@@ -90,21 +81,8 @@ def test_remote_cockpit_steers_and_approves_through_a_port_forward(
             "PYDANTIC_AI_NO_BANNER": "1",
             "TERM": "xterm-256color",
         }
-        command = " ".join(
-            [
-                "env",
-                "-i",
-                f"PATH={os.environ['PATH']}",
-                *(f"{k}={v}" for k, v in laptop_env.items()),
-                *prefix,
-                str(HZ),
-                "--connect",
-                f"http://127.0.0.1:{forward.port}",
-                "--token-file",
-                str(token),
-            ]
-        )
-        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        url = f"http://127.0.0.1:{forward.port}"
+        tmux.start(remote_cockpit_command(laptop_env, url, token, prefix=prefix))
         shown = tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
         assert "remote daemon" in shown
         tmux.keys("Enter")
@@ -112,7 +90,7 @@ def test_remote_cockpit_steers_and_approves_through_a_port_forward(
         tmux.keys("w")
         tmux.wait_for(lambda s: "● think" in s and "## Digest" in s, "the turn thinking")
         tmux.keys("i")
-        tmux.run("send-keys", "-t", tmux.session, "-l", "name the owners")
+        tmux.type_text("name the owners")
         tmux.keys("C-t", "Enter")
         tmux.wait_for(lambda s: "✓ finish" in s, "the turn's end")
         kinds = [e["kind"] for e in spine_events(world)]

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual._context import active_app
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
-from hz_kernel.api import ComposerText, InboxItem, KernelStatus
+from hz_kernel.api import ComposerText, InboxItem
 from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import Operation, Req, Resp
@@ -32,27 +31,22 @@ from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.turn_state import LiveTurn
 from hz_tui.widgets.composer import Composer, ComposerArea, settle
 from tests.tui import worlds
+from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
-
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 
 
 @pytest.fixture
 async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World:
     monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00+00:00")
     made = worlds.make_world(tmp_path)
-    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    made.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
     return made
 
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 @pytest.fixture
@@ -262,32 +256,17 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
         assert live().disposition == "abandoned"
 
 
-class SavesFailWhileAway:
+class SavesFailWhileAway(PassThrough):
     """A transport whose composer saves find the daemon gone while ``away`` is set."""
 
-    remote = False
-
     def __init__(self, inner: LocalClient) -> None:
-        self.inner = inner
-        self.where = inner.where
+        super().__init__(inner)
         self.away = False
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         if self.away and operation is ops.COMPOSER_SAVE:
             raise NotConnected()
         return await self.inner.call(operation, request)
-
-    def subscribe(self, after: int | None = None, **_: Any) -> Any:
-        return self.inner.subscribe(after)
-
-    async def status(self) -> KernelStatus:
-        return await self.inner.status()
-
-    async def warm(self) -> None:
-        await self.inner.warm()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_text(

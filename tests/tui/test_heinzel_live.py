@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from hz_kernel import operations as ops
-from hz_kernel.api import KernelStatus
 from hz_kernel.client import LocalClient
 from hz_kernel.errors import HzError
 from hz_kernel.kernel import Kernel
@@ -35,44 +33,36 @@ from hz_tui.widgets.step_line import StepLine
 from hz_tui.widgets.stream_view import StreamView
 from hz_tui.widgets.timeline import Timeline
 from tests.tui import worlds
+from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, text_of, until
-
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 
 
 @pytest.fixture
 async def world(tmp_path: Path) -> worlds.World:
     made = worlds.make_world(tmp_path)
-    made.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    made.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
     return made
 
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 async def new_heinzel(client: LocalClient, world: worlds.World) -> str:
     return await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
 
 
-class LosesTheFirstChatAnswer:
+class LosesTheFirstChatAnswer(PassThrough):
     """A transport that delivers the first chat to the kernel and loses its answer.
 
     That is what a dropped connection does: the kernel has the message, the
     cockpit never hears so. Everything else passes through untouched.
     """
 
-    remote = False
-
     def __init__(self, inner: LocalClient) -> None:
-        self.inner = inner
-        self.where = inner.where
+        super().__init__(inner)
         self.lost = False
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
@@ -81,18 +71,6 @@ class LosesTheFirstChatAnswer:
             self.lost = True
             raise HzError("HZD050", "the connection dropped before the answer came")
         return result
-
-    def subscribe(self, after: int | None = None) -> Any:
-        return self.inner.subscribe(after)
-
-    async def status(self) -> KernelStatus:
-        return await self.inner.status()
-
-    async def warm(self) -> None:
-        await self.inner.warm()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 def messages_of(app: CockpitApp) -> list[str]:

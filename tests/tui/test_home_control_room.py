@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.widgets import Static
@@ -18,10 +17,8 @@ from textual.widgets._toast import Toast
 from time_machine import TimeMachineFixture
 
 from hz_kernel import operations as ops
-from hz_kernel.api import KernelStatus
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
-from hz_kernel.kernel import Kernel
 from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.app import CockpitApp
 from hz_tui.notices import MAX_TOASTS
@@ -31,34 +28,20 @@ from hz_tui.widgets.activity import ActivityPane
 from hz_tui.widgets.preview import HeinzelPreview
 from hz_tui.widgets.status_line import StatusLine
 from tests.tui import homes, worlds
+from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, text_of, until
 
 
-class CountsCalls:
+class CountsCalls(PassThrough):
     """The kernel's client as it is, counting the operations the cockpit sends through it."""
 
-    remote = False
-
     def __init__(self, inner: LocalClient) -> None:
-        self.inner = inner
-        self.where = inner.where
+        super().__init__(inner)
         self.calls: list[str] = []
 
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         self.calls.append(operation.name)
         return await self.inner.call(operation, request)
-
-    def subscribe(self, after: int | None = None) -> Any:
-        return self.inner.subscribe(after)
-
-    async def status(self) -> KernelStatus:
-        return await self.inner.status()
-
-    async def warm(self) -> None:
-        await self.inner.warm()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 def home_of(app: CockpitApp) -> HomeScreen:
@@ -135,12 +118,8 @@ async def world(tmp_path: Path) -> worlds.World:
 
 @pytest.fixture
 async def live_client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 async def test_issue14_item5_activity_shows_a_turn_start_finish_and_draft_live(

@@ -12,9 +12,6 @@ teardown, whatever happened.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,42 +22,19 @@ from textual.widgets import OptionList, Static
 from hz_kernel import operations as ops
 from hz_kernel.client import DeferredClient
 from hz_kernel.connect import connect, hand_off, turns_to_cut
-from hz_kernel.daemon import lifecycle
 from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.home import Home
-from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
 from hz_tui.screens.quit import QuitScreen
-from tests.tui import homes, worlds
+from tests.tui.kernels import quitting_home
 from tests.tui.test_cockpit import SIZE, text_of, until
-
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 
 
 @pytest.fixture
 async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Home]:
     """A home with one approved digest heinzel; any daemon started on it is stopped after."""
-    for name in ("HZ_EMBEDDED", "HZ_CRASH_AT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HZ_NOW", homes.NOW)
-    monkeypatch.setenv("HZ_TICK_SECONDS", "3600")
-    world = worlds.make_world(tmp_path)
-    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
-    kernel = await Kernel.open(world.home)
-    try:
-        await worlds.add_heinzel(kernel, world, "notes-digest", wake=False)
-    finally:
-        await kernel.close()
-    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "150")
-    try:
-        yield world.home
-    finally:
-        found = read_discovery(world.home)
-        with contextlib.suppress(Exception):
-            await lifecycle.stop(world.home)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(found.pid, signal.SIGKILL)
+    async with quitting_home(tmp_path, monkeypatch, ("notes-digest",)) as made:
+        yield made
 
 
 def spine(home: Home) -> list[dict[str, object]]:

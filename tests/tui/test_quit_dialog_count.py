@@ -9,7 +9,6 @@ question says so, in the right number ("cut it" for one).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,14 +18,12 @@ from textual.widgets import OptionList, Static
 from hz_kernel import operations as ops
 from hz_kernel.client import DeferredClient
 from hz_kernel.connect import connect, turns_to_cut
-from hz_kernel.daemon import lifecycle
 from hz_kernel.home import Home
-from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
 from hz_tui.screens.quit import QuitScreen
-from tests.tui import homes, worlds
+from tests.tui.kernels import quitting_home
 from tests.tui.test_cockpit import SIZE, text_of, until
-from tests.tui.test_quit_dialog import LONG_NOTES, quit_dialog
+from tests.tui.test_quit_dialog import quit_dialog
 
 #: Generous: two turns of the slowed local model on a loaded machine.
 TURNS_S = 120.0
@@ -35,26 +32,10 @@ TURNS_S = 120.0
 @pytest.fixture
 async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Home]:
     """Two approved digest heinzels over long notes; no memory floor to queue their turns."""
-    for name in ("HZ_EMBEDDED", "HZ_CRASH_AT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HZ_NOW", homes.NOW)
-    monkeypatch.setenv("HZ_TICK_SECONDS", "3600")
-    world = worlds.make_world(tmp_path)
-    with (world.home.root / "hz.toml").open("a") as toml:
-        toml.write("\n[daemon]\nmin_free_memory_mb = 0\n")
-    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
-    kernel = await Kernel.open(world.home)
-    try:
-        for name in ("notes-digest", "team-digest"):
-            await worlds.add_heinzel(kernel, world, name, wake=False)
-    finally:
-        await kernel.close()
-    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "150")
-    try:
-        yield world.home
-    finally:
-        with contextlib.suppress(Exception):
-            await lifecycle.stop(world.home)
+    names = ("notes-digest", "team-digest")
+    floor = "\n[daemon]\nmin_free_memory_mb = 0\n"
+    async with quitting_home(tmp_path, monkeypatch, names, settings=floor) as made:
+        yield made
 
 
 def question(dialog: QuitScreen) -> tuple[str, list[str]]:

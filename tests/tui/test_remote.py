@@ -30,7 +30,8 @@ from hz_tui.widgets.step_line import StepLine
 from tests.support.env import hz_env
 from tests.tui import homes, worlds
 from tests.tui.test_cockpit import SIZE, open_page, table_of, text_of, until
-from tests.tui.test_heinzel_live import LONG_NOTES, messages_of
+from tests.tui.test_heinzel_live import messages_of
+from tests.tui.worlds import LONG_NOTES
 
 HZ = Path(sys.executable).parent / "hz"
 TURN_S = 30.0

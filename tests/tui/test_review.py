@@ -17,6 +17,7 @@ from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.heinzel_table import HeinzelTable
 from tests.tui import worlds
+from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 
 EDITOR = """#!/bin/sh
@@ -33,12 +34,8 @@ async def world(tmp_path: Path) -> worlds.World:
 
 @pytest.fixture
 async def cockpit_client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    client = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as client:
         yield client
-    finally:
-        await client.close()
 
 
 def diff_text(screen: ReviewScreen) -> str:

@@ -13,13 +13,13 @@ import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from textual.screen import Screen
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
-from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
 from hz_tui.screens.conversation import ConversationScreen
 from hz_tui.screens.heinzel import HeinzelScreen
@@ -28,9 +28,10 @@ from hz_tui.transcript import EXPIRED
 from hz_tui.widgets.timeline import Timeline
 from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
+from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
 
-LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
+S = TypeVar("S", bound=Screen[Any])
 
 
 @pytest.fixture
@@ -46,12 +47,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    """The kernel as ``hz`` embeds it in the cockpit: long-lived, turns in the background."""
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 def received(world: worlds.World) -> list[dict[str, Any]]:
@@ -95,12 +92,36 @@ async def open_transcript(pilot: Any, page: HeinzelScreen, turn: str) -> Transcr
     await pilot.pause()
     timeline.move_cursor(row=timeline.get_row_index(turn))
     await pilot.press("enter")
-    await until(lambda: isinstance(pilot.app.screen, TranscriptScreen))
-    screen = pilot.app.screen
-    assert isinstance(screen, TranscriptScreen)
+    screen = await opened(pilot, TranscriptScreen)
     await until(lambda: screen.model.loaded and screen.model.turn == turn)
     await pilot.pause()
     return screen
+
+
+async def opened(pilot: Any, kind: type[S]) -> S:
+    """The screen of ``kind`` a key or an action opened, once it is on top and drawn."""
+    await until(lambda: isinstance(pilot.app.screen, kind))
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, kind)
+    return screen
+
+
+def hold_the_model(world: worlds.World, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file the local model waits on mid-think while it exists (``HZ_MODEL_HOLD_FILE``);
+    unlinking it lets the turn go on."""
+    hold = world.root / "hold"
+    hold.touch()
+    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    return hold
+
+
+async def thinking_page(pilot: Any, client: LocalClient, heinzel: str) -> HeinzelScreen:
+    """The heinzel's page, opened, with a turn woken and in think."""
+    page = await open_page(pilot, heinzel)
+    await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+    await until(lambda: page.turn_panel.live.step == "think")
+    return page
 
 
 async def test_issue14_item2_a_past_turn_shows_the_context_exactly_as_the_model_received_it(
@@ -177,22 +198,15 @@ async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
 ) -> None:
     """The transcript opened while the model is held mid-think shows the turn so far, then
     takes in the answer, the outcome and the finish without being opened again."""
-    world.add_note("wednesday.md", "# Wednesday\n" + LONG_NOTES)
+    world.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
-    hold = world.root / "hold"
-    hold.touch()
-    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    hold = hold_the_model(world, monkeypatch)
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
-        page = await open_page(pilot, heinzel)
-        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
-        await until(lambda: page.turn_panel.live.step == "think")
+        page = await thinking_page(pilot, client, heinzel)
         page.action_transcript()
-        await until(lambda: isinstance(app.screen, TranscriptScreen))
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, TranscriptScreen)
+        screen = await opened(pilot, TranscriptScreen)
         view = screen.view
         await until(lambda: "→ attempt 1 asked" in view.text_shown())
         assert screen.model.running and "running" in view.lines[0].text
@@ -213,15 +227,11 @@ async def test_issue14_item2_the_conversation_shows_each_message_steered_or_queu
     """Two messages sent while the model is held mid-think: the steer reaches that turn, the
     queued one waits and then reaches the next; the conversation page (``m``) follows both."""
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
-    hold = world.root / "hold"
-    hold.touch()
-    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    hold = hold_the_model(world, monkeypatch)
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
-        page = await open_page(pilot, heinzel)
-        await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
-        await until(lambda: page.turn_panel.live.step == "think")
+        page = await thinking_page(pilot, client, heinzel)
         running = page.turn_panel.live.turn
         await client.call(
             ops.CHAT, ops.ChatRequest(ref=heinzel, message="mention the dates", mode="steer")
@@ -230,10 +240,7 @@ async def test_issue14_item2_the_conversation_shows_each_message_steered_or_queu
             ops.CHAT, ops.ChatRequest(ref=heinzel, message="then a shorter one", mode="queue")
         )
         await pilot.press("m")
-        await until(lambda: isinstance(app.screen, ConversationScreen))
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await opened(pilot, ConversationScreen)
         view = screen.view
         await until(lambda: "QUEUE · waiting to be delivered" in view.text_shown())
         hold.unlink()

@@ -21,6 +21,8 @@ NOTES = {
     "tuesday.md": "# Tuesday\n- reviewed the checkout flow\n",
 }
 TAG = "🧝 DRAFT"
+#: A week of notes long enough that a turn over them can be watched, steered or stopped.
+LONG_NOTES = "".join(f"- item {n} of the long week\n" for n in range(14))
 
 
 @dataclass

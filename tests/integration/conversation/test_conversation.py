@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hz_kernel.api import TurnReport
 from hz_kernel.contracts import ContractVersions
 from hz_kernel.engine.context import build_context
 from hz_kernel.engine.wakes import Wake, request_key, schedule_key
@@ -41,6 +42,13 @@ async def _when_step(kernel: Kernel, heinzel_id: str, step: str | None) -> None:
     raise AssertionError(f"no running turn reached {step}")
 
 
+async def _woken_past_gather(kernel: Kernel, heinzel_id: str) -> asyncio.Task[TurnReport]:
+    """A turn woken in the background, once its gather step is done; await it for its report."""
+    turn = asyncio.create_task(kernel.wake(ref=heinzel_id))
+    await _when_step(kernel, heinzel_id, "gather")
+    return turn
+
+
 def _events(kernel: Kernel, heinzel_id: str) -> list[tuple[str, str | None, dict[str, object]]]:
     held = kernel.sessions[heinzel_id]
     return [(e.kind, e.turn, e.data) for e in held.scan.events]
@@ -52,8 +60,7 @@ async def test_steering_during_think_reaches_the_next_model_request(
     monkeypatch.setenv("HZ_MODEL_DELAY_MS", "40")
     world, kernel, heinzel_id = await _world(tmp_path)
     async with kernel.holding(heinzel_id):
-        turn = asyncio.create_task(kernel.wake(ref=heinzel_id))
-        await _when_step(kernel, heinzel_id, "gather")
+        turn = await _woken_past_gather(kernel, heinzel_id)
         await asyncio.sleep(0.05)
         admitted = await kernel.chat(ref=heinzel_id, message="shorter", mode="steer")
         assert admitted.status == "pending"
@@ -102,8 +109,7 @@ async def test_three_wakes_while_awake_coalesce_into_one_follow_up(
     monkeypatch.setenv("HZ_MODEL_DELAY_MS", "20")
     _, kernel, heinzel_id = await _world(tmp_path)
     async with kernel.holding(heinzel_id):
-        turn = asyncio.create_task(kernel.wake(ref=heinzel_id))
-        await _when_step(kernel, heinzel_id, "gather")
+        turn = await _woken_past_gather(kernel, heinzel_id)
         wakes = [
             Wake(cause="schedule", key=schedule_key(heinzel_id, "2026-11-30T09:00")),
             Wake(cause="source-changed", key=f"{heinzel_id}@notes:{'a' * 64}"),
@@ -162,8 +168,7 @@ async def test_stop_ends_the_turn_and_keeps_the_queue(
     monkeypatch.setenv("HZ_MODEL_DELAY_MS", "100")
     _, kernel, heinzel_id = await _world(tmp_path)
     async with kernel.holding(heinzel_id):
-        turn = asyncio.create_task(kernel.wake(ref=heinzel_id))
-        await _when_step(kernel, heinzel_id, "gather")
+        turn = await _woken_past_gather(kernel, heinzel_id)
         queued = await kernel.chat(ref=heinzel_id, message="after this: shorter", mode="queue")
         assert queued.status == "requested"
         stopped = await kernel.stop(ref=heinzel_id)

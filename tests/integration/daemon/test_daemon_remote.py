@@ -21,7 +21,7 @@ from hz_kernel.daemon.protocol import Discovery
 from tests.support.env import hz_env
 from tests.support.forward import PortForward
 from tests.tui import homes, worlds
-from tests.tui.test_heinzel_live import LONG_NOTES
+from tests.tui.worlds import LONG_NOTES
 
 HZ = Path(sys.executable).parent / "hz"
 TIMEOUT_S = 90

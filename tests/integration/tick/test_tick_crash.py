@@ -31,6 +31,18 @@ asyncio.run(main())
 """
 
 
+def tick_killed_at(world: World, crash_at: str) -> None:
+    """One tick at 10:00 in its own process, SIGKILLed at ``crash_at`` (``HZ_CRASH_AT``)."""
+    crashed = subprocess.run(
+        [sys.executable, "-c", _TICK_ONCE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=world.env(HZ_NOW="2026-12-01T10:00:00Z", HZ_CRASH_AT=crash_at),
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+
+
 async def test_a_crash_after_fetch_rewakes_from_the_cache_without_a_second_fetch(
     world: World, clock: TimeMachineFixture
 ) -> None:
@@ -46,14 +58,7 @@ async def test_a_crash_after_fetch_rewakes_from_the_cache_without_a_second_fetch
     finally:
         await kernel.close()
 
-    crashed = subprocess.run(
-        [sys.executable, "-c", _TICK_ONCE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=world.env(HZ_NOW="2026-12-01T10:00:00Z", HZ_CRASH_AT="tick:after-fetch"),
-    )
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    tick_killed_at(world, "tick:after-fetch")
     assert fetch_count(counter) == 1
     assert "turn.started" not in spine_kinds(world.home, heinzel_id)
 
@@ -82,14 +87,7 @@ async def test_a_turn_cut_off_by_a_crash_is_resumed_by_the_next_tick(
         heinzel_id = await approved(kernel, text)
     finally:
         await kernel.close()
-    crashed = subprocess.run(
-        [sys.executable, "-c", _TICK_ONCE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=world.env(HZ_NOW="2026-12-01T10:00:00Z", HZ_CRASH_AT="step.done:gather"),
-    )
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    tick_killed_at(world, "step.done:gather")
     assert spine_kinds(world.home, heinzel_id)[-2:] == ["turn.started", "step.done"]
 
     clock.move_to("2026-12-01T10:01:00Z")
