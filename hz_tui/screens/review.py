@@ -338,12 +338,18 @@ class ReviewScreen(Screen[None]):
         key = next(reversed(self.undoable))
         name = self.name_of_held(key)
         try:
-            self.held.release(key)
+            restored = self.held.release(key)
         except HzError as exc:
             self.notify(f"{name}: cannot undo: {exc.one_line()}", severity="error", timeout=10)
             return
         self.undoable.pop(key).stop()
         self.held_here.discard(key)
+        if not restored:
+            # Someone else took it off the file (and sent it): the draft is not restored.
+            gone = HzError("HZU245", "the rejection was already sent; the draft is not restored")
+            self.notify(f"{name}: cannot undo: {gone.one_line()}", severity="error", timeout=10)
+            self.update_status()
+            return
         self.decided.discard(key)
         self.notify(f"{name}: reject undone; the draft still waits")
         self.update_status()
