@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,8 +200,10 @@ def editor_command(path: str, line: int | None = None) -> list[str]:
 
     vi, vim, nvim, nano, emacs, micro, kak and most others take ``+LINE``;
     helix and Sublime take ``FILE:LINE``; VS Code takes ``--goto FILE:LINE``.
+    A setting that cannot be parsed is ``HzError`` (HZU061).
     """
-    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    setting = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    editor = _editor_words(setting)
     if line is None:
         return [*editor, path]
     name = Path(editor[0]).name
@@ -209,6 +212,23 @@ def editor_command(path: str, line: int | None = None) -> list[str]:
     if name in _GOTO_EDITORS:
         return [*editor, "--goto", f"{path}:{line}"]
     return [*editor, f"+{line}", path]
+
+
+def _editor_words(setting: str) -> list[str]:
+    """The program and its arguments; a setting naming one program whole may have spaces.
+
+    Raises ``HzError`` (HZU061) when the setting cannot be parsed (an open
+    quote) or names no program at all.
+    """
+    if shutil.which(setting) is not None:
+        return [setting]
+    try:
+        words = shlex.split(setting)
+    except ValueError as exc:
+        raise HzError("HZU061", f"cannot parse the editor setting ({exc})", repr(setting)) from None
+    if not words:
+        raise HzError("HZU061", "cannot parse the editor setting (it is empty)", repr(setting))
+    return words
 
 
 class Owner(BaseModel):
