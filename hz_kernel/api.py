@@ -542,6 +542,9 @@ class ConversationMessage(_Shape):
 
 
 class Conversation(_Shape):
+    """A heinzel's messages; ``skipped`` says (HZS090) which inbox entries were no files."""
+
     heinzel: str
     name: str
     items: list[ConversationMessage] = []
+    skipped: list[str] = []

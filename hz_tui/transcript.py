@@ -501,9 +501,10 @@ ROUTES = {
 
 def conversation_lines(conversation: Conversation) -> list[Line]:
     """Every message sent, oldest first, each under a line saying how it was sent and where to."""
+    skipped = [Line(f"skipped: {why}", "bad", "skipped") for why in conversation.skipped]
     if not conversation.items:
-        return [Line("You have sent this heinzel no message yet.", "dim")]
-    lines: list[Line] = []
+        return [*skipped, Line("You have sent this heinzel no message yet.", "dim")]
+    lines: list[Line] = [*skipped]
     for item in conversation.items:
         when = display.clock(item.admitted_at.isoformat())
         kind = "" if item.kind == "chat" else f" · {item.kind}"

@@ -67,7 +67,8 @@ class TranscriptCommands(WatchCommands):
                 for request_id in data.get("request_ids") or []:
                     routes.setdefault(str(request_id), ("queued", event.turn))
         items = []
-        for request in Inbox(self.home.heinzel_dir(heinzel_id)).all():
+        requests, refused = Inbox(self.home.heinzel_dir(heinzel_id)).scan()
+        for request in requests:
             if request.kind not in SPOKEN or not request.message:
                 continue
             route, reached = routes.get(request.request_id, ("waiting", None))
@@ -82,7 +83,12 @@ class TranscriptCommands(WatchCommands):
                     turn=reached,
                 )
             )
-        return api.Conversation(heinzel=heinzel_id, name=str(row["name"]), items=items)
+        return api.Conversation(
+            heinzel=heinzel_id,
+            name=str(row["name"]),
+            items=items,
+            skipped=[exc.one_line() for exc in refused],
+        )
 
 
 def _started(events: list[Event], turn: str | None) -> Event | None:

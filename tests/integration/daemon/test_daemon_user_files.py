@@ -58,3 +58,35 @@ async def test_attack6_draft_review_of_a_replaced_document_is_a_4xx_with_its_cod
         assert answer.status_code == 409, answer.text[:300]
     finally:
         hz(world.home.root, "daemon", "stop")
+
+
+async def test_attack5_a_special_entry_in_the_inbox_is_skipped_and_said_by_the_conversation(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """A directory and a FIFO named like requests: the conversation still answers (200), with
+    the messages that are files and one HZS090 line per entry it skipped."""
+    world = await worlds.build(tmp_path, names=("notes-digest",))
+    sent = hz(world.home.root, "heinzel", "chat", "notes-digest", "shorter please")
+    assert sent.returncode == 0, sent.stderr
+    inbox = world.home.heinzel_dir(world.ids["notes-digest"]) / "inbox"
+    (inbox / "dir.json").mkdir()
+    os.mkfifo(inbox / "pipe.json")
+    daemons.start(world.home, env={"HZ_TICK_SECONDS": "3600"})
+    try:
+        found = discovery(world.home)
+        headers = {
+            "authorization": f"Bearer {found.token}",
+            PROTOCOL_HEADER: str(PROTOCOL_VERSION),
+        }
+        async with httpx.AsyncClient(base_url=found.address, trust_env=False, timeout=30) as raw:
+            answer = await raw.post(
+                OP_PREFIX + "heinzel.conversation", json={"ref": "notes-digest"}, headers=headers
+            )
+        assert answer.status_code == 200, answer.text[:300]
+        body = answer.json()
+        assert [item["message"] for item in body["items"]] == ["shorter please"]
+        assert sorted(line.split(":")[0] for line in body["skipped"]) == ["HZS090", "HZS090"]
+        assert any("dir.json" in line and "directory" in line for line in body["skipped"])
+        assert any("pipe.json" in line and "FIFO" in line for line in body["skipped"])
+    finally:
+        hz(world.home.root, "daemon", "stop")
