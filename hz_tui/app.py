@@ -474,6 +474,10 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
+    from hz_tui.review import unsent_note
+
+    if (note := unsent_note(home)) is not None:
+        sys.stderr.write(note)
     if app.hand_off:
         from hz_kernel.connect import hand_off, turns_to_cut
 

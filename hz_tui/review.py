@@ -399,6 +399,18 @@ class HeldRejects:
         return lines
 
 
+def unsent_note(home: Home) -> str | None:
+    """The line a quitting cockpit leaves on stderr when rejections it held were not sent."""
+    count = len(HeldRejects(home).mine())
+    if not count:
+        return None
+    what = "rejection waits" if count == 1 else "rejections wait"
+    return (
+        f"HZU246: {count} {what} (the kernel could not be reached) "
+        "and will be sent by the next cockpit on this home\n"
+    )
+
+
 @dataclass(frozen=True)
 class Sent:
     """How sending one held rejection went: its result line and outcome."""

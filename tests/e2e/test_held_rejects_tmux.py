@@ -74,3 +74,56 @@ async def test_attack1_a_second_cockpit_never_sends_a_rejection_a_running_cockpi
     finally:
         stopped = hz(env, "daemon", "stop")
         assert stopped.returncode == 0, stopped.stderr
+
+
+async def test_attack7_quitting_with_the_daemon_down_says_the_held_rejection_waits(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """One stderr line after the cockpit exits (HZU246); the next cockpit sends the rejection."""
+    world = await worlds.build(tmp_path, names=("notes-digest",))
+    document = world.document("notes-digest")
+    settings = world.home.settings_path
+    settings.write_text(settings.read_text() + "\n[cockpit]\nundo_seconds = 600\n")
+    env = hz_env(
+        world.home.root,
+        embedded=False,
+        HZ_TICK_SECONDS="3600",
+        PYDANTIC_AI_NO_BANNER="1",
+        TERM="xterm-256color",
+    )
+    started = hz(env, "daemon", "start")
+    assert started.returncode == 0, started.stderr
+    try:
+        knobs = [f"{k}={v}" for k, v in env.items() if k.startswith(("HZ_", "PYDANTIC"))]
+        # The shell stays after hz exits, so the terminal still shows what hz said last.
+        command = " ".join([*knobs, str(HZ), "; echo hz-exited; sleep 600"])
+        tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
+        tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
+        tmux.keys("F4")
+        tmux.wait_for(lambda s: "draft 1 of 1" in s, "the review desk")
+        tmux.keys("x")
+        tmux.wait_for(lambda s: "1 rejected: u undoes" in s, "the held rejection")
+    finally:
+        stopped = hz(env, "daemon", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+    tmux.keys("C-q")
+    shown = tmux.wait_for(lambda s: "hz-exited" in s, "the cockpit's exit")
+    said = [line for line in shown.splitlines() if "HZU" in line]
+    assert said == [
+        "HZU246: 1 rejection waits (the kernel could not be reached) "
+        "and will be sent by the next cockpit on this home"
+    ], shown
+    assert [h.name for h in HeldRejects(world.home).load()] == ["notes-digest"]
+    assert worlds.TAG in document.read_text()
+
+    # The next cockpit (embedded here) sends it: its holder has ended.
+    client = await connect(world.home)
+    try:
+        app = CockpitApp(world.home, client)
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            await app.warmed.wait()
+    finally:
+        await client.close()
+    assert HeldRejects(world.home).load() == []
+    assert worlds.TAG not in document.read_text()
