@@ -146,6 +146,11 @@ class TranscriptModel:
             yield Line(EXPIRED, "bad", "expired")
         elif not self.present and not self.running:
             yield Line(NO_BODY, "dim")
+        for bad in self._records("damaged"):
+            yield Line(f"damaged record at line {bad['line']}: {bad['reason']}", "bad", "damaged")
+        if self.answer is not None and self.answer.cut_at_line:
+            cut = f"the body was cut at line {self.answer.cut_at_line}: what followed is lost"
+            yield Line(cut, "bad", "damaged")
         yield from self._cause()
         yield from self._inputs()
         yield from self._context()
