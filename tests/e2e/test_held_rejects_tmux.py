@@ -52,9 +52,10 @@ async def test_attack1_a_second_cockpit_never_sends_a_rejection_a_running_cockpi
         client = await connect(world.home)
         try:
             app = CockpitApp(world.home, client)
-            async with app.run_test(size=SIZE):
+            async with app.run_test(size=SIZE) as pilot:
                 await app.loaded.wait()
                 await app.warmed.wait()
+                await pilot.pause(0.5)  # the home settles before B closes (a loaded machine)
         finally:
             await client.close()
         assert worlds.TAG in document.read_text(), "cockpit B sent cockpit A's rejection"
