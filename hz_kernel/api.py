@@ -520,6 +520,8 @@ class TurnTranscript(TurnBody):
     lessons: list[LessonSummary] = []
     summary: TranscriptSummary | None = None
     expired: bool = False
+    cut_at_line: int | None = None
+    """A finished turn's body ends early (a torn line, or shorter than written): where."""
 
 
 class ConversationMessage(_Shape):
@@ -542,6 +544,9 @@ class ConversationMessage(_Shape):
 
 
 class Conversation(_Shape):
+    """A heinzel's messages; ``skipped`` says (HZS090) which inbox entries were no files."""
+
     heinzel: str
     name: str
     items: list[ConversationMessage] = []
+    skipped: list[str] = []

@@ -103,8 +103,8 @@ class CockpitApp(App[int]):
     def on_mount(self) -> None:
         from hz_tui.review import HeldRejects
 
-        # Rejections the last cockpit left held; the ones this cockpit holds are its own.
-        self.held_at_start = {held.key for held in HeldRejects(self.home).load()}
+        # Rejections a cockpit that ended left held (another running cockpit's are its own).
+        self.held_at_start = HeldRejects(self.home).claim_left_behind()
         self.sub_title = self.link.where
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
         self.set_keymap(self.keymap_overrides)
@@ -474,6 +474,10 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
+    from hz_tui.review import unsent_note
+
+    if (note := unsent_note(home)) is not None:
+        sys.stderr.write(note)
     if app.hand_off:
         from hz_kernel.connect import hand_off, turns_to_cut
 

@@ -13,13 +13,17 @@ records it), so the honest undo is not sending. A held rejection is on disk
 and stays there until the kernel has it: leaving the desk or quitting sends
 it at once, and a cockpit that died meanwhile sends it when it next starts,
 only if the draft still waits (never twice, never over a later decision).
+Each entry names the cockpit that holds it (pid and process start time):
+another cockpit on the same home sends only entries whose holder is dead,
+and every change to the file is a read-modify-write under an ``flock``.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Collection, Sequence
+import shutil
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -38,7 +42,7 @@ from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui import diffing
 from hz_tui.diffing import Diff, Gap, Line
-from hz_tui.files import read_private, write_private
+from hz_tui.files import locked, read_private, write_private
 from hz_tui.link import NotConnected
 from hz_tui.rows import Palette
 
@@ -196,8 +200,10 @@ def editor_command(path: str, line: int | None = None) -> list[str]:
 
     vi, vim, nvim, nano, emacs, micro, kak and most others take ``+LINE``;
     helix and Sublime take ``FILE:LINE``; VS Code takes ``--goto FILE:LINE``.
+    A setting that cannot be parsed is ``HzError`` (HZU061).
     """
-    editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+    setting = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    editor = _editor_words(setting)
     if line is None:
         return [*editor, path]
     name = Path(editor[0]).name
@@ -208,6 +214,46 @@ def editor_command(path: str, line: int | None = None) -> list[str]:
     return [*editor, f"+{line}", path]
 
 
+def _editor_words(setting: str) -> list[str]:
+    """The program and its arguments; a setting naming one program whole may have spaces.
+
+    Raises ``HzError`` (HZU061) when the setting cannot be parsed (an open
+    quote) or names no program at all.
+    """
+    if shutil.which(setting) is not None:
+        return [setting]
+    try:
+        words = shlex.split(setting)
+    except ValueError as exc:
+        raise HzError("HZU061", f"cannot parse the editor setting ({exc})", repr(setting)) from None
+    if not words:
+        raise HzError("HZU061", "cannot parse the editor setting (it is empty)", repr(setting))
+    return words
+
+
+class Owner(BaseModel):
+    """The cockpit process holding a rejection: pid and start time (a reused pid is not it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pid: int
+    started: float
+
+    @classmethod
+    def me(cls) -> Owner:
+        import psutil
+
+        return cls(pid=os.getpid(), started=psutil.Process().create_time())
+
+    def alive(self) -> bool:
+        import psutil
+
+        try:
+            return abs(psutil.Process(self.pid).create_time() - self.started) < 1.0
+        except psutil.Error:
+            return False
+
+
 class Held(BaseModel):
     """A rejection the user made and the kernel has not been sent yet."""
 
@@ -215,6 +261,12 @@ class Held(BaseModel):
 
     key: str
     name: str
+    owner: Owner | None = None
+    """The cockpit holding it; None in files written before owners were kept (left behind)."""
+
+    def left_behind(self) -> bool:
+        """Its cockpit ended without sending it."""
+        return self.owner is None or not self.owner.alive()
 
 
 class _HeldFile(BaseModel):
@@ -228,6 +280,7 @@ class HeldRejects:
 
     def __init__(self, home: Home) -> None:
         self.path = home.root / "cockpit" / HELD_FILE
+        self.lock = self.path.with_suffix(".lock")
 
     def load(self) -> list[Held]:
         """What is held; a file that cannot be read holds nothing (it is replaced on write)."""
@@ -238,19 +291,71 @@ class HeldRejects:
             return []
 
     def hold(self, key: str, name: str) -> None:
-        """Keep a rejection; raises ``HzError`` (HZU210) when it cannot be saved."""
-        items = [held for held in self.load() if held.key != key]
-        self._save([*items, Held(key=key, name=name)])
+        """Hold a rejection as this cockpit's; ``HzError`` (HZU210) when it cannot be saved."""
+        me = Owner.me()
+        self._update(
+            lambda items: [*(h for h in items if h.key != key), Held(key=key, name=name, owner=me)]
+        )
 
-    def release(self, key: str) -> None:
-        """Forget a rejection: undone, or the kernel has it."""
-        items = self.load()
-        if any(held.key == key for held in items):
-            self._save([held for held in items if held.key != key])
+    def release(self, key: str) -> bool:
+        """Forget a rejection (undone, or the kernel has it); False when it was not held."""
+        found = False
+
+        def without(items: list[Held]) -> list[Held]:
+            nonlocal found
+            kept = [held for held in items if held.key != key]
+            found = len(kept) != len(items)
+            return kept
+
+        self._update(without)
+        return found
+
+    def claim_left_behind(self) -> set[str]:
+        """Make the rejections of cockpits that ended this one's, to send; their keys.
+
+        A rejection another running cockpit holds is left alone: its undo is
+        still open there. Claiming under the lock means two cockpits starting
+        together never both send one.
+        """
+        if not self.load():
+            return set()
+        me = Owner.me()
+        claimed: set[str] = set()
+
+        def claim(items: list[Held]) -> list[Held]:
+            claimed.update(held.key for held in items if held.left_behind())
+            return [
+                held.model_copy(update={"owner": me}) if held.key in claimed else held
+                for held in items
+            ]
+
+        try:
+            self._update(claim)
+        except HzError:
+            return set()
+        return claimed
+
+    def mine(self) -> list[Held]:
+        """The rejections this process holds (its own and the left-behind ones it claimed)."""
+        me = Owner.me()
+        return [held for held in self.load() if held.owner == me]
+
+    def _update(self, change: Callable[[list[Held]], list[Held]]) -> None:
+        """Read, change and write the file under its lock: no other cockpit's entry is lost."""
+        with locked(self.lock, code="HZU210", what="the held rejections"):
+            before = self.load()
+            after = change(before)
+            if after != before:
+                self._save(after)
 
     def _save(self, items: Sequence[Held]) -> None:
         if not items:
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise HzError(
+                    "HZU210", f"cannot remove it ({exc.strerror})", str(self.path)
+                ) from None
             return
         data = orjson.dumps(_HeldFile(items=list(items)).model_dump())
         write_private(
@@ -292,6 +397,18 @@ class HeldRejects:
             else:
                 self.release(held.key)
         return lines
+
+
+def unsent_note(home: Home) -> str | None:
+    """The line a quitting cockpit leaves on stderr when rejections it held were not sent."""
+    count = len(HeldRejects(home).mine())
+    if not count:
+        return None
+    what = "rejection waits" if count == 1 else "rejections wait"
+    return (
+        f"HZU246: {count} {what} (the kernel could not be reached) "
+        "and will be sent by the next cockpit on this home\n"
+    )
 
 
 @dataclass(frozen=True)

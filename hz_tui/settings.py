@@ -13,7 +13,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hz_kernel.home import Home
-from hz_tui.files import read_private, write_private
+from hz_tui.files import NotRegular, read_private, write_private
 
 PREFS_NAME = "cockpit.json"
 
@@ -38,6 +38,8 @@ def load_prefs(home: Home) -> tuple[CockpitPrefs, str | None]:
     path = prefs_path(home)
     try:
         raw = read_private(path)
+    except NotRegular as exc:
+        return CockpitPrefs(), exc.one_line()
     except OSError as exc:
         return CockpitPrefs(), f"{path}: {exc.strerror}"
     if raw is None:

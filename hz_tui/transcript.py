@@ -146,6 +146,11 @@ class TranscriptModel:
             yield Line(EXPIRED, "bad", "expired")
         elif not self.present and not self.running:
             yield Line(NO_BODY, "dim")
+        for bad in self._records("damaged"):
+            yield Line(f"damaged record at line {bad['line']}: {bad['reason']}", "bad", "damaged")
+        if self.answer is not None and self.answer.cut_at_line:
+            cut = f"the body was cut at line {self.answer.cut_at_line}: what followed is lost"
+            yield Line(cut, "bad", "damaged")
         yield from self._cause()
         yield from self._inputs()
         yield from self._context()
@@ -501,9 +506,10 @@ ROUTES = {
 
 def conversation_lines(conversation: Conversation) -> list[Line]:
     """Every message sent, oldest first, each under a line saying how it was sent and where to."""
+    skipped = [Line(f"skipped: {why}", "bad", "skipped") for why in conversation.skipped]
     if not conversation.items:
-        return [Line("You have sent this heinzel no message yet.", "dim")]
-    lines: list[Line] = []
+        return [*skipped, Line("You have sent this heinzel no message yet.", "dim")]
+    lines: list[Line] = [*skipped]
     for item in conversation.items:
         when = display.clock(item.admitted_at.isoformat())
         kind = "" if item.kind == "chat" else f" · {item.kind}"

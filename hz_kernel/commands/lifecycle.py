@@ -33,7 +33,7 @@ from hz_kernel.contracts import (
 from hz_kernel.contracts.versions import text_diff
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
-from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, read_nofollow
+from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, open_regular, read_nofollow
 from hz_kernel.store.session import HeldSession
 from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
@@ -276,10 +276,13 @@ class LifecycleCommands(KernelCore):
         conflicts: list[str] = []
         for file in sorted(folder.glob("*.prose.md")):
             try:
-                text = file.read_text(encoding="utf-8")
+                fd = open_regular(file, os.O_RDONLY, follow=True)  # a FIFO never blocks
+                with os.fdopen(fd, "rb") as handle:
+                    text = handle.read().decode("utf-8")
                 compiled = compile_contract(text, source=str(file))
             except (OSError, UnicodeDecodeError) as exc:
-                conflicts.append(f"HZS004: {file}: cannot read ({exc})")
+                why = exc.strerror if isinstance(exc, OSError) else exc
+                conflicts.append(f"HZS004: {file}: cannot read ({why})")
                 continue
             except ContractError as exc:
                 conflicts.append(exc.one_line())

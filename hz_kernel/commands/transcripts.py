@@ -6,15 +6,23 @@ transcript is ``turn.body`` (``hz_kernel.commands.watching``) plus what the
 spine knows about the turn's context: the lessons active at its pinned
 lessons seq and the summary that stood in for the history before it. A
 pruned body leaves those and the turn's own events; ``expired`` says why
-the rest is missing.
+the rest is missing. Each body record is checked against its type's shape:
+a damaged one is passed on as ``{"type": "damaged", "line": N, "reason"}``,
+and a finished turn's body cut short says so (``cut_at_line``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from hz_kernel import api
-from hz_kernel.commands.watching import WatchCommands
+from hz_kernel.commands.watching import BODY_PAGE_BYTES, WatchCommands
 from hz_kernel.engine.context import active_lessons
 from hz_kernel.errors import UsageError
+from hz_kernel.store.bodies import read_body_lines
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.inbox import Inbox
 
@@ -42,8 +50,23 @@ class TranscriptCommands(WatchCommands):
         )
         written = bool(finished is not None and finished.data.get("body_size"))
         lessons_seq = int(started.data.get("lessons_seq") or 0)
+        page = read_body_lines(
+            self.home.heinzel_dir(heinzel_id), started.turn, after_offset, BODY_PAGE_BYTES
+        )
+        records, cut_at = body.records, None
+        if page is not None:
+            lines, offset, more, torn = page
+            records = [checked_record(number, raw) for number, raw in lines if raw.strip()]
+            ended = finished is not None or any(
+                e.turn == started.turn and e.kind == "turn.skipped" for e in events
+            )
+            if ended and not more:
+                cut_at = _cut_line(lines, torn, offset, finished)
+            body = body.model_copy(update={"offset": offset, "more": more})
         return api.TurnTranscript(
-            **body.model_dump(),
+            **body.model_dump(exclude={"records"}),
+            records=records,
+            cut_at_line=cut_at,
             name=str(row["name"]),
             lessons=[
                 api.LessonSummary(lesson_id=lesson_id, lesson=text)
@@ -67,7 +90,8 @@ class TranscriptCommands(WatchCommands):
                 for request_id in data.get("request_ids") or []:
                     routes.setdefault(str(request_id), ("queued", event.turn))
         items = []
-        for request in Inbox(self.home.heinzel_dir(heinzel_id)).all():
+        requests, refused = Inbox(self.home.heinzel_dir(heinzel_id)).scan()
+        for request in requests:
             if request.kind not in SPOKEN or not request.message:
                 continue
             route, reached = routes.get(request.request_id, ("waiting", None))
@@ -82,7 +106,127 @@ class TranscriptCommands(WatchCommands):
                     turn=reached,
                 )
             )
-        return api.Conversation(heinzel=heinzel_id, name=str(row["name"]), items=items)
+        return api.Conversation(
+            heinzel=heinzel_id,
+            name=str(row["name"]),
+            items=items,
+            skipped=[exc.one_line() for exc in refused],
+        )
+
+
+def _cut_line(
+    lines: list[tuple[int, bytes]], torn: bool, size: int, finished: Event | None
+) -> int | None:
+    """The line a finished turn's body was cut at: a torn last line, or shorter than the spine
+    says it was written (``body_size``); None when it is whole."""
+    last = lines[-1][0] if lines else 0
+    if torn:
+        return last + 1
+    written = int(finished.data.get("body_size") or 0) if finished is not None else 0
+    return last + 1 if written > size else None
+
+
+class _Checked(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _ContextPart(_Checked):
+    part: str
+    chars: int
+
+
+class _Context(_Checked):
+    instructions: str = ""
+    messages: list[str] = []
+    parts: list[_ContextPart] = []
+    labels: list[str] = []
+
+
+class _Message(_Checked):
+    kind: str | None = None
+    parts: list[dict[str, Any]] = []
+    usage: dict[str, Any] | None = None
+    model_name: str | None = None
+
+
+class _Messages(_Checked):
+    messages: list[_Message]
+
+
+class _Outcome(_Checked):
+    outcome: dict[str, Any]
+
+
+class _Attempt(_Checked):
+    attempt: int
+    request: int | None = None
+
+
+class _Chunk(_Checked):
+    text: str
+
+
+class _Request(_Checked):
+    request_id: str
+    message: str
+
+
+class _Input(_Checked):
+    name: str
+    source: str = ""
+    content: str | None = None
+
+
+class _Draft(_Checked):
+    key: str
+    asset: str
+    text: str
+
+
+class _Approval(_Checked):
+    key: str
+    status: str
+
+
+#: The shape each body record type must have for a reader to show it.
+RECORD_SHAPES: dict[str, type[BaseModel]] = {
+    "context": _Context,
+    "messages": _Messages,
+    "outcome": _Outcome,
+    "summary": _Outcome,
+    "attempt": _Attempt,
+    "chunk": _Chunk,
+    "request": _Request,
+    "input": _Input,
+    "draft": _Draft,
+    "approval": _Approval,
+}
+
+
+def checked_record(line: int, raw: bytes) -> dict[str, Any]:
+    """One body line as a record, or ``{"type": "damaged", "line", "reason"}`` when it is not
+    JSON, not an object, or not of its type's shape (``damaged`` itself is no record type)."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _damaged(line, "not JSON")
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        return _damaged(line, "not a record with a type")
+    kind = record["type"]
+    if kind == "damaged":
+        return _damaged(line, "a record may not call itself damaged")
+    shape = RECORD_SHAPES.get(kind)
+    if shape is not None:
+        try:
+            shape.model_validate(record)
+        except ValidationError as exc:
+            where = ".".join(str(part) for part in exc.errors()[0]["loc"])
+            return _damaged(line, f"a {kind} record whose {where} is not what it should be")
+    return record
+
+
+def _damaged(line: int, reason: str) -> dict[str, Any]:
+    return {"type": "damaged", "line": line, "reason": reason}
 
 
 def _started(events: list[Event], turn: str | None) -> Event | None:

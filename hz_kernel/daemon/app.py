@@ -68,6 +68,12 @@ _BUSY_CODES = frozenset({"HZS010"})
 #: Kernel errors that refuse what the request asked (a malformed request id, an id reused
 #: for other content): the client's to fix, never a server failure.
 _REFUSED_INPUT_CODES = {"HZS030": 400, "HZS034": 409}
+#: Documents refused for what the user's file is (missing folder, a directory, FIFO or link,
+#: binary, too large, a damaged or missing section, changing under hz): the request was
+#: fine, the file is in a state that refuses it — a conflict, never a server failure.
+_REFUSED_BY_USER_FILES = dict.fromkeys(
+    ("HZE040", "HZE041", "HZE042", "HZE043", "HZE044", "HZE047", "HZE048", "HZE049"), 409
+)
 
 
 @dataclass
@@ -100,7 +106,7 @@ def error_status(error: HzError) -> int:
         return 400
     if error.code in _BUSY_CODES:
         return 409
-    return _REFUSED_INPUT_CODES.get(error.code, 500)
+    return (_REFUSED_INPUT_CODES | _REFUSED_BY_USER_FILES).get(error.code, 500)
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:

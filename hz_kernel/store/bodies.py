@@ -158,3 +158,37 @@ def read_body_page(
         os.close(fd)
     whole = data[: data.rfind(b"\n") + 1]
     return list(_records(whole)), offset + len(whole), len(data) < left
+
+
+def read_body_lines(
+    heinzel_dir: Path, turn: str, offset: int, limit: int
+) -> tuple[list[tuple[int, bytes]], int, bool, bool] | None:
+    """``read_body_page``'s page as raw lines with their 1-based line numbers, for checking.
+
+    Returns the numbered whole lines, the offset after them, whether the
+    page limit stopped it, and whether the file ends in a line with no
+    newline (being written, or torn); None when the body is gone.
+    """
+    if not TURN_ID.match(turn):
+        return None
+    path = body_path(heinzel_dir, turn)
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFile as exc:
+        raise store_error(exc, path) from None
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        before = os.pread(fd, offset, 0).count(b"\n") if offset else 0
+        left = size - offset
+        data = os.pread(fd, min(left, limit), offset) if left > 0 else b""
+        if data and b"\n" not in data and left > limit:
+            data = os.pread(fd, left, offset)
+    finally:
+        os.close(fd)
+    whole = data[: data.rfind(b"\n") + 1]
+    more = len(data) < left
+    torn = not more and len(whole) < len(data)
+    lines = [(before + n + 1, line) for n, line in enumerate(whole.split(b"\n")[:-1])]
+    return lines, offset + len(whole), more, torn

@@ -164,13 +164,29 @@ class Inbox:
             return None
 
     def all(self) -> list[InboxRequest]:
-        """Every readable request, oldest admission first."""
+        """Every readable request, oldest admission first; a special entry raises HZS090."""
+        found, refused = self.scan()
+        if refused:
+            raise refused[0]
+        return found
+
+    def scan(self) -> tuple[list[InboxRequest], list[HzError]]:
+        """Every readable request, oldest admission first, and the entries refused as not
+        regular files (a directory, FIFO, socket or device named like a request): HZS090."""
         if not self.dir.is_dir():
-            return []
-        found = [
-            request
-            for name in sorted(p.name for p in self.dir.iterdir())
-            if REQUEST_NAME.match(name)
-            and (request := self.get(name.removesuffix(".json"))) is not None
-        ]
-        return sorted(found, key=lambda r: (r.admitted_at, r.request_id))
+            return [], []
+        found: list[InboxRequest] = []
+        refused: list[HzError] = []
+        for name in sorted(p.name for p in self.dir.iterdir()):
+            if not REQUEST_NAME.match(name):
+                continue
+            try:
+                request = self.get(name.removesuffix(".json"))
+            except HzError as exc:
+                if exc.code != "HZS090":
+                    raise
+                refused.append(exc)
+                continue
+            if request is not None:
+                found.append(request)
+        return sorted(found, key=lambda r: (r.admitted_at, r.request_id)), refused

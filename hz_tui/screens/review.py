@@ -13,6 +13,8 @@ other screen. See ``hz_tui.review`` for the rules.
 
 from __future__ import annotations
 
+import errno
+import shutil
 import subprocess
 from functools import partial
 from typing import TYPE_CHECKING, cast
@@ -338,12 +340,18 @@ class ReviewScreen(Screen[None]):
         key = next(reversed(self.undoable))
         name = self.name_of_held(key)
         try:
-            self.held.release(key)
+            restored = self.held.release(key)
         except HzError as exc:
             self.notify(f"{name}: cannot undo: {exc.one_line()}", severity="error", timeout=10)
             return
         self.undoable.pop(key).stop()
         self.held_here.discard(key)
+        if not restored:
+            # Someone else took it off the file (and sent it): the draft is not restored.
+            gone = HzError("HZU245", "the rejection was already sent; the draft is not restored")
+            self.notify(f"{name}: cannot undo: {gone.one_line()}", severity="error", timeout=10)
+            self.update_status()
+            return
         self.decided.discard(key)
         self.notify(f"{name}: reject undone; the draft still waits")
         self.update_status()
@@ -392,15 +400,14 @@ class ReviewScreen(Screen[None]):
                 severity="warning",
             )
             return
-        command = review.editor_command(shown.path, shown.line)
         try:
-            with self.app.suspend():
-                returned = subprocess.run(command, check=False).returncode
-        except SuspendNotSupported:
-            # No terminal to hand over (a headless run): the editor runs without one.
-            returned = subprocess.run(command, check=False, capture_output=True).returncode
-        except OSError as exc:
-            self.notify(f"HZU061: {command[0]}: {exc.strerror}", severity="error", timeout=10)
+            command = review.editor_command(shown.path, shown.line)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+            return
+        returned = self.run_editor(command)
+        if isinstance(returned, OSError):
+            self.notify(f"HZU061: {command[0]}: {returned.strerror}", severity="error", timeout=10)
             return
         if returned != 0:
             self.notify(f"{command[0]} exited with {returned}", severity="warning")
@@ -408,5 +415,28 @@ class ReviewScreen(Screen[None]):
         self.show_review(shown.key)
         self.load()
 
+    def run_editor(self, command: list[str]) -> int | OSError:
+        """Run the editor in the terminal the cockpit hands over; its exit status, or why not.
+
+        A program that cannot be started is found before the cockpit steps
+        aside, and any failure inside is caught there: Textual takes the
+        terminal back only when the ``suspend`` block ends without raising.
+        """
+        if shutil.which(command[0]) is None:
+            return FileNotFoundError(errno.ENOENT, "no such program (set $VISUAL or $EDITOR)")
+        try:
+            with self.app.suspend():
+                return _run(command, capture=False)
+        except SuspendNotSupported:
+            # No terminal to hand over (a headless run): the editor runs without one.
+            return _run(command, capture=True)
+
     def action_back(self) -> None:
         self.dismiss()
+
+
+def _run(command: list[str], *, capture: bool) -> int | OSError:
+    try:
+        return subprocess.run(command, check=False, capture_output=capture).returncode
+    except OSError as exc:
+        return exc

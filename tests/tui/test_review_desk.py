@@ -9,6 +9,8 @@ retiring asks first.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from rich.text import Text
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.scan import scan_file
 from hz_kernel.store.spine import SPINE_NAME
@@ -94,6 +97,22 @@ async def open_desk(pilot, count: int) -> ReviewScreen:
 def rejections(world: worlds.World, name: str) -> int:
     spine = world.home.heinzel_dir(world.ids[name]) / SPINE_NAME
     return sum(1 for e in scan_file(spine).events if e.kind == "draft.rejected")
+
+
+def hold_in_a_process_that_ends(home: Home, *held: tuple[str, str]) -> None:
+    """Rejections held (``HeldRejects.hold``) by another process, which then exits."""
+    pairs = [part for pair in held for part in pair]
+    subprocess.run([sys.executable, "-c", HOLD, str(home.root), *pairs], check=True, timeout=60)
+
+
+HOLD = """
+import sys
+from hz_kernel.home import Home
+from hz_tui.review import HeldRejects
+held = HeldRejects(Home.resolve(sys.argv[1]))
+for key, name in zip(sys.argv[2::2], sys.argv[3::2]):
+    held.hold(key, name)
+"""
 
 
 async def pending(client: LocalClient) -> set[str]:
@@ -240,12 +259,16 @@ async def test_issue14_item3_a_reject_held_when_the_cockpit_died_is_sent_at_the_
     three: tuple[worlds.World, LocalClient],
 ) -> None:
     """A crash inside the window: the held file survives; the next cockpit sends it, once,
-    and drops one whose draft was decided meanwhile (approved in the document here)."""
+    and drops one whose draft was decided meanwhile (approved in the document here).
+    The rejections are held by a process that has ended, as a cockpit that died."""
     world, client = three
     drafts = {d.heinzel_name: d for d in (await client.call(ops.DRAFTS, ops.Empty())).items}
     held = HeldRejects(world.home)
-    held.hold(drafts["notes-digest"].key, "notes-digest")
-    held.hold(drafts["team-digest"].key, "team-digest")
+    hold_in_a_process_that_ends(
+        world.home,
+        (drafts["notes-digest"].key, "notes-digest"),
+        (drafts["team-digest"].key, "team-digest"),
+    )
     await client.call(ops.APPROVE, ops.ApproveRequest(ref=drafts["team-digest"].key))
     app = CockpitApp(world.home, client)
     async with app.run_test(size=SIZE):

@@ -169,10 +169,14 @@ def read_file_facet(path: Path, relative: str) -> tuple[str, str]:
     kept = bytearray()
     size = 0
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Non-blocking, then checked: a FIFO swapped in after the listing never hangs the tick.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise HzError("HZT023", f"cannot read the file: {exc.strerror}", relative) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HzError("HZT023", "cannot read the file: it is not a regular file", relative)
+        os.set_blocking(fd, True)
         while chunk := os.read(fd, 1 << 16):
             digest.update(chunk)
             size += len(chunk)

@@ -1,0 +1,88 @@
+"""Attack on issue 14, point 4: a damaged turn-body record never crashes the transcript.
+
+A real turn runs on the embedded kernel; then its body gets a malformed
+record appended (or its last line torn). The transcript opens from the
+timeline as a user does, shows every whole record, names the damaged one
+by its line, and says where a torn body was cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from hz_kernel import operations as ops
+from hz_kernel.client import LocalClient
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import body_path
+from hz_tui.app import CockpitApp
+from tests.tui import worlds
+from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.test_transcript import open_transcript, settled
+
+BAD = {
+    "outcome str": b'{"ts":"2026-12-01T09:00:00Z","type":"outcome","outcome":"str"}',
+    "outcome list": b'{"ts":"2026-12-01T09:00:00Z","type":"outcome","outcome":[1,2]}',
+    "context 5": b'{"ts":"2026-12-01T09:00:00Z","type":"context","messages":5}',
+    "context null": b'{"ts":"2026-12-01T09:00:00Z","type":"context","messages":null}',
+    "messages str": b'{"ts":"2026-12-01T09:00:00Z","type":"messages","messages":"x"}',
+    "messages mixed": b'{"ts":"2026-12-01T09:00:00Z","type":"messages","messages":[5,"a",null]}',
+    "not json": b"{this is not json",
+}
+
+
+@pytest.fixture
+async def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[LocalClient]:
+    monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00+00:00")
+    world = worlds.make_world(tmp_path)
+    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
+    opened.world = world  # type: ignore[attr-defined]
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def finished_turn(client: LocalClient) -> tuple[worlds.World, str, Path]:
+    world: worlds.World = client.world  # type: ignore[attr-defined]
+    heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest")
+    turn = await settled(client, heinzel, 1)
+    return world, turn, body_path(world.home.heinzel_dir(heinzel), turn)
+
+
+@pytest.mark.parametrize("bad", sorted(BAD))
+async def test_attack4_a_damaged_body_record_is_shown_as_damaged_at_its_line(
+    client: LocalClient, bad: str
+) -> None:
+    world, turn, body = await finished_turn(client)
+    whole = body.read_bytes()
+    line = whole.count(b"\n") + 1
+    body.write_bytes(whole + BAD[bad] + b"\n")
+    answer = await client.call(ops.TRANSCRIPT, ops.TranscriptRequest(ref="notes-digest", turn=turn))
+    damaged = [r for r in answer.records if r["type"] == "damaged"]
+    assert [r["line"] for r in damaged] == [line]
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        screen = await open_transcript(pilot, page, turn)
+        await until(lambda: f"damaged record at line {line}" in screen.view.text_shown())
+        assert "Model requests and answers" in screen.view.text_shown()
+    assert app.return_code in (None, 0)
+
+
+async def test_attack4_a_torn_body_says_where_it_was_cut(client: LocalClient) -> None:
+    world, turn, body = await finished_turn(client)
+    whole = body.read_bytes()
+    lines = whole.count(b"\n")
+    body.write_bytes(whole[: whole.rfind(b"\n", 0, len(whole) - 1) + 20])  # the last line torn
+    answer = await client.call(ops.TRANSCRIPT, ops.TranscriptRequest(ref="notes-digest", turn=turn))
+    assert answer.cut_at_line == lines
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        screen = await open_transcript(pilot, page, turn)
+        await until(lambda: f"the body was cut at line {lines}" in screen.view.text_shown())
