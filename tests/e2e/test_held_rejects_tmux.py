@@ -14,8 +14,8 @@ from pathlib import Path
 from hz_kernel.connect import connect
 from hz_tui.app import CockpitApp
 from hz_tui.review import HeldRejects
-from tests.e2e.test_cockpit_tmux import HZ, WAIT_S, Tmux, hz
 from tests.support.env import hz_env
+from tests.support.tmux import HZ, WAIT_S, Tmux, hz
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE
 

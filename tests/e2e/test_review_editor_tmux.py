@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cockpit_tmux import HZ, WAIT_S, Tmux, hz
 from tests.support.env import hz_env
+from tests.support.tmux import HZ, WAIT_S, Tmux, hz
 from tests.tui import worlds
 
 EDITOR_SCRIPT = '#!/bin/sh\nprintf "%s\\n" "$@" > "$(dirname "$0")/called"\n'

@@ -12,8 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.e2e.test_cockpit_tmux import HZ
 from tests.support.env import hz_env
+from tests.support.tmux import HZ
 from tests.tui import worlds
 
 
