@@ -28,7 +28,7 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, keymap, notices, settings, themes, ticking
+from hz_tui import actions, key_overrides, keymap, notices, settings, themes, ticking
 from hz_tui.commands import CockpitCommands
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
@@ -82,7 +82,7 @@ class CockpitApp(App[int]):
         prefs, problem = settings.load_prefs(home)
         self.prefs = prefs
         self.prefs_problem = problem
-        self.keymap_overrides = {k: v for k, v in prefs.keymap.items() if k in keymap.binding_ids()}
+        self.keymap_overrides, self.keymap_problems = key_overrides.resolve(prefs.keymap)
         for theme in themes.load_themes():
             self.register_theme(theme)
         self.low_colours = themes.low_colour(self.console.color_system)
@@ -109,8 +109,9 @@ class CockpitApp(App[int]):
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
-        if self.prefs_problem:
-            self.notify(self.prefs_problem, severity="warning")
+        for problem in [self.prefs_problem, *self.keymap_problems]:
+            if problem:
+                self.notify(problem, severity="warning")
         self.push_screen(HomeScreen())
         self.start()
         self.keep_linked()

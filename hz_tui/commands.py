@@ -1,4 +1,10 @@
-"""The command palette (Ctrl+P): every cockpit command, plus "open <heinzel>" for each heinzel."""
+"""The command palette (Ctrl+P): every cockpit command, plus "open <heinzel>" for each heinzel.
+
+Every key of the screen the palette opened on is a command too: the fixed
+commands name the binding they stand for (``Command.binding``), and the
+screen's other keys are listed from the keymap (``screen_commands``), so
+no action needs its key to be known. Moving and leaving are keys only.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,28 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
+from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.dom import DOMNode
+from textual.screen import Screen
 
-from hz_tui import actions, new_heinzel, rows, themes
+from hz_tui import actions, keymap, new_heinzel, rows, themes
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
+
+#: Keys that only make sense pressed (or are the palette itself): not listed as commands.
+KEY_ONLY = frozenset(
+    {
+        "app.commands",
+        "home.interrupt",
+        "heinzel.stop",
+        "composer.stop_twice",
+        "composer.newline",
+        "help.close_f1",
+        "notices.close_f5",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -20,46 +42,93 @@ class Command:
     title: str
     help: str
     run: Callable[[], object]
+    binding: str | None = None
+    """The id of the key binding this command stands for, if one does."""
+
+
+def in_palette(binding_id: str) -> bool:
+    """Whether the palette lists this binding: every one but moving, leaving and key-only."""
+    return keymap.MEANING_OF[binding_id] not in (keymap.MOVE, keymap.BACK) and (
+        binding_id not in KEY_ONLY
+    )
 
 
 def cockpit_commands(app: CockpitApp) -> list[Command]:
     """The fixed commands, in the order the palette lists them before you type."""
     commands = [
         Command("Home: all heinzels", "The table of every heinzel", app.action_home),
-        Command("Filter heinzels", "Type words to narrow the table", app.action_filter),
         Command(
-            "Review drafts", "Every waiting draft, its diff, approve or reject", app.action_review
+            "Filter heinzels", "Type words to narrow the table", app.action_filter, "home.filter"
+        ),
+        Command(
+            "Review drafts",
+            "Every waiting draft, its diff, approve or reject",
+            app.action_review,
+            "app.review",
         ),
         Command(
             "New heinzel",
             "From a template or a sentence; you approve its contract",
             partial(new_heinzel.start, app),
+            "home.new",
         ),
-        Command("Refresh", "Ask the kernel for every row again", app.reload),
-        Command("Kernel page", "Which kernel, process, home and database", app.action_daemon),
-        Command("Daemon log", "The daemon's log, followed as it is written", app.action_logs),
-        Command("Notices", "Every notice raised since the cockpit started", app.action_notices),
+        Command("Refresh", "Ask the kernel for every row again", app.reload, "home.refresh"),
+        Command(
+            "Kernel page",
+            "Which kernel, process, home and database",
+            app.action_daemon,
+            "app.daemon",
+        ),
+        Command(
+            "Daemon log",
+            "The daemon's log, followed as it is written",
+            app.action_logs,
+            "daemon.logs",
+        ),
+        Command(
+            "Notices",
+            "Every notice raised since the cockpit started",
+            app.action_notices,
+            "app.notices",
+        ),
         Command(
             "Toggle the preview",
             "The selected heinzel beside the home table",
             app.toggle_preview,
+            "home.preview",
         ),
         Command(
             "Stop the running turn…",
             'On a heinzel\'s page: asks "stop think?", naming the step, first',
             partial(_ask_stop, app),
+            "heinzel.stop_ask",
         ),
-        Command("Help: every key", "List every binding", app.action_help),
+        Command("Help: every key", "List every binding", app.action_help, "app.help"),
     ]
     commands += [
-        Command(f"Sort by {c.label.lower()}", "Order the table", partial(app.sort_home, c.key))
+        Command(
+            f"Sort by {c.label.lower()}",
+            "Order the table",
+            partial(app.sort_home, c.key),
+            "table.sort",
+        )
         for c in rows.COLUMNS
     ]
-    commands.append(Command("Reverse sort", "Flip the table's order", app.reverse_home))
+    commands.append(
+        Command("Reverse sort", "Flip the table's order", app.reverse_home, "table.reverse")
+    )
     commands += [
-        Command(f"{a.label} the selected heinzel", a.help, partial(app.act_on_selected, a.name))
+        Command(
+            f"{a.label} the selected heinzel",
+            a.help,
+            partial(app.act_on_selected, a.name),
+            f"act.{a.name}",
+        )
         for a in actions.ACTIONS
     ]
+    commands.append(
+        Command("Next theme", "Switch to the next theme", app.action_next_theme, "app.theme")
+    )
     commands += [
         Command(f"Theme: {name}", "Switch and remember the theme", partial(app.choose_theme, name))
         for name in themes.THEME_NAMES
@@ -69,7 +138,11 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
     commands.append(
         Command(f"Bell: turn {bell}", "Ring when a draft lands or a turn fails", app.toggle_bell)
     )
-    commands.append(Command("Quit", "Leave the cockpit (the kernel's work goes on)", app.exit))
+    commands.append(
+        Command(
+            "Quit", "Leave the cockpit (the kernel's work goes on)", app.action_quit, "app.quit"
+        )
+    )
     return commands
 
 
@@ -90,8 +163,54 @@ def page_commands(app: CockpitApp) -> list[Command]:
             "Conversation",
             "Every message you sent this heinzel and the turn it reached",
             page.action_conversation,
+            "heinzel.conversation",
         ),
     ]
+
+
+def screen_commands(screen: Screen[object], covered: set[str]) -> list[Command]:
+    """The keys of ``screen`` and its widgets that no command in ``covered`` stands for.
+
+    Each runs its action on the node that holds the binding, as the key would.
+    """
+    scope_of = {b.id: scope for scope in keymap.SCOPES for b in scope.bindings if b.id}
+    commands: list[Command] = []
+    seen = set(covered)
+    nodes: list[DOMNode] = [screen, *screen.query("*")]
+    for node in nodes:
+        for binding in getattr(node, "BINDINGS", []):
+            if not isinstance(binding, Binding) or binding.id not in scope_of:
+                continue
+            if binding.id in seen or not in_palette(binding.id):
+                continue
+            seen.add(binding.id)
+            title = f"{scope_of[binding.id].short}: {binding.description}"
+            about = keymap.MEANING_OF[binding.id].capitalize()
+            run = partial(node.run_action, binding.action)
+            commands.append(Command(title, about, run, binding.id))
+    return commands
+
+
+def with_keys(app: CockpitApp, commands: list[Command]) -> list[Command]:
+    """Each command's help ends with its key, as the user's keymap binds it now."""
+    return [
+        Command(
+            c.title,
+            f"{c.help} · {keymap.shown_keys(c.binding, app.keymap_overrides)}",
+            c.run,
+            c.binding,
+        )
+        if c.binding
+        else c
+        for c in commands
+    ]
+
+
+def palette_commands(app: CockpitApp, screen: Screen[object]) -> list[Command]:
+    """What the palette lists on ``screen``: the fixed commands, then the screen's own keys."""
+    fixed = cockpit_commands(app)
+    covered = {c.binding for c in fixed if c.binding}
+    return with_keys(app, fixed + screen_commands(screen, covered))
 
 
 def heinzel_commands(app: CockpitApp) -> list[Command]:
@@ -114,12 +233,13 @@ class CockpitCommands(Provider):
         return cast("CockpitApp", self.app)
 
     async def discover(self) -> Hits:
-        for command in cockpit_commands(self.cockpit):
+        for command in palette_commands(self.cockpit, self.screen):
             yield DiscoveryHit(command.title, command.run, help=command.help)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for command in cockpit_commands(self.cockpit) + heinzel_commands(self.cockpit):
+        commands = palette_commands(self.cockpit, self.screen) + heinzel_commands(self.cockpit)
+        for command in commands:
             score = matcher.match(command.title)
             if score > 0:
                 yield Hit(score, matcher.highlight(command.title), command.run, help=command.help)

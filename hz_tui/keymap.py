@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from textual.binding import Binding
 
 APP = [
-    Binding("f1", "help", "Help", id="app.help"),
+    Binding("f1,question_mark", "help", "Help", id="app.help"),
     Binding("ctrl+p", "command_palette", "Commands", id="app.commands", show=False),
     Binding("f2", "daemon", "Kernel", id="app.daemon"),
     Binding("f3", "next_theme", "Theme", id="app.theme", show=False),
@@ -25,10 +25,10 @@ HOME = [
     Binding("slash", "filter", "Filter", id="home.filter", key_display="/"),
     Binding("escape", "clear_filter", "Clear filter", id="home.clear_filter"),
     Binding("r", "refresh", "Refresh", id="home.refresh", show=False),
-    Binding("n", "new_heinzel", "New", id="home.new"),
+    Binding("ctrl+n", "new_heinzel", "New", id="home.new"),
     Binding("o", "toggle_preview", "Preview", id="home.preview", show=False),
-    Binding("v", "app.review", "Review drafts", id="home.review", show=False),
-    Binding("q,ctrl+c", "app.quit", "Quit", id="home.quit", show=False),
+    Binding("q", "app.quit", "Quit", id="home.quit", show=False),
+    Binding("ctrl+c", "app.quit", "Quit (interrupt)", id="home.interrupt", show=False),
 ]
 
 #: Actions on the selected heinzel (the table's row, or the open page); see ``hz_tui.actions``.
@@ -64,7 +64,7 @@ HEINZEL = [
     Binding("i", "compose", "Message", id="heinzel.compose"),
     Binding("y", "answer", "Answer", id="heinzel.answer"),
     Binding("t", "retry", "Retry…", id="heinzel.retry"),
-    Binding("d", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
+    Binding("D", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
     Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
     Binding("K", "ask_stop", "Stop turn…", id="heinzel.stop_ask", key_display="K", show=False),
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
@@ -134,17 +134,18 @@ REVIEW = [
     Binding("space", "select", "Select", id="review.select", key_display="space"),
     Binding("A", "approve_selected", "Approve selected", id="review.approve_selected", show=False),
     Binding("b", "switch_base", "Diff base", id="review.base"),
-    Binding("m", "toggle_markdown", "Markdown", id="review.markdown"),
+    Binding("d", "toggle_markdown", "Markdown", id="review.markdown"),
     Binding("slash", "filter", "Filter", id="review.filter", key_display="/"),
     Binding("e", "edit", "Edit in $EDITOR", id="review.edit"),
     Binding("n", "move(1)", "Next", id="review.next", show=False),
+    Binding("N", "move(-1)", "Previous", id="review.previous", key_display="N", show=False),
     Binding("escape", "back", "Back", id="review.back"),
 ]
 
 #: A yes/no question before a destructive action (retire, daemon restart).
 CONFIRM = [
     Binding("y", "confirm", "Yes", id="confirm.yes"),
-    Binding("n,escape", "cancel", "Cancel", id="confirm.cancel"),
+    Binding("escape", "cancel", "Cancel", id="confirm.cancel"),
 ]
 
 DIALOG = [
@@ -154,7 +155,7 @@ DIALOG = [
 DAEMON = [
     Binding("escape", "back", "Back", id="daemon.back"),
     Binding("r", "refresh", "Refresh", id="daemon.refresh"),
-    Binding("R", "restart", "Restart daemon", id="daemon.restart", key_display="R"),
+    Binding("ctrl+r", "restart", "Restart daemon", id="daemon.restart"),
     Binding("l", "logs", "Daemon log", id="daemon.logs"),
 ]
 
@@ -172,42 +173,239 @@ NOTICES = [
 
 HELP = [
     Binding("escape", "close", "Close", id="help.close"),
-    Binding("f1", "close", "Close", id="help.close_f1", show=False),
+    Binding("f1,question_mark", "close", "Close", id="help.close_f1", show=False),
 ]
+
+
+#: What one node holds (a screen's or widget's ``BINDINGS``): two ids on one key within one of
+#: these would clash, so the override loader refuses that (``hz_tui.key_overrides``).
+HOME_SCREEN = HOME + HEINZEL_ACTIONS
+HEINZEL_SCREEN = HEINZEL + HEINZEL_ACTIONS
+NODES = (
+    APP,
+    HOME_SCREEN,
+    HEINZEL_TABLE,
+    FILTER_BAR,
+    HEINZEL_SCREEN,
+    TIMELINE,
+    TRANSCRIPT,
+    SEARCH,
+    CONTRACT,
+    COMPOSER,
+    REVIEW,
+    CONFIRM,
+    DIALOG,
+    DAEMON,
+    LOGS,
+    NOTICES,
+    HELP,
+)
 
 
 @dataclass(frozen=True)
 class Scope:
-    """A group of bindings as the help screen titles it."""
+    """A group of bindings as the help screen titles it (``short``: the palette's prefix)."""
 
     title: str
     bindings: list[Binding]
+    short: str
 
 
 SCOPES = (
-    Scope("Everywhere", APP),
-    Scope("Heinzels (home)", HOME),
-    Scope("Heinzel table", HEINZEL_TABLE),
-    Scope("The selected heinzel (table or page)", HEINZEL_ACTIONS),
-    Scope("Filter", FILTER_BAR),
-    Scope("One heinzel", HEINZEL),
-    Scope("Composer (on a heinzel's page)", COMPOSER),
-    Scope("Timeline of turns", TIMELINE),
-    Scope("Transcript and conversation", TRANSCRIPT),
-    Scope("Search (in a transcript)", SEARCH),
-    Scope("Contract page", CONTRACT),
-    Scope("Draft review", REVIEW),
-    Scope("Dialogs", DIALOG),
-    Scope("Confirmations", CONFIRM),
-    Scope("Kernel page", DAEMON),
-    Scope("Daemon log", LOGS),
-    Scope("Notices", NOTICES),
-    Scope("Help", HELP),
+    Scope("Everywhere", APP, "Cockpit"),
+    Scope("Heinzels (home)", HOME, "Home"),
+    Scope("Heinzel table", HEINZEL_TABLE, "Table"),
+    Scope("The selected heinzel (table or page)", HEINZEL_ACTIONS, "Heinzel"),
+    Scope("Filter", FILTER_BAR, "Filter"),
+    Scope("One heinzel", HEINZEL, "Heinzel"),
+    Scope("Composer (on a heinzel's page)", COMPOSER, "Composer"),
+    Scope("Timeline of turns", TIMELINE, "Turns"),
+    Scope("Transcript and conversation", TRANSCRIPT, "Transcript"),
+    Scope("Search (in a transcript)", SEARCH, "Search"),
+    Scope("Contract page", CONTRACT, "Contract"),
+    Scope("Draft review", REVIEW, "Review"),
+    Scope("Dialogs", DIALOG, "Dialog"),
+    Scope("Confirmations", CONFIRM, "Confirm"),
+    Scope("Kernel page", DAEMON, "Kernel"),
+    Scope("Daemon log", LOGS, "Daemon log"),
+    Scope("Notices", NOTICES, "Notices"),
+    Scope("Help", HELP, "Help"),
 )
+
+# -- one key, one meaning ---------------------------------------------------------------
+# The decision, as data: what each key means wherever it is bound (lazygit and k9s
+# conventions). Moving, going back and opening share their meaning by nature; every other
+# key does one thing on every screen. tests/unit/test_keymap.py holds every binding to it.
+
+MOVE = "move the cursor or the view (G: to the end, and follow it)"
+BACK = "back: leave the page, close, cancel"
+OPEN = "open what is highlighted, or send what is typed"
+HELP_KEY = "help: every key (again: close it)"
+FIND = "filter a list, or search a page"
+NEXT = "the next match or item"
+PREVIOUS = "the previous match or item"
+REFRESH = "refresh from the kernel"
+APPROVE = "approve what waits"
+REJECT = "reject or decline what waits (asks first, or can be undone)"
+INTERRUPT = "interrupt: stop the running turn (twice); on the home, quit"
+ANSWER = "answer what is asked: yes to a question, or the heinzel's question"
+DIFF_OR_TEXT = "diff ⇄ the text itself (the whole contract, the draft as Markdown)"
+
+KEY_MEANINGS: dict[str, str] = {
+    **dict.fromkeys(("up", "down", "k", "j", "pageup", "pagedown", "home", "end", "g", "G"), MOVE),
+    "escape": BACK,
+    "enter": OPEN,
+    "f1": HELP_KEY,
+    "question_mark": HELP_KEY,
+    "ctrl+p": "the command palette",
+    "f2": "the kernel page",
+    "f3": "next theme",
+    "f4": "review drafts",
+    "f5": "the notices (again: close them)",
+    "ctrl+q": "quit",
+    "q": "quit",
+    "ctrl+c": INTERRUPT,
+    "slash": FIND,
+    "n": NEXT,
+    "N": PREVIOUS,
+    "r": REFRESH,
+    "ctrl+n": "new heinzel",
+    "o": "show or hide the preview",
+    "s": "sort by the next column",
+    "S": "reverse the sort",
+    "a": APPROVE,
+    "A": "approve every marked item",
+    "x": REJECT,
+    "u": "undo the last reject",
+    "w": "wake: run a turn now",
+    "c": "continue a turn that was cut off or parked",
+    "p": "pause or unpause",
+    "R": "retire or unretire (asks first)",
+    "i": "write a message (the composer)",
+    "y": ANSWER,
+    "t": "retry the last turn with a hint",
+    "D": "dismiss a lesson",
+    "K": "stop the running turn, asking first",
+    "v": "the heinzel's contract",
+    "m": "the conversation: every message sent",
+    "d": DIFF_OR_TEXT,
+    "b": "switch the diff's base",
+    "space": "mark or unmark",
+    "e": "edit in $EDITOR",
+    "ctrl+j": "a new line (typing)",
+    "shift+enter": "a new line (typing)",
+    "ctrl+t": "STEER ⇄ QUEUE (the composer)",
+    "ctrl+r": "restart the daemon (asks first)",
+    "l": "the daemon's log",
+    "f": "follow on/off",
+}
+
+#: Binding id -> its meaning; a binding whose keys mean something else fails the test.
+MEANING_OF: dict[str, str] = {
+    "app.help": HELP_KEY,
+    "app.commands": KEY_MEANINGS["ctrl+p"],
+    "app.daemon": KEY_MEANINGS["f2"],
+    "app.theme": KEY_MEANINGS["f3"],
+    "app.review": KEY_MEANINGS["f4"],
+    "app.notices": KEY_MEANINGS["f5"],
+    "app.quit": "quit",
+    "home.filter": FIND,
+    "home.clear_filter": BACK,
+    "home.refresh": REFRESH,
+    "home.new": KEY_MEANINGS["ctrl+n"],
+    "home.preview": KEY_MEANINGS["o"],
+    "home.quit": "quit",
+    "home.interrupt": INTERRUPT,
+    "act.approve": APPROVE,
+    "act.reject": REJECT,
+    "act.wake": KEY_MEANINGS["w"],
+    "act.resume": KEY_MEANINGS["c"],
+    "act.pause": KEY_MEANINGS["p"],
+    "act.retire": KEY_MEANINGS["R"],
+    "table.open": OPEN,
+    "table.sort": KEY_MEANINGS["s"],
+    "table.reverse": KEY_MEANINGS["S"],
+    **dict.fromkeys(
+        ("table.up", "table.down", "table.page_up", "table.page_down", "table.first"), MOVE
+    ),
+    "table.last": MOVE,
+    "filter.dismiss": BACK,
+    "filter.to_table": MOVE,
+    "heinzel.back": BACK,
+    "heinzel.refresh": REFRESH,
+    "heinzel.compose": KEY_MEANINGS["i"],
+    "heinzel.answer": ANSWER,
+    "heinzel.retry": KEY_MEANINGS["t"],
+    "heinzel.dismiss": KEY_MEANINGS["D"],
+    "heinzel.stop": INTERRUPT,
+    "heinzel.stop_ask": KEY_MEANINGS["K"],
+    "heinzel.follow": MOVE,
+    "heinzel.contract": KEY_MEANINGS["v"],
+    "heinzel.conversation": KEY_MEANINGS["m"],
+    "timeline.open": OPEN,
+    "transcript.back": BACK,
+    "transcript.search": FIND,
+    "transcript.next": NEXT,
+    "transcript.previous": PREVIOUS,
+    **dict.fromkeys(("transcript.down", "transcript.up", "transcript.top"), MOVE),
+    "transcript.end": MOVE,
+    "search.close": BACK,
+    "contract.back": BACK,
+    "contract.diff": DIFF_OR_TEXT,
+    "contract.approve": APPROVE,
+    "contract.reject": REJECT,
+    "composer.send": OPEN,
+    "composer.newline": KEY_MEANINGS["ctrl+j"],
+    "composer.older": MOVE,
+    "composer.newer": MOVE,
+    "composer.mode": KEY_MEANINGS["ctrl+t"],
+    "composer.leave": BACK,
+    "composer.stop_twice": INTERRUPT,
+    "review.down": MOVE,
+    "review.up": MOVE,
+    "review.show": OPEN,
+    "review.approve": APPROVE,
+    "review.reject": REJECT,
+    "review.undo": KEY_MEANINGS["u"],
+    "review.select": KEY_MEANINGS["space"],
+    "review.approve_selected": KEY_MEANINGS["A"],
+    "review.base": KEY_MEANINGS["b"],
+    "review.markdown": DIFF_OR_TEXT,
+    "review.filter": FIND,
+    "review.edit": KEY_MEANINGS["e"],
+    "review.next": NEXT,
+    "review.previous": PREVIOUS,
+    "review.back": BACK,
+    "confirm.yes": ANSWER,
+    "confirm.cancel": BACK,
+    "dialog.cancel": BACK,
+    "daemon.back": BACK,
+    "daemon.refresh": REFRESH,
+    "daemon.restart": KEY_MEANINGS["ctrl+r"],
+    "daemon.logs": KEY_MEANINGS["l"],
+    "logs.back": BACK,
+    "logs.follow": KEY_MEANINGS["f"],
+    "notices.close": BACK,
+    "notices.close_f5": KEY_MEANINGS["f5"],
+    "help.close": BACK,
+    "help.close_f1": HELP_KEY,
+}
+
+#: Ids that were renamed or folded into another: a ``cockpit.json`` override naming the old
+#: id still applies, to the new one.
+ALIASES = {"home.review": "app.review"}
+
+#: How a key name reads on screen where Textual's name is not what the key shows.
+_SHOWN = {"question_mark": "?", "slash": "/"}
 
 
 def binding_ids() -> set[str]:
     return {b.id for scope in SCOPES for b in scope.bindings if b.id}
+
+
+def binding(binding_id: str) -> Binding:
+    """The binding with this id."""
+    return next(b for scope in SCOPES for b in scope.bindings if b.id == binding_id)
 
 
 def keys_for(binding: Binding, overrides: dict[str, str]) -> str:
@@ -215,4 +413,20 @@ def keys_for(binding: Binding, overrides: dict[str, str]) -> str:
     keys = overrides.get(binding.id or "", binding.key)
     if binding.key_display and keys == binding.key:
         return binding.key_display
-    return ", ".join(k.strip() for k in keys.split(","))
+    return ", ".join(_shown(key.strip()) for key in keys.split(","))
+
+
+def _shown(key: str) -> str:
+    """``ctrl+n`` as Ctrl+N, ``f1`` as F1, ``slash`` as /; other names as they are."""
+    if key in _SHOWN:
+        return _SHOWN[key]
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + key.removeprefix("ctrl+").upper()
+    if key[:1] == "f" and key[1:].isdigit():
+        return key.upper()
+    return key
+
+
+def shown_keys(binding_id: str, overrides: dict[str, str]) -> str:
+    """The keys that run the binding with this id now, as the help screen shows them."""
+    return keys_for(binding(binding_id), overrides)

@@ -17,7 +17,7 @@ one more full reload.
 The header says how the cockpit came by its daemon: ``started now`` or
 ``adopted`` at start (``hz_kernel.connect``), then ``adopted`` for another
 daemon the link found (the cockpit did not start it) and ``restarted`` for
-one the cockpit restarted itself (``R``); the same daemon found again keeps
+one the cockpit restarted itself (Ctrl+R on the kernel page); the same daemon found again keeps
 what it had.
 
 The link never starts a kernel: when no daemon comes back, it keeps

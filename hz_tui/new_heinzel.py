@@ -1,4 +1,4 @@
-"""Creating a heinzel from the cockpit (``n`` on the home screen, *New heinzel* in the palette).
+"""Creating a heinzel from the cockpit (Ctrl+N on the home screen, *New heinzel* in the palette).
 
 The user picks a template (then gives its parameters, one dialog each) or
 describes the job in a sentence (then may name it: two heinzels from one

@@ -1,8 +1,8 @@
 """A yes/no question before a destructive action: retire a heinzel, restart the daemon.
 
-``y`` (or Enter on *Yes*, or a click) confirms; ``n`` or Escape keeps things
-as they are. The answer is the screen's result, so a caller awaits it with
-``push_screen_wait`` or passes a callback.
+``y`` (or Enter on *Yes*, or a click) confirms; Escape (or Enter on the
+highlighted *Cancel*) keeps things as they are. The answer is the screen's
+result, so a caller awaits it with ``push_screen_wait`` or passes a callback.
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="dialog"):
             yield Static(self.question, id="dialog-title")
             yield Static(self.about, id="dialog-about")
-            yield OptionList(Option(f"y  {self.yes}", id="yes"), Option("n  Cancel", id="no"))
+            overrides = getattr(self.app, "keymap_overrides", {})
+            yes, cancel = (
+                keymap.shown_keys(i, overrides) for i in ("confirm.yes", "confirm.cancel")
+            )
+            yield OptionList(
+                Option(f"{yes}  {self.yes}", id="yes"), Option(f"{cancel}  Cancel", id="no")
+            )
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

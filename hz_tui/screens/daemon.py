@@ -160,7 +160,8 @@ def facts_of(status: KernelStatus, where: str, cockpit: CockpitApp) -> list[tupl
     else:
         kind, process = "a local daemon", f"pid {status.pid}"
         protocol = f"hz protocol v{status.protocol} over {status.address} · {operations}"
-        restart = "R restarts the daemon; the cockpit reconnects to the new one"
+        key = keymap.shown_keys("daemon.restart", cockpit.keymap_overrides)
+        restart = f"{key} restarts the daemon; the cockpit reconnects to the new one"
     home = (
         [("Home", "on the daemon's machine (see Talks to)")]
         if cockpit.client.remote

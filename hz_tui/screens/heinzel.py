@@ -53,7 +53,7 @@ class HeinzelScreen(Screen[None]):
     """The page of the heinzel with id ``heinzel_id``."""
 
     CSS_PATH = "heinzel.tcss"
-    BINDINGS = keymap.HEINZEL + keymap.HEINZEL_ACTIONS
+    BINDINGS = keymap.HEINZEL_SCREEN
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
 
     def __init__(self, heinzel_id: str) -> None:

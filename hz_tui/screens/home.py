@@ -51,7 +51,7 @@ SPEND_AFTER_S = 0.5
 
 EMPTY = (
     "No heinzels yet.\n\n"
-    "Press n to create one from a template or a sentence,\n"
+    "Press {new} to create one from a template or a sentence,\n"
     "or run `hz demo` for a throwaway home with a few to try."
 )
 
@@ -60,7 +60,7 @@ class HomeScreen(Screen[None]):
     """All heinzels, live."""
 
     CSS_PATH = "home.tcss"
-    BINDINGS = keymap.HOME + keymap.HEINZEL_ACTIONS
+    BINDINGS = keymap.HOME_SCREEN
 
     def __init__(self) -> None:
         super().__init__()
@@ -219,7 +219,8 @@ class HomeScreen(Screen[None]):
             words = self.filter_bar.value.strip()
             empty.update(Text(f"no heinzel matches '{words}' (Esc clears the filter)"))
         else:
-            empty.update(Text(EMPTY))
+            new = keymap.shown_keys("home.new", self.cockpit.keymap_overrides)
+            empty.update(Text(EMPTY.format(new=new)))
 
     # -- the preview -------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 The highlighted draft's diff shows beside the queue: against the section's
 last approved text by default (what changed since last time), or against
 the draft as placed (what you edited) after ``b``; two sides when the
-terminal is wide, one column otherwise; ``m`` shows the draft rendered as
+terminal is wide, one column otherwise; ``d`` shows the draft rendered as
 Markdown. ``a`` approves, ``x`` rejects (held for a few seconds: ``u``
 undoes it), space marks drafts and ``A`` approves every marked one, ``/``
 filters, ``e`` opens ``$EDITOR`` at the draft's line. Every decision is one
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, cast
 
 from textual import events, work
 from textual.app import ComposeResult, SuspendNotSupported
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -46,38 +45,11 @@ EMPTY = "No drafts wait for you. New ones appear here as they land."
 FILTERED_OUT = "No draft matches the filter (/ to change it)."
 
 
-class ReviewDeskCommands(Provider):
-    """The desk's keys in the command palette, while the desk is open."""
-
-    def commands(self) -> list[tuple[str, str, str]]:
-        """(title, help, action) for each of the desk's keys but plain moves."""
-        if not isinstance(self.screen, ReviewScreen):
-            return []
-        return [
-            (f"Review: {b.description}", f"key {b.key_display or b.key}", b.action)
-            for b in keymap.REVIEW
-            if b.id not in ("review.down", "review.up")
-        ]
-
-    async def discover(self) -> Hits:
-        for title, about, action in self.commands():
-            yield DiscoveryHit(title, partial(self.screen.run_action, action), help=about)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for title, about, action in self.commands():
-            score = matcher.match(title)
-            if score > 0:
-                run = partial(self.screen.run_action, action)
-                yield Hit(score, matcher.highlight(title), run, help=about)
-
-
 class ReviewScreen(Screen[None]):
     """Every pending draft, reviewed one after the other or in a batch."""
 
     CSS_PATH = "review.tcss"
     BINDINGS = keymap.REVIEW
-    COMMANDS = {ReviewDeskCommands}  # noqa: RUF012 (Textual's class variable)
 
     def __init__(self) -> None:
         super().__init__()

@@ -54,15 +54,10 @@ class PendingPanel(Static):
         version = max(detail.contract_versions, default=1)
         overrides: dict[str, str] = getattr(self.app, "keymap_overrides", {})
         approve, read = (
-            _keys(binding_id, overrides) for binding_id in ("act.approve", "heinzel.contract")
+            keymap.shown_keys(binding_id, overrides)
+            for binding_id in ("act.approve", "heinzel.contract")
         )
         return [
             Text.assemble(("Contract ", "bold"), f"v{version} waits for your approval"),
             Text.assemble("  ", (approve, "bold"), " approve · ", (read, "bold"), " read it first"),
         ]
-
-
-def _keys(binding_id: str, overrides: dict[str, str]) -> str:
-    """The keys that run the binding with this id now, after the user's overrides."""
-    binding = next(b for scope in keymap.SCOPES for b in scope.bindings if b.id == binding_id)
-    return keymap.keys_for(binding, overrides)

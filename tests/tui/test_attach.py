@@ -79,8 +79,8 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             assert (
                 f"Process pid {first_pid}" in facts and f"hz protocol v{PROTOCOL_VERSION}" in facts
             )
-            assert "Heinzels 9" in facts and "R restarts the daemon" in facts
-            await pilot.press("R")
+            assert "Heinzels 9" in facts and "Ctrl+R restarts the daemon" in facts
+            await pilot.press("ctrl+r")
             await until(lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")  # issue 14 item 3: a restart asks first
             await until(lambda: restarted(app) not in (None, first_pid), timeout=30)

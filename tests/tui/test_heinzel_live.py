@@ -213,11 +213,11 @@ async def test_answer_retry_and_dismiss_through_dialogs(
             ),
             timeout=10,
         )
-        await pilot.press("d")
+        await pilot.press("D")
         assert isinstance(app.screen, ChooseScreen)
         await pilot.press("enter")
         await until(lambda: "dismissed Risks go first." in text_of(page.query_one(LessonList)))
-        await pilot.press("d")
+        await pilot.press("D")
         assert "No lesson to dismiss." in messages_of(app)
     spine = world.home.heinzel_dir(heinzel) / "session.jsonl"
     kinds = [orjson.loads(line)["kind"] for line in spine.read_bytes().splitlines()]

@@ -235,7 +235,7 @@ async def test_issue14_item5_relative_times_tick_on_one_shared_clock(
 
 
 async def test_issue14_item5_an_empty_home_says_how_to_begin(home: Home, monkeypatch) -> None:
-    """issue 14 item 5: a home with no heinzels says how to begin: ``n``, or ``hz demo``."""
+    """issue 14 item 5: a home with no heinzels says how to begin: Ctrl+N, or ``hz demo``."""
     monkeypatch.setenv("HZ_NOW", homes.NOW)
     opened = await LocalClient.open(home)
     try:
@@ -246,7 +246,7 @@ async def test_issue14_item5_an_empty_home_says_how_to_begin(home: Home, monkeyp
             empty = app.get_home().query_one("#empty", Static)
             assert empty.display
             shown = " ".join(text_of(empty).split())
-            assert "No heinzels yet" in shown and "Press n" in shown and "hz demo" in shown
+            assert "No heinzels yet" in shown and "Press Ctrl+N" in shown and "hz demo" in shown
     finally:
         await opened.close()
 

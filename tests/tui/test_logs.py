@@ -162,7 +162,7 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
                 await pilot.press("f2")
                 await until(lambda: isinstance(app.screen, DaemonScreen))
                 await until(lambda: not app.screen.embedded, timeout=10)  # type: ignore[attr-defined]
-                await pilot.press("R")
+                await pilot.press("ctrl+r")
                 await until(lambda: isinstance(app.screen, ConfirmScreen))
                 asked = app.screen
                 assert isinstance(asked, ConfirmScreen)

@@ -31,7 +31,7 @@ async def names_and_states(client: LocalClient) -> dict[str, str]:
 async def choose(pilot, item: str) -> None:
     """Press ``n`` and pick ``item`` (a template's name, or the sentence) in the chooser."""
     app = pilot.app
-    await pilot.press("n")
+    await pilot.press("ctrl+n")
     await until(lambda: isinstance(app.screen, ChooseScreen))
     options = app.screen.query_one("OptionList")
     options.highlighted = options.get_option_index(item)
@@ -117,7 +117,7 @@ async def test_a_refused_heinzel_is_one_coded_toast_and_escape_creates_nothing(
         await answer(pilot, "from a sentence", "a digest of my notes")
         await answer(pilot, "its name", key="escape")
         await until(lambda: isinstance(app.screen, HomeScreen))
-        await pilot.press("n")
+        await pilot.press("ctrl+n")
         await until(lambda: isinstance(app.screen, ChooseScreen))
         await pilot.press("escape")
         await until(lambda: isinstance(app.screen, HomeScreen))

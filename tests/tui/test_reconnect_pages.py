@@ -65,7 +65,7 @@ async def test_issue13_item4_the_header_says_adopted_after_a_reconnect_and_resta
     daemon: Home,
 ) -> None:
     """Issue 13 item 4 (header): a daemon found after the loss is "· adopted" (the cockpit did
-    not start it); one the cockpit restarted with ``R`` is "· restarted"."""
+    not start it); one the cockpit restarted with Ctrl+R is "· restarted"."""
     client = await connect(daemon, start=True)
     assert isinstance(client, HttpClient)
     app = CockpitApp(daemon, client)
@@ -81,7 +81,7 @@ async def test_issue13_item4_the_header_says_adopted_after_a_reconnect_and_resta
             await until(lambda: app.sub_title.startswith(f"daemon (pid {second})"), ATTACH_S)
             assert app.sub_title == f"daemon (pid {second}) at {found.address} · adopted"
 
-            await pilot.press("f2", "R")
+            await pilot.press("f2", "ctrl+r")
             await until(lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
             await until(lambda: f"(pid {second})" not in app.sub_title, ATTACH_S)

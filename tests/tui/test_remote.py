@@ -171,7 +171,7 @@ async def test_what_needs_the_daemons_machine_says_so_on_a_remote_cockpit(
             await app.loaded.wait()
             await pilot.press("f2")
             await until(lambda: type(app.screen).__name__ == "DaemonScreen")
-            await pilot.press("R")
+            await pilot.press("ctrl+r")
             await until(lambda: any(m.startswith("HZU125") for m in messages_of(app)))
             await pilot.press("l")
             await until(lambda: any(m.startswith("HZU128") for m in messages_of(app)))

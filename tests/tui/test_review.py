@@ -111,7 +111,7 @@ async def test_toasts_for_a_landing_draft_and_a_failed_turn_and_the_bell(
         await app.loaded.wait()
         assert app.bell_on
         await pilot.pause(0.2)
-        await pilot.press("v")
+        await pilot.press("f4")
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
         await until(lambda: screen.queue.row_count == 2)

@@ -145,7 +145,7 @@ async def test_issue14_item3_the_default_diff_is_since_last_approved_and_b_shows
         assert marked_words(screen) == ["bug", "crash"]
         await pilot.press("b")
         await until(lambda: "since last approved" in pane_text(screen))
-        await pilot.press("m")
+        await pilot.press("d")
         await until(lambda: screen.query_one(DiffView).markdown.display)
         assert screen.shown is None
 
@@ -294,7 +294,7 @@ async def test_issue14_item3_retire_asks_first(three: tuple[worlds.World, LocalC
         table.move_cursor(row=table.position[heinzel])
         await pilot.press("R")
         await until(lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("n")
+        await pilot.press("escape")
         await pilot.pause(0.2)
         assert not isinstance(app.screen, ConfirmScreen)
         assert app.rows[heinzel].state != "retired"

@@ -221,7 +221,7 @@ def test_help(snap_compare, snapshot_client, theme: str) -> None:
 
 
 async def open_new_heinzel(pilot: Pilot[int]) -> None:
-    await pilot.press("n")
+    await pilot.press("ctrl+n")
     for _ in range(100):
         if isinstance(pilot.app.screen, ChooseScreen):
             break

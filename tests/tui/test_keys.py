@@ -1,0 +1,237 @@
+"""issue 14 item 6: every key is in F1 and in the palette, on every screen; the keymap is
+overridable on any screen and a bad override is one coded notice. Pilot over real kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from textual.binding import Binding
+from textual.pilot import Pilot
+from textual.screen import Screen
+
+from hz_kernel import operations as ops
+from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_tui import commands, keymap, settings
+from hz_tui.app import CockpitApp
+from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.contract import ContractScreen
+from hz_tui.screens.conversation import ConversationScreen
+from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.screens.help import HelpScreen
+from hz_tui.screens.home import HomeScreen
+from hz_tui.screens.logs import LogScreen
+from hz_tui.screens.notices import NoticesScreen
+from hz_tui.screens.review import ReviewScreen
+from hz_tui.screens.transcript import TranscriptScreen
+from hz_tui.widgets.key_bar import KeyBar
+from tests.tui import homes, worlds
+from tests.tui.test_cockpit import SIZE, open_page, text_of, until
+
+NOW = "2026-12-01T09:00:00+00:00"
+THREE = ("notes-digest", "team-digest", "ops-digest")
+
+
+def help_lines(app: CockpitApp) -> list[str]:
+    return text_of(app.screen.query_one("#keys")).splitlines()  # type: ignore[arg-type]
+
+
+def help_line_of(app: CockpitApp, binding_id: str) -> str:
+    """The F1 line of one binding: keys, what it does, its id (the last word)."""
+    return next(line for line in help_lines(app) if line.split()[-1:] == [binding_id])
+
+
+def screen_binding_ids(screen: Screen[object]) -> set[str]:
+    """Every binding id the screen and its widgets hold, and the app's (they work there)."""
+    held = {b.id for b in keymap.APP if b.id}
+    for node in [screen, *screen.query("*")]:
+        held |= {b.id for b in getattr(node, "BINDINGS", []) if isinstance(b, Binding) and b.id}
+    return held
+
+
+async def settle(pilot: Pilot[int]) -> None:
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def open_contract(pilot: Pilot[int]) -> None:
+    await open_page(pilot, homes.heinzel_id(1))
+    await pilot.press("v")
+
+
+async def open_transcript(pilot: Pilot[int]) -> None:
+    pilot.app.push_screen(TranscriptScreen(homes.heinzel_id(1)))
+
+
+async def open_conversation(pilot: Pilot[int]) -> None:
+    pilot.app.push_screen(ConversationScreen(homes.heinzel_id(1)))
+
+
+async def nothing(pilot: Pilot[int]) -> None:
+    return None
+
+
+async def heinzel_page(pilot: Pilot[int]) -> None:
+    await open_page(pilot, homes.heinzel_id(1))
+
+
+async def f1(pilot: Pilot[int]) -> None:
+    await pilot.press("f1")
+
+
+async def f2(pilot: Pilot[int]) -> None:
+    await pilot.press("f2")
+
+
+async def f4(pilot: Pilot[int]) -> None:
+    await pilot.press("f4")
+
+
+async def f5(pilot: Pilot[int]) -> None:
+    await pilot.press("f5")
+
+
+async def logs(pilot: Pilot[int]) -> None:
+    pilot.app.action_logs()  # type: ignore[attr-defined]
+
+
+SCREENS: list[tuple[type[Screen[object]], Callable[[Pilot[int]], Awaitable[None]]]] = [
+    (HomeScreen, nothing),
+    (HeinzelScreen, heinzel_page),
+    (ContractScreen, open_contract),
+    (TranscriptScreen, open_transcript),
+    (ConversationScreen, open_conversation),
+    (ReviewScreen, f4),
+    (DaemonScreen, f2),
+    (LogScreen, logs),
+    (NoticesScreen, f5),
+    (HelpScreen, f1),
+]
+
+
+@pytest.mark.parametrize(("kind", "go"), SCREENS, ids=[kind.__name__ for kind, _ in SCREENS])
+async def test_issue14_item6_every_action_of_a_screen_is_in_its_palette_and_in_f1(
+    cockpit_home: Home, client: LocalClient, kind: type[Screen[object]], go
+) -> None:
+    """On every screen, each key that does something (all but moving and going back) is a
+    command of the palette, which names its key; F1 lists every binding id, there too."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await go(pilot)
+        await until(lambda: isinstance(app.screen, kind))
+        await settle(pilot)
+        screen = app.screen
+        listed = commands.palette_commands(app, screen)
+        offered = {c.binding for c in listed if c.binding}
+        actions = {
+            binding_id
+            for binding_id in screen_binding_ids(screen)
+            if keymap.MEANING_OF[binding_id] not in (keymap.MOVE, keymap.BACK)
+        }
+        assert sorted(actions - offered - commands.KEY_ONLY) == []
+        for command in listed:
+            if command.binding:
+                assert command.help.endswith(keymap.shown_keys(command.binding, {}))
+        if kind is not HelpScreen:
+            await pilot.press("f1")
+            await until(lambda: isinstance(app.screen, HelpScreen))
+        shown = " ".join(help_lines(app))
+        assert sorted(i for i in keymap.binding_ids() if i not in shown) == []
+
+
+async def test_issue14_item6_the_palette_runs_a_page_key_the_key_bar_does_not_show(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """Dismissing a lesson (D, not on the key bar) is found in the palette by its words and
+    asks which lesson, as the key does."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, homes.heinzel_id(1))
+        await pilot.press("ctrl+p", *"dismiss lesson")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, ChooseScreen))
+        assert "Dismiss which lesson?" in str(app.screen.heading)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[worlds.World]:
+    monkeypatch.setenv("HZ_NOW", NOW)
+    yield await worlds.build(tmp_path, THREE)
+
+
+async def review_desk(
+    app: CockpitApp, pilot: Pilot[int], drafts: int, key: str = "f4"
+) -> ReviewScreen:
+    await app.loaded.wait()
+    await pilot.pause(0.2)
+    await pilot.press(key)
+    await until(lambda: isinstance(app.screen, ReviewScreen))
+    screen = app.screen
+    assert isinstance(screen, ReviewScreen)
+    await until(lambda: screen.queue.row_count == drafts and screen.review is not None)
+    return screen
+
+
+async def test_issue14_item6_a_keymap_override_rebinds_a_review_desk_key_and_f1_shows_it(
+    desk: worlds.World,
+) -> None:
+    """``cockpit.json`` ``{"keymap": {"review.approve": "Y"}}``: on the review desk Y
+    approves and a no longer does; F1 lists Y for review.approve."""
+    settings.save_prefs(desk.home, settings.CockpitPrefs(keymap={"review.approve": "Y"}))
+    client = LocalClient(await Kernel.open(desk.home, long_lived=True))
+    try:
+        app = CockpitApp(desk.home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await review_desk(app, pilot, 3)
+            await pilot.press("a")
+            await pilot.pause(0.5)
+            assert screen.queue.row_count == 3
+            await pilot.press("Y")
+            await until(lambda: screen.queue.row_count == 2)
+            listed = await client.call(ops.DRAFTS, ops.Empty())
+            assert len(listed.items) == 2
+            assert "Y Approve" in screen.query_one(KeyBar).render().plain
+            await pilot.press("f1")
+            await until(lambda: isinstance(app.screen, HelpScreen))
+            assert help_line_of(app, "review.approve").split()[0] == "Y"
+            assert not [n for n in app.notices.history if n.severity != "information"]
+    finally:
+        await client.close()
+
+
+async def test_issue14_item6_a_bad_keymap_override_is_one_coded_notice_not_a_traceback(
+    desk: worlds.World,
+) -> None:
+    """An unknown id and an override that would put two desk bindings on one key each give
+    one notice line with its code; the cockpit starts and x still rejects on the desk. The
+    old id ``home.review`` rebinds F4's review (``app.review``) to V."""
+    wanted = {"review.nonsense": "z", "review.approve": "x", "home.review": "V"}
+    settings.save_prefs(desk.home, settings.CockpitPrefs(keymap=wanted))
+    client = LocalClient(await Kernel.open(desk.home, long_lived=True))
+    try:
+        app = CockpitApp(desk.home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await review_desk(app, pilot, 3, key="V")
+            notices = [n.message for n in app.notices.history]
+            assert [n[:6] for n in notices] == ["HZU230", "HZU232"]
+            assert all("\n" not in n and "Traceback" not in n for n in notices)
+            await pilot.press("x")
+            await until(lambda: screen.queue.row_count == 2 and len(screen.undoable) == 1)
+            await pilot.press("u")
+            await until(lambda: screen.queue.row_count == 3)
+            await pilot.press("escape")
+            await until(lambda: isinstance(app.screen, HomeScreen))
+            await pilot.press("f4")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, HomeScreen)
+    finally:
+        await client.close()
