@@ -211,14 +211,14 @@ def editor_command(path: str, line: int | None = None) -> list[str]:
 class Held(BaseModel):
     """A rejection the user made and the kernel has not been sent yet."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     key: str
     name: str
 
 
 class _HeldFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     items: list[Held] = []
 

@@ -36,7 +36,7 @@ RUST_TIMEOUT_MS = 60_000
 class BodyDelta(BaseModel):
     """A record a running turn added to its body, as the daemon's feed carries it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     turn: str | None
     record: dict[str, Any]
@@ -52,7 +52,7 @@ class SpineBatch(BaseModel):
     place: every row and page asks the kernel afresh).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     moved: dict[str, int | None] = {}
     gone: list[str] = []
