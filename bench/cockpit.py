@@ -7,7 +7,10 @@ the same run:
   cockpit starts as ``hz`` does with no daemon running (``connect(...,
   defer_kernel=True)``: the first rows come from the index, the kernel
   opens after the first frame) and reports how much of its start went to
-  imports;
+  imports. Its start ends when the frame that first shows the rows is drawn
+  (``CockpitApp.loaded``); what the cockpit fills in after that frame (the
+  preview, the activity) is in the figure printed beside it, the moment it
+  is first idle (``cold_start_settled_s``);
 * append → screen and the burst: a bare Textual app that watches a folder
   with the same ``watchfiles`` tuning and shows the newest line it read in
   one ``Static`` — the floor for "a file grew, the screen shows it".
@@ -101,9 +104,10 @@ client = asyncio.run(connect(home, defer_kernel=True))
 app = CockpitApp(home, client, live=False)
 
 async def ready(pilot):
-    await app.loaded.wait()
-    await pilot.pause()
+    await app.loaded.wait()  # set just after the frame that drew the first rows
     print("READY", time.time(), len(app.rows), flush=True)
+    await pilot.pause()
+    print("SETTLED", time.time(), flush=True)
     app.exit()
 
 app.run(headless=True, size=(120, 40), auto_pilot=ready)
@@ -128,8 +132,10 @@ def build_home(root: Path, heinzels: int) -> tuple[Home, list[str]]:
     return home, ids
 
 
-def cold_start(script: str, *args: str, bytecode: Path, repeat: int) -> tuple[float, float]:
-    """Median seconds from spawning a fresh interpreter to its first drawn frame, and of imports.
+def cold_start(script: str, *args: str, bytecode: Path, repeat: int) -> dict[str, float]:
+    """Medians, in seconds from spawning a fresh interpreter: to its first drawn frame
+    (``ready``), to its first idle moment after it (``settled``: 0 when the script does not
+    say), and of its imports (``imports``: 0 likewise).
 
     The frame's moment is the wall clock the app prints when it is drawn,
     not the process's end (closing a kernel is not part of starting). An
@@ -137,8 +143,7 @@ def cold_start(script: str, *args: str, bytecode: Path, repeat: int) -> tuple[fl
     the same (and whatever ``PYTHONDONTWRITEBYTECODE`` says), the children
     get a private bytecode cache, filled by one run that is not counted.
     """
-    samples = []
-    imports = []
+    samples: dict[str, list[float]] = {"ready": [], "settled": [], "imports": []}
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
@@ -154,15 +159,16 @@ def cold_start(script: str, *args: str, bytecode: Path, repeat: int) -> tuple[fl
             timeout=120,
             check=True,
         )
-        ready = [line.split() for line in done.stdout.splitlines() if line.startswith(READY)]
-        assert ready, done.stdout + done.stderr
+        said = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line}
+        assert READY in said, done.stdout + done.stderr
         if attempt == 0:
             continue
-        samples.append(float(ready[0][1]) - started)
-        imports += [
-            float(line.split()[1]) for line in done.stdout.splitlines() if "IMPORTED" in line
-        ]
-    return statistics.median(samples), statistics.median(imports) if imports else 0.0
+        samples["ready"].append(float(said[READY][1]) - started)
+        if "SETTLED" in said:
+            samples["settled"].append(float(said["SETTLED"][1]) - started)
+        if "IMPORTED" in said:
+            samples["imports"].append(float(said["IMPORTED"][1]))
+    return {name: statistics.median(got) if got else 0.0 for name, got in samples.items()}
 
 
 async def until(check: object, timeout: float = 10.0) -> None:
@@ -403,10 +409,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home, ids = build_home(Path(tmp) / "home", size.heinzels)
         bytecode = Path(tmp) / "bytecode"
-        empty, _ = cold_start(EMPTY_APP, bytecode=bytecode, repeat=size.repeat)
-        cockpit, imports = cold_start(
-            COCKPIT_APP, str(home.root), bytecode=bytecode, repeat=size.repeat
-        )
+        empty = cold_start(EMPTY_APP, bytecode=bytecode, repeat=size.repeat)["ready"]
+        started = cold_start(COCKPIT_APP, str(home.root), bytecode=bytecode, repeat=size.repeat)
+        cockpit, imports = started["ready"], started["imports"]
         base = asyncio.run(baseline_figures(Path(tmp) / "mirror", size.samples, size.burst))
         figures = asyncio.run(live_figures(home, ids, size.samples, size.burst))
         long_home, heinzel, turn = transcript_home(Path(tmp) / "transcript", size.records)
@@ -415,7 +420,7 @@ def main() -> None:
     print(
         f"cold start, cockpit, {size.heinzels} heinzels:  {cockpit:.2f} s  "
         f"({cockpit / empty:.1f}x; "
-        f"{imports:.2f} s of it importing)"
+        f"{imports:.2f} s of it importing; idle after {started['settled']:.2f} s)"
     )
     print(
         f"heinzel.list of one: {figures['list_one_ms']:.1f} ms, "
@@ -441,6 +446,7 @@ def main() -> None:
             "cold_start_empty_s": round(empty, 3),
             "cold_start_ratio": round(cockpit / empty, 2),
             "cold_start_imports_s": round(imports, 3),
+            "cold_start_settled_s": round(started["settled"], 3),
             "append_to_screen_p50_ms": round(figures["append_to_screen_p50_ms"], 2),
             "append_to_screen_p99_ms": round(figures["append_to_screen_p99_ms"], 2),
             "baseline_append_to_screen_p50_ms": round(base["p50"], 2),

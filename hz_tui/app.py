@@ -64,6 +64,8 @@ class CockpitApp(App[int]):
         self.live = live
         self.started_at = now_utc()
         self.rows: dict[str, HeinzelSummary] = {}
+        self.listed = False
+        """Whether ``rows`` was filled once (an empty dict before that is not an empty home)."""
         self.rows_changed: Signal[RowsUpdate] = Signal(self, "rows-changed")
         self.spines_moved: Signal[SpineBatch] = Signal(self, "spines-moved")
         self.ticker = ticking.Ticker(self)
@@ -173,6 +175,7 @@ class CockpitApp(App[int]):
 
     def publish(self, update: RowsUpdate) -> None:
         if update.full:
+            self.listed = True
             self.rows = {row.id: row for row in update.rows}
         else:
             for heinzel_id in update.gone:

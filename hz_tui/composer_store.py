@@ -40,7 +40,7 @@ def new_window_id() -> str:
 class ComposerState(BaseModel):
     """The composer as this window shows it: its text, its STEER/QUEUE mode, what is being sent."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     text: str = ""
     mode: Mode = "queue"

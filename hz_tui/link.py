@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Literal
 
 from textual.dom import DOMNode
 from textual.signal import Signal
-from watchfiles import Change, awatch
 
 from hz_kernel.api import KernelStatus
 from hz_kernel.client import FeedItem, KernelClient
@@ -47,6 +46,8 @@ from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.watcher import RUST_TIMEOUT_MS
 
 if TYPE_CHECKING:
+    from watchfiles import Change
+
     from hz_kernel.http_client import HttpClient
 
 #: The first pause between tries to reach a daemon, and the longest it grows to.
@@ -316,6 +317,8 @@ class Link:
 
     async def _watch_discovery(self) -> None:
         """Try to reconnect at once when ``daemon.json`` changes; drop a daemon it stops naming."""
+        from watchfiles import awatch  # a cockpit's first frame does without it
+
         from hz_kernel.connect import names_another_daemon
 
         name = self.home.discovery_path.name

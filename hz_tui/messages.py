@@ -12,7 +12,7 @@ from hz_tui.watcher import SpineBatch
 class RowsUpdate(BaseModel):
     """Fresh summaries from the kernel: ``full`` replaces everything, else a delta."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     rows: list[HeinzelSummary] = []
     gone: list[str] = []

@@ -257,7 +257,7 @@ class Owner(BaseModel):
 class Held(BaseModel):
     """A rejection the user made and the kernel has not been sent yet."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     key: str
     name: str
@@ -270,7 +270,7 @@ class Held(BaseModel):
 
 
 class _HeldFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(defer_build=True, extra="ignore")
 
     items: list[Held] = []
 

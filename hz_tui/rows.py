@@ -21,6 +21,10 @@ from textual.color import Color, ColorParseError
 from hz_kernel.api import HeinzelSummary
 from hz_tui import display
 
+#: The style of a cell with none of its own (one instance: a home of hundreds of rows builds
+#: thousands of cells).
+PLAIN = Style()
+
 
 class Cell(Text):
     """One table cell: styled text plus the value it sorts by."""
@@ -150,7 +154,7 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
         "paused": palette.muted,
         "retired": palette.muted,
         "proposed": palette.accent,
-    }.get(item.state, Style())
+    }.get(item.state, PLAIN)
     state = (
         Cell("damaged", palette.bad, order=-1)
         if item.damaged
@@ -164,7 +168,7 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
     last_turn = _last_turn(item, palette, now)
     waits = waits_on_user(item)
     return {
-        "name": Cell(item.name, palette.bad if item.damaged else Style(), order=item.name.lower()),
+        "name": Cell(item.name, palette.bad if item.damaged else PLAIN, order=item.name.lower()),
         "state": state,
         "contract": contract,
         "next_due": Cell(display.due(item.next_due, now), order=item.next_due or "~"),
@@ -189,5 +193,5 @@ def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
         elapsed = display.span((now - started).total_seconds(), exact=False)
         return Cell(f"running {elapsed}", palette.ok, order=newest_first)
     disposition = item.last_disposition or item.last_cause or "turn"
-    style = palette.bad if disposition in ("failed", "abandoned") else Style()
+    style = palette.bad if disposition in ("failed", "abandoned") else PLAIN
     return Cell(f"{disposition} {when}", style, order=newest_first)

@@ -21,7 +21,7 @@ PREFS_NAME = "cockpit.json"
 class CockpitPrefs(BaseModel):
     """What the cockpit remembers between runs."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="ignore", frozen=True)
 
     theme: str | None = None
     keymap: dict[str, str] = Field(default_factory=dict)

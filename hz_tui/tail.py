@@ -29,7 +29,7 @@ READ_LIMIT = 4 << 20
 class SpineLine(BaseModel):
     """One spine event as the cockpit reads it: the envelope and the kind's small payload."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="ignore", frozen=True)
 
     seq: int
     ts: str
@@ -42,7 +42,7 @@ class SpineLine(BaseModel):
 class TailRead(BaseModel):
     """What one read found: the new lines, unreadable ones counted, and a restart flag."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     lines: list[SpineLine] = []
     unreadable: int = 0

@@ -33,7 +33,7 @@ LOW_COLOUR_SYSTEMS = ("standard", "windows")
 class ThemeFile(BaseModel):
     """One theme file's shape: Textual's theme fields, nothing else."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     name: str
     dark: bool = True

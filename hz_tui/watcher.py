@@ -17,14 +17,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict
-from watchfiles import Change, awatch
 
 from hz_kernel.home import HEINZEL_ID
 from hz_tui.tail import SPINE_NAME, SpineLine, SpineTail
+
+if TYPE_CHECKING:
+    import anyio
+    from watchfiles import Change
 
 STEP_MS = 4
 DEBOUNCE_MS = 40
@@ -34,7 +36,7 @@ RUST_TIMEOUT_MS = 60_000
 class BodyDelta(BaseModel):
     """A record a running turn added to its body, as the daemon's feed carries it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     turn: str | None
     record: dict[str, Any]
@@ -50,7 +52,7 @@ class SpineBatch(BaseModel):
     place: every row and page asks the kernel afresh).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     moved: dict[str, int | None] = {}
     gone: list[str] = []
@@ -114,6 +116,8 @@ class SpineWatcher:
         self, deliver: Callable[[SpineBatch], None], stop: anyio.Event | None = None
     ) -> None:
         """Watch until cancelled (or ``stop`` is set), delivering each non-empty batch."""
+        from watchfiles import awatch  # not needed before the first frame: loaded after it
+
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         async for changes in awatch(
             self.root,

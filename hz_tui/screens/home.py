@@ -61,6 +61,9 @@ class HomeScreen(Screen[None]):
 
     CSS_PATH = "home.tcss"
     BINDINGS = keymap.HOME_SCREEN
+    #: The table has the keys from the start (the hidden filter never holds them, even briefly:
+    #: each move of the focus restyles the widgets it leaves and enters).
+    AUTO_FOCUS = "#heinzels"
 
     def __init__(self) -> None:
         super().__init__()
@@ -71,6 +74,7 @@ class HomeScreen(Screen[None]):
         self._spend_timer: Timer | None = None
         self._rows_spent: float | None = None
         """What the rows' costs today added up to: when it moves, the kernel is asked again."""
+        self._side_due = False
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -121,7 +125,6 @@ class HomeScreen(Screen[None]):
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
         self.table.replace_all(self.cockpit.rows.values())
-        self.table.focus()
         self.lay_out()
         self.after_rows(full=True)
 
@@ -135,19 +138,29 @@ class HomeScreen(Screen[None]):
         self.after_rows(full=update.full)
 
     def after_rows(self, *, full: bool) -> None:
-        """Totals, the empty message, the preview and (when costs moved) today's spending."""
-        now = now_utc()
+        """Totals, the empty message, (after the rows are drawn) the side panes, and (when
+        costs moved) today's spending."""
         self.update_status()
         self.show_empty()
-        self.show_preview(now)
-        for pane in self.activity_panes:
-            pane.seed(self.table.items.values(), now)
+        if not self._side_due:
+            # The rows go on screen first: the preview and the activity (a table of their own
+            # to lay out) follow in the next frame, once for any number of updates meanwhile.
+            self._side_due = True
+            self.call_after_refresh(self.fill_side)
         spent = round(sum(item.cost_today for item in self.table.items.values()), 6)
         moved, self._rows_spent = spent != self._rows_spent, spent
         if full:
             self.ask_spend()
         elif moved:
             self.ask_spend_soon()
+
+    def fill_side(self) -> None:
+        """The preview of the highlighted row, and the activity seeded from the rows."""
+        self._side_due = False
+        now = now_utc()
+        self.show_preview(now)
+        for pane in self.activity_panes:
+            pane.seed(self.table.items.values(), now)
 
     def on_spines(self, batch: SpineBatch) -> None:
         names = self.cockpit.names | {h: item.name for h, item in self.table.items.items()}
@@ -211,9 +224,10 @@ class HomeScreen(Screen[None]):
         """An empty table says why: no heinzels at all, or none that match the filter."""
         table = self.table
         empty = self.query_one("#empty", Static)
-        empty.display = not table.order
-        self.query_one("#list").set_class(not table.order, "-empty")
-        if table.order:
+        blank = self.cockpit.listed and not table.order
+        empty.display = blank
+        self.query_one("#list").set_class(blank, "-empty")
+        if not blank:
             return
         if table.items:
             words = self.filter_bar.value.strip()
