@@ -195,8 +195,9 @@ async def test_issue14_item5_totals_running_waiting_and_spend_against_the_cap(
             await until(lambda: "today" in status_text(app))
             await pilot.pause()
             line = status_text(app)
+            # Waiting: a draft, a question, an amendment and the proposed heinzel's contract.
             assert line.startswith(
-                "1 running · 3 waiting on you (1 draft) · $0.09 of $0.05 today: cap reached · "
+                "1 running · 4 waiting on you (1 draft) · $0.09 of $0.05 today: cap reached · "
                 "9 heinzels"
             ), line
     finally:
