@@ -16,6 +16,7 @@ is back. Escape only leaves the composer; stopping a turn is the page's.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from textual import events, work
@@ -214,7 +215,19 @@ class Composer(Horizontal):
     def on_mount(self) -> None:
         self.show(self.state)
         self.cockpit.link.changed.subscribe(self, self.on_link_changed)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.catch_up()
+
+    def on_tick(self, now: datetime) -> None:
+        """Another window's newer text shows here live, unless this one has edits of its own.
+
+        The text is content, so no spine event carries it: the shared clock
+        asks ``composer.get`` (one small file read). A window with unsaved
+        edits keeps them; its next save meets the newer text as before.
+        """
+        idle = not (self.dirty or self.conflict_open or self.sending_now or self.saving.locked())
+        if self.loaded and idle and self.save_timer is None and self.cockpit.link.attached:
+            self.catch_up()
 
     def on_unmount(self) -> None:
         """A page (or the cockpit) closing saves what the last keys typed; ``settle`` awaits it."""

@@ -184,6 +184,44 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
         await second_client.close()
 
 
+async def test_issue14_item4_another_windows_save_shows_live_where_nothing_was_typed(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """issue 14 item 4 (two windows): when another window saves, a composer with no edits of
+    its own shows the newer text on the shared clock's next tick, without a save or focus of
+    its own; one with edits keeps them, and its next save meets the newer text as before."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await until(lambda: composer.loaded)
+        base = await kept(client, heinzel)
+        other = ops.ComposerSaveRequest(
+            ref=heinzel,
+            base=base.revision,
+            text="typed in the other window",
+            mode="steer",
+            outgoing=None,
+            window="window-other",
+        )
+        assert (await client.call(ops.COMPOSER_SAVE, other)).saved
+        app.ticker.tick()
+        await until(lambda: composer.input.text == "typed in the other window")
+        assert composer.state.mode == "steer" and not composer.dirty
+        assert not composer.input.has_focus
+
+        await pilot.press("i")
+        await pilot.pause()
+        newer = await kept(client, heinzel)
+        again = other.model_copy(update={"base": newer.revision, "text": "theirs again"})
+        assert (await client.call(ops.COMPOSER_SAVE, again)).saved
+        await pilot.press(*" and mine")
+        app.ticker.tick()
+        await until(lambda: isinstance(app.screen, ChooseScreen))
+        assert composer.input.text == "typed in the other window and mine"
+
+
 async def test_issue14_item4_a_stopped_turn_gives_back_its_messages_in_their_mode(
     world: worlds.World, client: LocalClient, heinzel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
