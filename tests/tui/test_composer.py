@@ -351,6 +351,37 @@ async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_te
     assert (await kept(client, heinzel)).text == "typed while away!"
 
 
+async def test_issue14_item4_quitting_while_reconnecting_keeps_the_unsent_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """issue 14 item 4: a cockpit quit while its daemon is away (every save finds it gone)
+    keeps the typed text in the home's cockpit folder; the next cockpit's page on the heinzel
+    shows it and saves it to the kernel, and the local copy goes."""
+    flaky = SavesFailWhileAway(client)
+    app = CockpitApp(world.home, flaky)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel)
+        flaky.away = True
+        await pilot.press("i", *"typed while reconnecting", "ctrl+j", *"second line")
+        await pilot.press("ctrl+q")
+    await settle()
+    kept_file = world.home.root / "cockpit" / f"unsent-{heinzel}.json"
+    assert kept_file.exists() and oct(kept_file.stat().st_mode & 0o777) == "0o600"
+    assert (await kept(client, heinzel)).text == ""
+
+    again = CockpitApp(world.home, client)
+    async with again.run_test(size=SIZE) as pilot:
+        await again.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        assert composer.input.text == "typed while reconnecting\nsecond line"
+        await until(lambda: composer.loaded and not composer.dirty)
+        assert any("unsent message from before is back" in m for m in messages_of(again))
+    assert (await kept(client, heinzel)).text == "typed while reconnecting\nsecond line"
+    assert not kept_file.exists()
+
+
 def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
     """What a window does whose save found a newer revision: nothing typed is ever dropped."""
     base = ComposerText(heinzel="h", revision=3, text="draft", window="w-me")
