@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.command import Provider
 from textual.notifications import Notify, SeverityLevel
@@ -45,6 +45,8 @@ Beside = Callable[[asyncio.Event], Awaitable[None]]
 WARM_AFTER_S = 0.3
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
+#: The header's icon and clock space, both sides of its centred title (Textual's ``Header``).
+HEADER_EDGES = 20
 
 
 class CockpitApp(App[int]):
@@ -105,8 +107,9 @@ class CockpitApp(App[int]):
 
         # Rejections the last cockpit left held; the ones this cockpit holds are its own.
         self.held_at_start = {held.key for held in HeldRejects(self.home).load()}
-        self.sub_title = self.link.where
+        self.show_where()
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
+        self.screen_change_signal.subscribe(self, lambda _: self.show_where())
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
         if self.prefs_problem:
@@ -120,7 +123,18 @@ class CockpitApp(App[int]):
         await self.link.run()
 
     def on_link_changed(self, link: Link) -> None:
-        self.sub_title = link.where
+        self.show_where()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.show_where(event.size.width)
+
+    def show_where(self, width: int | None = None) -> None:
+        """The header's suffix: in full where it fits beside the page's title, else in brief
+        (``Link.brief``), so "reconnecting…" and the kind of kernel never fall off."""
+        title = self.screen.title if self.screen_stack and self.screen.title else self.title
+        room = self.size.width if width is None else width
+        fits = len(title) + len(" — ") + len(self.link.where) + HEADER_EDGES <= room
+        self.sub_title = self.link.where if fits else self.link.brief
 
     @work(exclusive=True, group="start")
     async def start(self) -> None:

@@ -121,6 +121,18 @@ class Link:
         why = f"; {refusal.one_line()}" if refusal is not None else ""
         return f"reconnecting… (lost the {self.described}{why})"
 
+    @property
+    def brief(self) -> str:
+        """``where`` in a few words for a narrow header: what the kernel is, its pid and how
+        the cockpit came by it, or that it is reconnecting; no address, no home."""
+        what = "remote daemon" if self.remote else "daemon" if self.daemon else "embedded kernel"
+        discovery = getattr(self.current, "discovery", None)
+        pid = getattr(discovery, "pid", None) if self.daemon else None
+        named = f"{what} pid {pid}" if pid else what
+        _, sep, how = self.current.where.rpartition(" · ")
+        named += f" · {self.how}" if self.how else f" · {how}" if sep else ""
+        return named if self.attached else f"reconnecting… (lost {named})"
+
     async def wait_attached(self) -> None:
         """Return once the link is attached (at once if it is)."""
         await self._attached.wait()
