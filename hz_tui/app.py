@@ -28,7 +28,7 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, keymap, notices, settings, themes, ticking
+from hz_tui import actions, keymap, monochrome, notices, settings, themes, ticking
 from hz_tui.commands import CockpitCommands
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
@@ -61,6 +61,7 @@ class CockpitApp(App[int]):
         # Textual picks its NO_COLOR filter here, from the theme of the moment: say the colours
         # are the terminal's, so it strips them (NoColor) rather than greying them (black).
         super().__init__(ansi_color=themes.no_color() or None)
+        monochrome.install()
         self.home = home
         self.link = Link(home, client, owner=self, catch_up=self.load_all)
         self.live = live

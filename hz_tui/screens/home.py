@@ -28,7 +28,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import SpendToday
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
-from hz_tui import keymap, new_heinzel, rows
+from hz_tui import keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets import activity
@@ -130,6 +130,7 @@ class HomeScreen(Screen[None]):
         self.cockpit.spines_moved.subscribe(self, self.on_spines)
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
+        self.set_class(themes.no_color(), "-mono")
         self.table.replace_all(self.cockpit.rows.values())
         self.table.focus()
         self.lay_out()

@@ -71,6 +71,38 @@ async def test_no_color_gives_a_readable_screen_with_the_selection_in_reverse(
         assert unreadable(cells) == []
 
 
+#: Marks read by their colour: scrollbar thumbs' eighth-blocks, the panes' tinted rules.
+COLOUR_MARKS = set("▁▂▃▄▅▆▇▉▊▋▌▍▎▏")
+
+
+async def test_issue14_item1_no_color_draws_no_mark_that_only_colour_explains(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 14 item 1: under NO_COLOR no cell holds a bar that meant something only by its
+    colour — a scrollbar thumb's eighth-block ends, the home's tinted pane rules — on the home,
+    a scrolled heinzel page and a transcript; scrollbars are whole cells of reverse video and
+    the selected row stays reverse video."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(120, 12)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        cells = screen_cells(app)
+        assert [c for row in cells for c in row if c.text in COLOUR_MARKS] == []
+        table = table_of(app).region
+        assert all(c.reverse for c in cells[cursor_line(app)][table.x + 1 : table.right - 3])
+        page = await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for _ in range(3):
+            assert page.query_one("#page").max_scroll_y > 0
+            cells = screen_cells(app)
+            assert [c for row in cells for c in row if c.text in COLOUR_MARKS] == []
+            assert any(c.reverse for row in cells for c in row[-6:]), "the scrollbar's thumb"
+            page.query_one("#page").scroll_relative(y=3, animate=False)
+            await pilot.pause()
+
+
 async def test_no_color_keeps_the_screen_monochrome_when_the_theme_key_is_pressed(
     cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
