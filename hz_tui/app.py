@@ -130,12 +130,13 @@ class CockpitApp(App[int]):
         self.show_where(event.size.width)
 
     def show_where(self, width: int | None = None) -> None:
-        """The header's suffix: in full where it fits beside the page's title, else in brief
-        (``Link.brief``), so "reconnecting…" and the kind of kernel never fall off."""
+        """The header's suffix: the longest form of ``Link.where`` that fits beside the page's
+        title (``Link.forms``), so "reconnecting…" and the kind of kernel never fall off."""
         title = self.screen.title if self.screen_stack and self.screen.title else self.title
-        room = self.size.width if width is None else width
-        fits = len(title) + len(" — ") + len(self.link.where) + HEADER_EDGES <= room
-        self.sub_title = self.link.where if fits else self.link.brief
+        room = (self.size.width if width is None else width) - len(title) - len(" — ")
+        forms = self.link.forms
+        fitting = (form for form in forms if len(form) + HEADER_EDGES <= room)
+        self.sub_title = next(fitting, forms[-1])
 
     @work(exclusive=True, group="start")
     async def start(self) -> None:

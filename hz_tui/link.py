@@ -122,16 +122,22 @@ class Link:
         return f"reconnecting… (lost the {self.described}{why})"
 
     @property
-    def brief(self) -> str:
-        """``where`` in a few words for a narrow header: what the kernel is, its pid and how
-        the cockpit came by it, or that it is reconnecting; no address, no home."""
+    def forms(self) -> list[str]:
+        """``where`` and shorter forms of it, longest first, for a header that cannot fit it:
+        without a remote daemon's home, then without the address; "reconnecting…" and the
+        kind of kernel with its pid stay in every form."""
         what = "remote daemon" if self.remote else "daemon" if self.daemon else "embedded kernel"
         discovery = getattr(self.current, "discovery", None)
         pid = getattr(discovery, "pid", None) if self.daemon else None
-        named = f"{what} pid {pid}" if pid else what
         _, sep, how = self.current.where.rpartition(" · ")
-        named += f" · {self.how}" if self.how else f" · {how}" if sep else ""
-        return named if self.attached else f"reconnecting… (lost {named})"
+        how = f" · {self.how}" if self.how else f" · {how}" if sep else ""
+        described = self.described
+        forms = [described, described.split(", home ")[0] + how if ", home " in described else ""]
+        forms.append(f"{what} (pid {pid}){how}" if pid else what)
+        forms = [form for form in dict.fromkeys(forms) if form]
+        if self.attached:
+            return forms
+        return [f"reconnecting… (lost the {form})" for form in forms]
 
     async def wait_attached(self) -> None:
         """Return once the link is attached (at once if it is)."""

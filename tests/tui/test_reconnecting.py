@@ -114,7 +114,7 @@ async def test_issue14_item7_at_80_columns_the_header_keeps_reconnecting_and_the
             await until(lambda: app.sub_title.startswith("reconnecting…"))
             await pilot.pause()
             header = row_text(screen_cells(app), 0)
-            assert "reconnecting… (lost daemon pid 4242)" in header, header
+            assert "reconnecting… (lost the daemon (pid 4242))" in header, header
             await pilot.resize_terminal(160, 24)
             await pilot.pause()
             header = row_text(screen_cells(app), 0)
