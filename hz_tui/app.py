@@ -16,7 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.command import Provider
 from textual.notifications import Notify, SeverityLevel
@@ -28,7 +28,7 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, key_overrides, keymap, notices, settings, themes, ticking
+from hz_tui import actions, key_overrides, keymap, monochrome, notices, settings, themes, ticking
 from hz_tui.commands import CockpitCommands
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
@@ -45,6 +45,8 @@ Beside = Callable[[asyncio.Event], Awaitable[None]]
 WARM_AFTER_S = 0.3
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
+#: The header's icon and clock space, both sides of its centred title (Textual's ``Header``).
+HEADER_EDGES = 20
 
 
 class CockpitApp(App[int]):
@@ -59,6 +61,7 @@ class CockpitApp(App[int]):
         # Textual picks its NO_COLOR filter here, from the theme of the moment: say the colours
         # are the terminal's, so it strips them (NoColor) rather than greying them (black).
         super().__init__(ansi_color=themes.no_color() or None)
+        monochrome.install()
         self.home = home
         self.link = Link(home, client, owner=self, catch_up=self.load_all)
         self.live = live
@@ -107,8 +110,9 @@ class CockpitApp(App[int]):
 
         # Rejections a cockpit that ended left held (another running cockpit's are its own).
         self.held_at_start = HeldRejects(self.home).claim_left_behind()
-        self.sub_title = self.link.where
+        self.show_where()
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
+        self.screen_change_signal.subscribe(self, lambda _: self.show_where())
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
         for problem in [self.prefs_problem, *self.keymap_problems]:
@@ -123,7 +127,19 @@ class CockpitApp(App[int]):
         await self.link.run()
 
     def on_link_changed(self, link: Link) -> None:
-        self.sub_title = link.where
+        self.show_where()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.show_where(event.size.width)
+
+    def show_where(self, width: int | None = None) -> None:
+        """The header's suffix: the longest form of ``Link.where`` that fits beside the page's
+        title (``Link.forms``), so "reconnecting…" and the kind of kernel never fall off."""
+        title = self.screen.title if self.screen_stack and self.screen.title else self.title
+        room = (self.size.width if width is None else width) - len(title) - len(" — ")
+        forms = self.link.forms
+        fitting = (form for form in forms if len(form) + HEADER_EDGES <= room)
+        self.sub_title = next(fitting, forms[-1])
 
     @work(exclusive=True, group="start")
     async def start(self) -> None:

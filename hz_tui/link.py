@@ -122,6 +122,24 @@ class Link:
         why = f"; {refusal.one_line()}" if refusal is not None else ""
         return f"reconnecting… (lost the {self.described}{why})"
 
+    @property
+    def forms(self) -> list[str]:
+        """``where`` and shorter forms of it, longest first, for a header that cannot fit it:
+        without a remote daemon's home, then without the address; "reconnecting…" and the
+        kind of kernel with its pid stay in every form."""
+        what = "remote daemon" if self.remote else "daemon" if self.daemon else "embedded kernel"
+        discovery = getattr(self.current, "discovery", None)
+        pid = getattr(discovery, "pid", None) if self.daemon else None
+        _, sep, how = self.current.where.rpartition(" · ")
+        how = f" · {self.how}" if self.how else f" · {how}" if sep else ""
+        described = self.described
+        forms = [described, described.split(", home ")[0] + how if ", home " in described else ""]
+        forms.append(f"{what} (pid {pid}){how}" if pid else what)
+        forms = [form for form in dict.fromkeys(forms) if form]
+        if self.attached:
+            return forms
+        return [f"reconnecting… (lost the {form})" for form in forms]
+
     async def wait_attached(self) -> None:
         """Return once the link is attached (at once if it is)."""
         await self._attached.wait()

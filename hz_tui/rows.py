@@ -93,6 +93,12 @@ NAME_MAX = 24
 GROWING = ("name", "last_turn", "waits", "contract")
 
 
+def table_min_width(padding: int) -> int:
+    """How wide a table must be to show every column at its narrow width (the name at its
+    least), the outer edges' padding aside."""
+    return sum(c.narrow for c in COLUMNS) + NAME_MIN + 2 * padding * (len(COLUMNS) - 1)
+
+
 def column_widths(
     available: int, padding: int, wanted: Mapping[str, int] | None = None
 ) -> dict[str, int]:

@@ -13,8 +13,11 @@ compared with what the model was sent. ``Search`` finds a query in lines.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -250,21 +253,9 @@ class TranscriptModel:
         model = started[-1]["data"].get("model") if started else None
         if model:
             yield Line(f"model {model}", "dim")
-        for event in self._of("attempt.retry"):
-            d = event["data"]
-            yield Line(
-                f"attempt {d.get('attempt')} failed ({d.get('error')}); "
-                f"tried again after {d.get('delay_ms')} ms",
-                "bad",
-                "attempts",
-            )
-        for event in self._of("attempt.failed"):
-            d = event["data"]
-            yield Line(
-                f"attempt {d.get('attempt')} failed: {d.get('code')} {d.get('error')}".rstrip(),
-                "bad",
-                "attempts",
-            )
+        for kind, template in ATTEMPT_LINES.items():
+            for event in self._of(kind):
+                yield Line(template.format_map(_Fields(event["data"])).rstrip(), "bad", "attempts")
         contexts = self._records("context")
         context_messages = [str(m) for r in contexts for m in r.get("messages", [])]
         conversations = self._records("messages")
@@ -466,32 +457,46 @@ def _plain(content: object) -> str:
     return json.dumps(content, indent=2, ensure_ascii=False, default=str)
 
 
+#: A retried or failed model attempt's line, filled from the event's data.
+ATTEMPT_LINES = {
+    "attempt.retry": "attempt {attempt} failed ({error}); tried again after {delay_ms} ms",
+    "attempt.failed": "attempt {attempt} failed: {code} {error}",
+}
+#: The effect ledger's line for each kind of spine event it shows, filled from the event's data.
+EFFECT_LINES = {
+    "effect.started": "{effect} started · key {key}",
+    "effect.done": "done{found} · key {key}",
+    "effect.failed": "failed · key {key}: {error}",
+    "effect.interrupted": "interrupted, never performed · key {key}",
+    "draft.placed": "draft placed in {asset} ({size} bytes)",
+    "draft.superseded": "draft {key} superseded",
+    "lesson.recorded": "lesson learned: {lesson}",
+    "question.asked": "asked: {question}",
+    "amendment.proposed": "a contract amendment proposed",
+    "approval.observed": "approval seen: {share_changed:.0%} of the words changed",
+    "turn.waiting": "waits until {until}",
+}
+
+
+class _Fields(dict[str, Any]):
+    """An event's data for ``str.format_map``: a field it lacks reads ``None``."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
 def _effect_line(event: dict[str, Any]) -> str | None:
-    d, kind = event["data"], event["kind"]
-    if kind == "effect.started":
-        return f"{d.get('effect')} started · key {d.get('key')}"
-    if kind == "effect.done":
-        found = " (found on resume)" if d.get("found_on_resume") else ""
-        return f"done{found} · key {d.get('key')}"
-    if kind == "effect.failed":
-        return f"failed · key {d.get('key')}: {d.get('error')}"
-    if kind == "effect.interrupted":
-        return f"interrupted, never performed · key {d.get('key')}"
-    if kind == "draft.placed":
-        return f"draft placed in {d.get('asset')} ({d.get('size')} bytes)"
-    if kind == "draft.superseded":
-        return f"draft {d.get('key')} superseded"
-    if kind == "lesson.recorded":
-        return f"lesson learned: {d.get('lesson')}"
-    if kind == "question.asked":
-        return f"asked: {d.get('question')}"
-    if kind == "amendment.proposed":
-        return "a contract amendment proposed"
-    if kind == "approval.observed":
-        return f"approval seen: {d.get('share_changed', 0):.0%} of the words changed"
-    if kind == "turn.waiting":
-        return f"waits until {d.get('until') or 'something happens'}"
-    return None
+    template = EFFECT_LINES.get(event["kind"])
+    if template is None:
+        return None
+    d = event["data"]
+    fields = _Fields(
+        d,
+        found=" (found on resume)" if d.get("found_on_resume") else "",
+        share_changed=d.get("share_changed", 0),
+        until=d.get("until") or "something happens",
+    )
+    return template.format_map(fields)
 
 
 # -- the conversation -------------------------------------------------------------------------
@@ -526,25 +531,37 @@ def conversation_lines(conversation: Conversation) -> list[Line]:
 
 @dataclass(frozen=True, slots=True)
 class Match:
+    """From ``start`` in line ``line`` to ``end`` in line ``end_line`` (mostly the same line)."""
+
     line: int
     start: int
     end: int
+    end_line: int
+
+    def spans(self, lines: list[Line]) -> Iterator[tuple[int, int, int]]:
+        """Each line the match covers, with the part of its text: ``(line, start, end)``."""
+        for number in range(self.line, self.end_line + 1):
+            start = self.start if number == self.line else 0
+            end = self.end if number == self.end_line else len(lines[number].text)
+            yield number, start, end
 
 
-def find(lines: Iterable[Line], query: str) -> list[Match]:
-    """Every place ``query`` occurs (ignoring case), in reading order; never across lines."""
-    needle = query.lower()
-    if not needle:
+def find(lines: list[Line], query: str) -> list[Match]:
+    """Every place ``query`` occurs (ignoring case), in reading order.
+
+    A space in the query stands for any run of white space, a line break
+    among it: a phrase the source text broke over two lines is still found.
+    """
+    words = query.split()
+    if not words:
         return []
+    edges = r"\s+" if query[0].isspace() else "", r"\s+" if query[-1].isspace() else ""
+    pattern = re.compile(edges[0] + r"\s+".join(map(re.escape, words)) + edges[1], re.IGNORECASE)
+    text = "\n".join(line.text for line in lines)
+    starts = list(itertools.accumulate((len(line.text) + 1 for line in lines), initial=0))
     found = []
-    for number, line in enumerate(lines):
-        haystack = line.text.lower()
-        if len(haystack) != len(line.text):  # a letter whose lower case is longer: match as typed
-            haystack, needle_here = line.text, query
-        else:
-            needle_here = needle
-        start = haystack.find(needle_here)
-        while start >= 0:
-            found.append(Match(number, start, start + len(needle_here)))
-            start = haystack.find(needle_here, start + len(needle_here))
+    for hit in pattern.finditer(text):
+        first = bisect.bisect_right(starts, hit.start()) - 1
+        last = bisect.bisect_right(starts, hit.end() - 1) - 1
+        found.append(Match(first, hit.start() - starts[first], hit.end() - starts[last], last))
     return found

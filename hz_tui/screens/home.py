@@ -4,8 +4,10 @@ The table filters with ``/`` and opens with Enter; the preview (``o``)
 follows the cursor from the rows the table already holds; the activity
 pane lists what the spines just said; the line under the table totals
 turns running, what waits on the user and today's spending against the
-daily cap. Where the terminal is narrow the preview starts hidden and the
-activity shrinks to one line, so the table keeps its columns.
+daily cap. Where the terminal is too narrow for the preview beside a table
+that keeps its columns, the preview gives way and the activity shrinks to
+one line; ``o`` then shows the preview full width in the table's place
+(k9s's describe view), and ``o`` or Escape goes back to the table.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from hz_kernel import operations as ops
 from hz_kernel.api import SpendToday
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
-from hz_tui import keymap, new_heinzel, rows
+from hz_tui import keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets import activity
 from hz_tui.widgets.activity import ActivityPane
 from hz_tui.widgets.filter_bar import FilterBar
-from hz_tui.widgets.heinzel_table import HeinzelTable
+from hz_tui.widgets.heinzel_table import CELL_PADDING, HeinzelTable
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.preview import HeinzelPreview
 from hz_tui.widgets.status_line import StatusLine, Totals
@@ -40,8 +42,11 @@ from hz_tui.widgets.status_line import StatusLine, Totals
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
-#: Narrower than this, the preview starts hidden and the activity is one line.
-NARROW_BELOW = 100
+#: The side panes' width beside the table (``home.tcss``: ``HomeScreen #side``).
+SIDE_WIDTH = 44
+#: From this width the preview and activity sit beside a table that keeps every column;
+#: narrower, they give way (the activity is one line, ``o`` shows the preview full width).
+BESIDE_FROM = rows.table_min_width(CELL_PADDING) + SIDE_WIDTH
 #: From this width on, the preview and activity take what the table's columns leave.
 WIDE_FROM = 180
 #: The preview redraws at most this often while the cursor moves (a held key).
@@ -49,6 +54,7 @@ PREVIEW_EVERY_S = 0.05
 #: Spending is asked again this long after a row's cost moved (a burst asks once).
 SPEND_AFTER_S = 0.5
 
+FULL_NOTE = "Preview, full width (too narrow beside the table) · o or Esc: back"
 EMPTY = (
     "No heinzels yet.\n\n"
     "Press {new} to create one from a template or a sentence,\n"
@@ -68,7 +74,11 @@ class HomeScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.preview_wanted: bool | None = None
-        """The user's choice with ``o``; None: by the terminal's width."""
+        """The user's choice with ``o`` where the preview fits beside the table; None: shown."""
+        self.preview_full = False
+        """Too narrow for it beside the table, the preview shows full width in its place."""
+        self._beside = False
+        """The preview showed beside the table at the last layout (it gives way with a note)."""
         self.spend: SpendToday | None = None
         self._preview_timer: Timer | None = None
         self._spend_timer: Timer | None = None
@@ -124,6 +134,7 @@ class HomeScreen(Screen[None]):
         self.cockpit.spines_moved.subscribe(self, self.on_spines)
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
+        self.set_class(themes.no_color(), "-mono")
         self.table.replace_all(self.cockpit.rows.values())
         self.lay_out()
         self.after_rows(full=True)
@@ -254,24 +265,43 @@ class HomeScreen(Screen[None]):
         self.preview.show(item, now)
 
     @property
+    def fits_beside(self) -> bool:
+        """The preview fits beside the table without cutting the table's columns."""
+        return self.size.width >= BESIDE_FROM
+
+    @property
     def preview_shown(self) -> bool:
-        if self.preview_wanted is not None:
-            return self.preview_wanted
-        return self.size.width >= NARROW_BELOW
+        if not self.fits_beside:
+            return self.preview_full
+        return self.preview_wanted is not False
 
     def on_resize(self, event: events.Resize) -> None:
         self.lay_out()
 
     def lay_out(self) -> None:
-        """Preview and activity beside the table, or (narrow, no preview) activity as a line."""
-        narrow = self.size.width < NARROW_BELOW
+        """Preview and activity beside the table; too narrow for that, the table alone with the
+        activity as a line under it, or (``o``) the preview full width in the table's place."""
+        beside = self.fits_beside
+        if beside:
+            self.preview_full = False
+        full = self.preview_full
         preview = self.preview_shown
-        side = preview or not narrow
-        self.set_class(narrow, "-narrow")
+        if self._beside and not beside:
+            self.notify(
+                f"The preview gives way below {BESIDE_FROM} columns so the table keeps its "
+                "columns: o shows it full width."
+            )
+        self._beside = beside and preview
+        self.set_class(not beside, "-narrow")
+        self.set_class(full, "-full")
         self.set_class(self.size.width >= WIDE_FROM, "-wide")
-        self.query_one("#side").display = side
+        self.query_one("#list").display = not full
+        self.query_one("#side").display = beside or full
         self.preview.display = preview
-        self.query_one("#activity-line").display = not side
+        self.preview.note = FULL_NOTE if full else ""
+        self.query_one("#activity-line").display = not (beside or full)
+        if not full and self.table.display and self.focused is None:
+            self.table.focus()
         now = now_utc()
         self.show_preview(now)
         for pane in self.activity_panes:
@@ -281,18 +311,25 @@ class HomeScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
-            return bool(self.filter_bar.value) or self.filter_bar.has_focus
+            return bool(self.filter_bar.value) or self.filter_bar.has_focus or self.preview_full
         return True
 
     def action_toggle_preview(self) -> None:
-        self.preview_wanted = not self.preview_shown
+        if self.fits_beside:
+            self.preview_wanted = not self.preview_shown
+        else:
+            self.preview_full = not self.preview_full
         self.lay_out()
+        self.refresh_bindings()
 
     def action_filter(self) -> None:
         self.filter_bar.add_class("-active")
         self.filter_bar.focus()
 
     def action_clear_filter(self) -> None:
+        if self.preview_full:
+            self.action_toggle_preview()
+            return
         self.filter_bar.value = ""
         self.filter_bar.remove_class("-active")
         self.table.focus()

@@ -1,5 +1,7 @@
 """The daemon's log: its last lines, then whatever it writes, followed across rotations.
 
+Long lines wrap to the width (``LogView``): nothing is cut.
+
 The cockpit reads ``<home>/daemon.log`` (and the rotated files for the first
 screenful) straight from disk, as it reads the spines. A cockpit with no
 access to that file — a daemon under systemd logs to the journal, a daemon
@@ -12,11 +14,12 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Header, Log, Static
+from textual.widgets import Header, Static
 
 from hz_kernel import logfiles
 from hz_tui import keymap
 from hz_tui.widgets.key_bar import KeyBar
+from hz_tui.widgets.log_view import LogView
 
 #: Lines read back when the page opens, and the most the page keeps.
 TAIL_LINES = 500
@@ -41,7 +44,7 @@ class LogScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
         yield Static(id="log-where")
-        yield Log(id="log", max_lines=MAX_LINES, highlight=False)
+        yield LogView(id="log", max_lines=MAX_LINES)
         yield KeyBar()
 
     def on_mount(self) -> None:
@@ -49,12 +52,14 @@ class LogScreen(Screen[None]):
         path = logfiles.log_path(self.root)
         self.follower.start()
         lines = logfiles.tail(self.root, TAIL_LINES)
-        log = self.query_one(Log)
+        log = self.query_one(LogView)
         if not lines and not path.exists():
-            log.write_line(
-                f"No daemon log at {path}. A daemon run by systemd logs to the journal "
-                "(journalctl --user -u hz-daemon.service); one on another machine keeps "
-                "its log there. New lines appear here if this file is written."
+            log.write_lines(
+                [
+                    f"No daemon log at {path}. A daemon run by systemd logs to the journal "
+                    "(journalctl --user -u hz-daemon.service); one on another machine keeps "
+                    "its log there. New lines appear here if this file is written."
+                ]
             )
         log.write_lines([logfiles.visible(line) for line in lines])
         self.set_interval(POLL_S, self.poll)
@@ -70,15 +75,15 @@ class LogScreen(Screen[None]):
             return
         lines = self.follower.read()
         if lines:
-            self.query_one(Log).write_lines([logfiles.visible(line) for line in lines])
+            self.query_one(LogView).write_lines([logfiles.visible(line) for line in lines])
 
     def action_toggle_follow(self) -> None:
         self.follow = not self.follow
-        log = self.query_one(Log)
-        log.auto_scroll = self.follow
+        log = self.query_one(LogView)
+        log.following = self.follow
         if self.follow:
             self.poll()
-            log.scroll_end(animate=False)
+            log.follow()
         self.show_where()
 
     def action_back(self) -> None:

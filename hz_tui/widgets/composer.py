@@ -16,6 +16,7 @@ is back. Escape only leaves the composer; stopping a turn is the page's.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
 from textual import events, work
@@ -28,6 +29,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import ComposerText, InboxItem
 from hz_kernel.errors import HzError
 from hz_tui import keymap
+from hz_tui.composer_kept import Kept, KeptComposer
 from hz_tui.composer_store import (
     Choice,
     ComposerState,
@@ -60,9 +62,6 @@ PLACEHOLDER = (
 REBASES = 3
 #: Saves started by composers that closed, until the kernel answered them.
 CLOSING: set[asyncio.Future[bool]] = set()
-#: What a page closed while the kernel was out of reach could not save, by heinzel: the
-#: page opened again shows it (the revision it was typed over, the text, the window's id).
-UNSAVED: dict[str, tuple[ComposerText, ComposerState, str]] = {}
 
 
 #: How long a closing cockpit waits for those saves (a daemon that hangs must not hold it).
@@ -178,8 +177,8 @@ class Composer(Horizontal):
         self.base = ComposerText(heinzel=heinzel_id)
         """The revision this window last saw the kernel keep."""
         self.state = ComposerState()
-        if heinzel_id in UNSAVED:
-            self.base, self.state, self.window = UNSAVED.pop(heinzel_id)
+        self.kept_here = False
+        """This window's text is kept on this machine too, until the kernel has it."""
         self.walk = HistoryWalk()
         self.loaded = False
         self.saving = asyncio.Lock()
@@ -211,21 +210,60 @@ class Composer(Horizontal):
             compact=True,
         )
 
+    @property
+    def kept(self) -> KeptComposer:
+        return KeptComposer(self.cockpit.home, self.heinzel_id)
+
     def on_mount(self) -> None:
+        left = self.kept.load()
+        if left is not None:
+            self.base, self.state, self.window = left.base, left.state, left.window
+            self.kept_here = True
+            self.notify(
+                "Your unsent message from before is back; it is saved as the kernel answers."
+            )
         self.show(self.state)
         self.cockpit.link.changed.subscribe(self, self.on_link_changed)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.catch_up()
 
+    def on_tick(self, now: datetime) -> None:
+        """Another window's newer text shows here live, unless this one has edits of its own.
+
+        The text is content, so no spine event carries it: the shared clock
+        asks ``composer.get`` (one small file read). A window with unsaved
+        edits keeps them; its next save meets the newer text as before.
+        """
+        idle = not (self.dirty or self.conflict_open or self.sending_now or self.saving.locked())
+        if self.loaded and idle and self.save_timer is None and self.cockpit.link.attached:
+            self.catch_up()
+
     def on_unmount(self) -> None:
-        """A page (or the cockpit) closing saves what the last keys typed; ``settle`` awaits it."""
+        """A page (or the cockpit) closing saves what the last keys typed; ``settle`` awaits it.
+
+        The text is written to this machine first: a daemon that is away (the
+        cockpit reconnecting) or a cockpit that ends before the kernel answers
+        never loses it; the next page on this heinzel shows it again.
+        """
         if self.save_timer is not None:
             self.save_timer.stop()
-        if self.dirty and self.loaded:
+        if not self.dirty:
+            return
+        try:
+            self.kept.keep(Kept(base=self.base, state=self.state, window=self.window))
+            self.kept_here = True
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+        if self.loaded:
             closing = asyncio.ensure_future(self._save(closing=True))
             CLOSING.add(closing)
             closing.add_done_callback(CLOSING.discard)
-        elif self.dirty:
-            UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
+
+    def _saved_by_kernel(self) -> None:
+        """The kernel keeps all this window shows: the copy on this machine can go."""
+        if self.kept_here and not self.dirty:
+            self.kept_here = False
+            self.kept.release()
 
     def on_link_changed(self, link: Link) -> None:
         if not link.attached or not self.after_reconnect or self.sending_now:
@@ -295,6 +333,8 @@ class Composer(Horizontal):
                     return
         if self.dirty:
             self.save_soon(0)
+        else:
+            self._saved_by_kernel()
 
     def save_soon(self, after: float = SAVE_AFTER_S) -> None:
         """Save once typing paused for ``after`` seconds (0: now)."""
@@ -327,6 +367,7 @@ class Composer(Horizontal):
                 if not self.loaded or self.conflict_open:
                     return False
                 if not self.dirty:
+                    self._saved_by_kernel()
                     return True
                 state = self.state
                 request = ops.ComposerSaveRequest(
@@ -341,8 +382,6 @@ class Composer(Horizontal):
                     answer = await self.cockpit.client.call(ops.COMPOSER_SAVE, request)
                 except NotConnected as exc:
                     self.after_reconnect = True
-                    if closing:
-                        UNSAVED[self.heinzel_id] = (self.base, self.state, self.window)
                     self.notify(
                         f"Not saved yet: {exc.one_line()}; kept here until the cockpit is back",
                         severity="warning",
@@ -357,6 +396,7 @@ class Composer(Horizontal):
                     continue
                 if not await self._meet(answer.current, closing=closing):
                     return False
+            self._saved_by_kernel()
             return not self.dirty
 
     async def _meet(self, theirs: ComposerText, *, closing: bool = False) -> bool:

@@ -33,10 +33,13 @@ class HeinzelPreview(Static):
         super().__init__(id=id)
         self.item: HeinzelSummary | None = None
         self.palette = Palette()
+        self.note = ""
+        """A line above the heinzel, saying why the pane shows as it does (full width)."""
 
     def show(self, item: HeinzelSummary | None, now: datetime) -> None:
         self.item = item
-        self.update(describe(item, now, self.palette))
+        described = describe(item, now, self.palette)
+        self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 
 
 def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Group | Text:

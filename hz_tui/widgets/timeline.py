@@ -1,10 +1,15 @@
 """One heinzel's turns, newest first: when, cause, how it ended, the report line, cost.
 
 Enter (or a click on the selected row) asks for the turn's transcript.
+As on the home table, the columns whose text gets cut (the causes, the
+report) share what the fixed ones leave: the causes get what their longest
+text needs, the report the rest, so a wide terminal shows both whole. A
+column stays free for the scrollbar: a long timeline never pushes the cost out.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.style import Style
 from textual import events
 from textual.message import Message
@@ -14,15 +19,32 @@ from hz_kernel.api import TurnSummary
 from hz_tui import display, keymap
 from hz_tui.rows import Cell, Palette
 
-#: Fixed columns; the report takes what is left (at least ``REPORT_MIN``).
+#: The columns and their least widths; the cause grows to its text, the report takes the rest.
 COLUMNS = (
     ("started", "Started (UTC)", 16),
     ("cause", "Cause", 12),
     ("outcome", "Outcome", 10),
-    ("report", "Report", 0),
+    ("report", "Report", 16),
     ("cost", "Cost", 7),
 )
-REPORT_MIN = 16
+#: Kept free for the vertical scrollbar (``scrollbar-size-vertical``): a long timeline's bar
+#: never pushes the cost out of sight.
+SCROLLBAR = 1
+#: The columns whose text gets cut, in the order they get spare width.
+GROWING = ("cause", "report")
+
+
+def column_widths(available: int, padding: int, wanted: dict[str, int]) -> dict[str, int]:
+    """Widths for a timeline ``available`` cells wide: each column its least, then what is left
+    to the growing columns, each up to its longest text (``wanted``), and the rest to the report."""
+    widths = {key: least for key, _, least in COLUMNS}
+    rest = available - sum(widths.values()) - 2 * padding * len(COLUMNS)
+    for key in GROWING:
+        more = min(max(0, rest), max(0, wanted.get(key, 0) - widths[key]))
+        widths[key] += more
+        rest -= more
+    widths["report"] += max(0, rest)
+    return widths
 
 
 class Timeline(DataTable[Cell]):
@@ -37,21 +59,35 @@ class Timeline(DataTable[Cell]):
             super().__init__()
             self.turn = turn
 
+    DEFAULT_CSS = """
+    Timeline {
+        scrollbar-size-vertical: 1;
+    }
+    """
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.palette = Palette()
         self.turns: list[TurnSummary] = []
-        self.report_width = 0
+        self.widths: dict[str, int] = {}
 
     def on_resize(self, event: events.Resize) -> None:
-        fixed = sum(width for _, _, width in COLUMNS) + 2 * self.cell_padding * len(COLUMNS)
-        report = max(REPORT_MIN, event.size.width - fixed - 1)
-        if report != self.report_width:
-            self.report_width = report
+        self._lay_out()
+
+    def _lay_out(self) -> bool:
+        """Fit the columns to the width and the turns' texts; True when that re-added the rows."""
+        cells = [_cells(turn, self.palette) for turn in self.turns]
+        wanted = {key: max((cell_len(c[key].plain) for c in cells), default=0) for key in GROWING}
+        available = self.size.width - SCROLLBAR
+        widths = column_widths(available, self.cell_padding, wanted)
+        if widths != self.widths:
+            self.widths = widths
             self.clear(columns=True)
-            for key, label, width in COLUMNS:
-                self.add_column(label, key=key, width=width or report)
-            self.show(self.turns)
+            for key, label, _ in COLUMNS:
+                self.add_column(label, key=key, width=widths[key])
+            self._fill(self.turns)
+            return True
+        return False
 
     def action_open_turn(self) -> None:
         if self.row_count:
@@ -67,8 +103,10 @@ class Timeline(DataTable[Cell]):
 
     def show(self, turns: list[TurnSummary]) -> None:
         self.turns = turns
-        if not self.columns:
-            return
+        if self.columns and not self._lay_out():
+            self._fill(turns)
+
+    def _fill(self, turns: list[TurnSummary]) -> None:
         wanted = {turn.turn for turn in turns}
         for key in [k.value for k in self.rows if k.value not in wanted]:
             if key is not None:

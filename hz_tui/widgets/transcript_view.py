@@ -116,7 +116,8 @@ class TranscriptView(ScrollView, can_focus=True):
         self.matches, self.current = matches, current
         marks: dict[int, list[tuple[int, int, bool]]] = {}
         for index, match in enumerate(matches):
-            marks.setdefault(match.line, []).append((match.start, match.end, index == current))
+            for number, start, end in match.spans(self.lines):
+                marks.setdefault(number, []).append((start, end, index == current))
         self._marks = marks
         if into_sight and current is not None and matches:
             self.following = False

@@ -178,6 +178,44 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
         await second_client.close()
 
 
+async def test_issue14_item4_another_windows_save_shows_live_where_nothing_was_typed(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """issue 14 item 4 (two windows): when another window saves, a composer with no edits of
+    its own shows the newer text on the shared clock's next tick, without a save or focus of
+    its own; one with edits keeps them, and its next save meets the newer text as before."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await until(lambda: composer.loaded)
+        base = await kept(client, heinzel)
+        other = ops.ComposerSaveRequest(
+            ref=heinzel,
+            base=base.revision,
+            text="typed in the other window",
+            mode="steer",
+            outgoing=None,
+            window="window-other",
+        )
+        assert (await client.call(ops.COMPOSER_SAVE, other)).saved
+        app.ticker.tick()
+        await until(lambda: composer.input.text == "typed in the other window")
+        assert composer.state.mode == "steer" and not composer.dirty
+        assert not composer.input.has_focus
+
+        await pilot.press("i")
+        await pilot.pause()
+        newer = await kept(client, heinzel)
+        again = other.model_copy(update={"base": newer.revision, "text": "theirs again"})
+        assert (await client.call(ops.COMPOSER_SAVE, again)).saved
+        await pilot.press(*" and mine")
+        app.ticker.tick()
+        await until(lambda: isinstance(app.screen, ChooseScreen))
+        assert composer.input.text == "typed in the other window and mine"
+
+
 async def test_issue14_item4_a_stopped_turn_gives_back_its_messages_in_their_mode(
     world: worlds.World, client: LocalClient, heinzel: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,6 +328,37 @@ async def test_issue14_item4_a_page_closed_while_the_kernel_is_away_keeps_its_te
         await pilot.press("i", *"!")
         await until(lambda: not page.query_one(Composer).dirty)
     assert (await kept(client, heinzel)).text == "typed while away!"
+
+
+async def test_issue14_item4_quitting_while_reconnecting_keeps_the_unsent_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """issue 14 item 4: a cockpit quit while its daemon is away (every save finds it gone)
+    keeps the typed text in the home's cockpit folder; the next cockpit's page on the heinzel
+    shows it and saves it to the kernel, and the local copy goes."""
+    flaky = SavesFailWhileAway(client)
+    app = CockpitApp(world.home, flaky)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel)
+        flaky.away = True
+        await pilot.press("i", *"typed while reconnecting", "ctrl+j", *"second line")
+        await pilot.press("ctrl+q")
+    await settle()
+    kept_file = world.home.root / "cockpit" / f"unsent-{heinzel}.json"
+    assert kept_file.exists() and oct(kept_file.stat().st_mode & 0o777) == "0o600"
+    assert (await kept(client, heinzel)).text == ""
+
+    again = CockpitApp(world.home, client)
+    async with again.run_test(size=SIZE) as pilot:
+        await again.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        assert composer.input.text == "typed while reconnecting\nsecond line"
+        await until(lambda: composer.loaded and not composer.dirty)
+        assert any("unsent message from before is back" in m for m in messages_of(again))
+    assert (await kept(client, heinzel)).text == "typed while reconnecting\nsecond line"
+    assert not kept_file.exists()
 
 
 def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:

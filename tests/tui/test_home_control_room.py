@@ -111,6 +111,48 @@ async def test_issue14_item5_preview_hides_by_default_on_a_small_terminal(
         assert not line.display
 
 
+async def test_issue14_item1_at_80_columns_the_preview_gives_way_and_o_shows_it_full_width(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 items 1 and 5: beside the table, the preview would cut the table's columns at
+    80 columns; it gives way (with a toast when it was showing) and ``o`` shows it full width
+    in the table's place, saying so; ``o`` or Escape brings the whole table back."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        home = home_of(app)
+        preview = home.query_one(HeinzelPreview)
+        assert preview.display and home.table.region.width < SIZE[0]
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not home.query_one("#side").display and home.table.region.width == 80
+        assert any("preview gives way" in n.message for n in app.notices.history)
+        for label in ("Name", "State", "Due", "Last turn", "Waits", "Today"):
+            assert label in text_of_table_header(home)
+
+        await pilot.press("o")
+        await pilot.pause()
+        assert not home.query_one("#list").display, "the table is not squeezed beside it"
+        assert preview.display and preview.region.width >= 76
+        shown = preview_text(app)
+        assert shown.startswith("Preview, full width") and "build-health asleep" in shown
+        await pilot.press("escape")
+        await pilot.pause()
+        assert home.query_one("#list").display and not preview.display
+        assert home.table.has_focus and home.table.region.width == 80
+        await pilot.press("j", "o")
+        await pilot.pause()
+        assert preview.item is not None and preview.item.name == "changelog"
+        await pilot.press("o")
+        await pilot.pause()
+        assert home.table.region.width == 80 and home.table.has_focus
+
+
+def text_of_table_header(home: HomeScreen) -> str:
+    table = home.table
+    return "".join(segment.text for segment in table.render_line(0))
+
+
 @pytest.fixture
 async def world(tmp_path: Path) -> worlds.World:
     return worlds.make_world(tmp_path)

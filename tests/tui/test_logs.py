@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.widgets import Log, Static
+from textual.widgets import Static
 
 from hz_kernel.connect import connect
 from hz_kernel.daemon.logs import RotatingLog
@@ -26,6 +26,8 @@ from hz_tui.commands import cockpit_commands
 from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.screens.logs import LogScreen
+from hz_tui.widgets.log_view import LogView
+from tests.tui.cells import row_text, screen_cells
 from tests.tui.test_cockpit import SIZE, text_of, until
 from tests.tui.test_snapshots import THEMES, cockpit, loaded
 
@@ -33,7 +35,7 @@ HZ = [sys.executable, "-m", "hz_kernel.cli"]
 
 
 def _lines(app: CockpitApp) -> list[str]:
-    return [str(line) for line in app.screen.query_one(Log).lines]
+    return [line.text for line in app.screen.query_one(LogView).lines]
 
 
 def _rotating(root: Path) -> tuple[logging.Logger, RotatingLog]:
@@ -93,6 +95,35 @@ async def test_issue13_item7_the_palette_opens_the_log_and_a_missing_log_is_said
         await until(lambda: isinstance(app.screen, LogScreen))
         await pilot.pause()
         assert f"No daemon log at {cockpit_home.root / 'daemon.log'}" in " ".join(_lines(app))
+
+
+async def test_issue14_item7_a_long_log_line_wraps_and_nothing_of_it_is_cut(
+    cockpit_home: Home, client: object
+) -> None:
+    """issue 14 item 7: at 80 columns a log line longer than the page wraps onto the next rows:
+    every character of it is on screen, and it re-wraps when the terminal widens."""
+    long_line = "2026-12-01 09:00:00 WARNING " + " ".join(f"word{n:03d}" for n in range(40))
+    (cockpit_home.root / "daemon.log").write_text(f"first\n{long_line}\nlast\n")
+    app = CockpitApp(cockpit_home, client, live=False)  # type: ignore[arg-type]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f2", "l")
+        await until(lambda: isinstance(app.screen, LogScreen))
+        await pilot.pause()
+        view = app.screen.query_one(LogView)
+        cells = screen_cells(app)
+        rows = [row_text(cells, y) for y in range(view.region.y, view.region.bottom)]
+        assert "".join(row.strip() for row in rows).count("word039") == 1
+        shown = " ".join(row.strip() for row in rows)
+        assert long_line in shown, shown
+        assert max(len(row.rstrip()) for row in rows) <= 80
+        narrow = len(view.rows)
+        await pilot.resize_terminal(200, 24)
+        await pilot.pause()
+        assert len(view.rows) < narrow
+        cells = screen_cells(app)
+        rows = [row_text(cells, y) for y in range(view.region.y, view.region.bottom)]
+        assert long_line in " ".join(row.strip() for row in rows)
 
 
 @pytest.mark.parametrize("theme", THEMES)

@@ -22,6 +22,7 @@ from hz_tui.app import CockpitApp
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.heinzel_table import HeinzelTable
 from tests.tui import homes
+from tests.tui.cells import row_text, screen_cells
 from tests.tui.test_attach import hz
 from tests.tui.test_cockpit import SIZE, until
 from tests.tui.test_snapshots import loaded
@@ -98,3 +99,25 @@ def test_reconnecting_header(snap_compare, cockpit_home: Home) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=lost)
+
+
+async def test_issue14_item7_at_80_columns_the_header_keeps_reconnecting_and_the_kind(
+    cockpit_home: Home,
+) -> None:
+    """issue 14 item 7: at 80 columns the header's suffix drops the daemon's address (which
+    cut it) and keeps what matters whole — reconnecting, a daemon, its pid; wide enough, the
+    whole suffix comes back."""
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home)))
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.loaded.wait()
+            await until(lambda: app.sub_title.startswith("reconnecting…"))
+            await pilot.pause()
+            header = row_text(screen_cells(app), 0)
+            assert "reconnecting… (lost the daemon (pid 4242))" in header, header
+            await pilot.resize_terminal(160, 24)
+            await pilot.pause()
+            header = row_text(screen_cells(app), 0)
+            assert "reconnecting… (lost the daemon (pid 4242) at http://127.0.0.1:" in header
+    finally:
+        await app.link.close()

@@ -10,6 +10,7 @@ import asyncio
 import fcntl
 import shutil
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,12 @@ from textual.pilot import Pilot
 
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
+from hz_kernel.terms import Cause
+from hz_kernel.vocabulary import ContractApproved, TurnFinished, TurnStarted
 from hz_tui import settings, themes
 from hz_tui.app import CockpitApp
 from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.widgets.timeline import Timeline
 from tests.tui import homes
 from tests.tui.cells import row_text, screen_cells, unreadable
 from tests.tui.test_cockpit import open_page, table_of
@@ -65,6 +69,38 @@ async def test_no_color_gives_a_readable_screen_with_the_selection_in_reverse(
         cells = screen_cells(app)
         assert "weekly-report" in "".join(row_text(cells, y) for y in range(len(cells)))
         assert unreadable(cells) == []
+
+
+#: Marks read by their colour: scrollbar thumbs' eighth-blocks, the panes' tinted rules.
+COLOUR_MARKS = set("▁▂▃▄▅▆▇▉▊▋▌▍▎▏")
+
+
+async def test_issue14_item1_no_color_draws_no_mark_that_only_colour_explains(
+    cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 14 item 1: under NO_COLOR no cell holds a bar that meant something only by its
+    colour — a scrollbar thumb's eighth-block ends, the home's tinted pane rules — on the home,
+    a scrolled heinzel page and a transcript; scrollbars are whole cells of reverse video and
+    the selected row stays reverse video."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(120, 12)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        cells = screen_cells(app)
+        assert [c for row in cells for c in row if c.text in COLOUR_MARKS] == []
+        table = table_of(app).region
+        assert all(c.reverse for c in cells[cursor_line(app)][table.x + 1 : table.right - 3])
+        page = await open_page(pilot, homes.heinzel_id(1))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        for _ in range(3):
+            assert page.query_one("#page").max_scroll_y > 0
+            cells = screen_cells(app)
+            assert [c for row in cells for c in row if c.text in COLOUR_MARKS] == []
+            assert any(c.reverse for row in cells for c in row[-6:]), "the scrollbar's thumb"
+            page.query_one("#page").scroll_relative(y=3, animate=False)
+            await pilot.pause()
 
 
 async def test_no_color_keeps_the_screen_monochrome_when_the_theme_key_is_pressed(
@@ -202,6 +238,47 @@ async def test_at_240_columns_the_spare_width_goes_to_the_cut_columns(
                 await pilot.pause()
                 assert page.query_one("#side").region.width >= 38
                 assert page.query_one("#main").region.width >= 3 * USABLE_COLUMNS
+
+
+LONG_REPORT = (
+    "drafted 40 lines from the incident notes, the on-call handover and the capacity board; "
+    "two sections need a look"
+)
+
+
+async def test_issue14_item1_at_240_columns_the_timeline_gives_spare_width_to_its_cut_columns(
+    cockpit_home: Home, client
+) -> None:
+    """issue 14 item 1: on a heinzel's page at 240 columns the timeline's cut columns — a turn's
+    several causes and a long report — take the width the fixed columns leave, so both read
+    whole; with more turns than the timeline shows, its scrollbar never pushes the cost out."""
+    writer = homes.Writer(client.kernel, 30, "capacity-review")
+    fingerprint = await writer.create(
+        homes.days_ago(40), schedule="0 9 * * *", asset="doc:cap.md#x"
+    )
+    await writer.event(ContractApproved(version=1, fingerprint=fingerprint), homes.days_ago(40, 16))
+    for day in range(30, 5, -1):
+        await writer.turn(homes.days_ago(day))
+    turn = homes.turn_id(30, 99)
+    at = homes.days_ago(1)
+    causes: list[Cause] = ["source-changed", "schedule", "asked"]
+    await writer.event(
+        TurnStarted(cause="source-changed", causes=causes, contract_version=1), at, turn=turn
+    )
+    finished = TurnFinished(disposition="drafted", causes=causes, report=LONG_REPORT, usd=0.4)
+    await writer.event(finished, at + timedelta(seconds=30), turn=turn)
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(240, 70)) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, writer.id)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        timeline = page.query_one(Timeline)
+        assert timeline.row_count == 26 and timeline.max_scroll_y > 0
+        cells = screen_cells(app)
+        row = row_text(cells, timeline.region.y + 1)[timeline.region.x : timeline.region.right]
+        assert "source-changed, schedule, asked" in row and LONG_REPORT in row, row
+        assert "$0.40" in row and timeline.max_scroll_x == 0
 
 
 # -- pictures ----------------------------------------------------------------------------

@@ -193,6 +193,34 @@ async def test_issue14_item2_slash_searches_the_transcript_n_and_shift_n_walk_th
         assert "no match" in str(screen.query_one("#search-status").render())
 
 
+async def test_issue14_search_finds_a_phrase_the_source_text_broke_over_two_lines(
+    world: worlds.World, client: LocalClient
+) -> None:
+    """issue 14 item 2 (search): a phrase split by a line break of the record ("login bug" at
+    the end of one note, "- shipped" at the start of the next) is found and marked on both
+    lines; the spaces of the query stand for the break."""
+    turn = await third_turn(client, world)
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        screen = await open_transcript(pilot, page, turn)
+        view = screen.view
+        await pilot.press("slash", *"LOGIN BUG - shipped", "enter")
+        assert view.matches, str(screen.query_one("#search-status").render())
+        match = view.matches[view.current or 0]
+        assert match.end_line == match.line + 1
+        assert view.lines[match.line].text[match.start :] == "login bug"
+        assert view.lines[match.end_line].text[: match.end] == "- shipped"
+        current = view.get_component_rich_style("transcript--current")
+        for number in (match.line, match.end_line):
+            strip = view.render_line(view.first_row[number] - round(view.scroll_y))
+            marked = "".join(
+                s.text for s in strip if s.style and s.style.bgcolor == current.bgcolor
+            )
+            assert marked in ("login bug", "- shipped")
+
+
 async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
     world: worlds.World, client: LocalClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
