@@ -389,6 +389,14 @@ class InboxList(_Shape):
     items: list[InboxItem]
 
 
+#: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
+CHAT_MESSAGE_MAX_CHARS = 64 * 1024
+#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): with
+#: an outgoing message at its limit (6 bytes a character at worst) a save stays well under
+#: the daemon's 1 MiB body cap.
+COMPOSER_TEXT_MAX_BYTES = 256 * 1024
+
+
 class ComposerOutgoing(_Shape):
     """A composer's message on its way to the inbox, with the request id it keeps until taken."""
 
