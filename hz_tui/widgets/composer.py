@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 SAVE_AFTER_S = 0.3
 #: The composer's own actions that must keep their place among the keys typed around them.
-IN_ORDER = ("send", "newline", "older", "newer")
+IN_ORDER = ("send", "newline", "older", "newer", "toggle_mode")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
     "pending": "is in the inbox: it reaches the turn at its next step",
@@ -265,7 +265,16 @@ class Composer(Horizontal):
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
-        text = event.text_area.text
+        self.typed()
+
+    def typed(self) -> None:
+        """Take the text on screen as this window's.
+
+        ``Changed`` arrives after any key already queued behind the edit
+        (tmux ``send-keys``, a paste then Enter), so the keys that act on the
+        text call this first rather than trust the last ``Changed``.
+        """
+        text = self.input.text
         if text != self.state.text:
             self.walk.stop()
             self.state = self.state.model_copy(update={"text": text})
@@ -275,7 +284,12 @@ class Composer(Horizontal):
 
     @work(group="composer-load")
     async def catch_up(self) -> None:
-        """Ask the kernel for the composer; newer text than this window's shows here."""
+        """Ask the kernel for the composer; newer text than this window's shows here.
+
+        Only newer: an answer asked for before this window's own save (a send
+        right after focus) comes back older than what it saved, and showing it
+        would bring back a message already sent.
+        """
         try:
             saved = await self.cockpit.client.call(
                 ops.COMPOSER, ops.HeinzelRef(ref=self.heinzel_id)
@@ -288,7 +302,7 @@ class Composer(Horizontal):
             self.loaded = True
             if self.conflict_open:
                 return
-            if saved.revision != self.base.revision:
+            if saved.revision > self.base.revision:
                 if not self.dirty:
                     self.take(saved)
                 elif not await self._meet(saved):
@@ -407,6 +421,7 @@ class Composer(Horizontal):
         self.save_soon()
 
     def walk_history(self, *, older: bool) -> None:
+        self.typed()
         history = self.base.history
         shown = self.walk.older(history, self.state.text) if older else self.walk.newer(history)
         if shown is None:
@@ -428,6 +443,7 @@ class Composer(Horizontal):
     # -- sending ---------------------------------------------------------------------------
 
     def send(self) -> None:
+        self.typed()
         if self.sending_now or self.conflict_open or not self.state.text.strip():
             return
         self.walk.stop()
