@@ -391,10 +391,10 @@ class InboxList(_Shape):
 
 #: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
 CHAT_MESSAGE_MAX_CHARS = 64 * 1024
-#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): with
-#: an outgoing message at its limit (6 bytes a character at worst) a save stays well under
-#: the daemon's 1 MiB body cap.
-COMPOSER_TEXT_MAX_BYTES = 256 * 1024
+#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): room
+#: for a chat message at its limit in 4-byte characters, and with an outgoing message at its
+#: limit (384 KiB at worst, 6 bytes a character) a save stays under the daemon's 1 MiB cap.
+COMPOSER_TEXT_MAX_BYTES = 512 * 1024
 
 
 class ComposerOutgoing(_Shape):

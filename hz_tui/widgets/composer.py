@@ -16,8 +16,9 @@ is back. Escape only leaves the composer; stopping a turn is the page's.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from pydantic import BaseModel, ValidationError
 from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -25,7 +26,13 @@ from textual.timer import Timer
 from textual.widgets import Static, TextArea
 
 from hz_kernel import operations as ops
-from hz_kernel.api import ComposerText, InboxItem
+from hz_kernel.api import (
+    CHAT_MESSAGE_MAX_CHARS,
+    COMPOSER_TEXT_MAX_BYTES,
+    Admitted,
+    ComposerText,
+    InboxItem,
+)
 from hz_kernel.errors import HzError
 from hz_tui import keymap
 from hz_tui.composer_store import (
@@ -47,7 +54,6 @@ SAVE_AFTER_S = 0.3
 IN_ORDER = ("send", "newline", "older", "newer", "toggle_mode")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
-    "pending": "is in the inbox: it reaches the turn at its next step",
     "steered": "steered into the running turn",
     "requested": "is queued for the next turn",
     "delivered": "started a turn",
@@ -188,6 +194,8 @@ class Composer(Horizontal):
         self.sending_now = False
         self.after_reconnect = False
         """A save or send found the link down: do it once the link is back."""
+        self.too_long = False
+        """The text is over what the kernel keeps (said once, until it fits again)."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -294,9 +302,11 @@ class Composer(Horizontal):
             saved = await self.cockpit.client.call(
                 ops.COMPOSER, ops.HeinzelRef(ref=self.heinzel_id)
             )
-        except HzError:
+        except HzError as exc:
             if not self.loaded:
                 self.after_reconnect = True
+            if not isinstance(exc, NotConnected):
+                self.notify(exc.one_line(), severity="error", timeout=10)
             return
         async with self.saving:
             self.loaded = True
@@ -343,15 +353,18 @@ class Composer(Horizontal):
                 if not self.dirty:
                     return True
                 state = self.state
-                request = ops.ComposerSaveRequest(
-                    ref=self.heinzel_id,
-                    base=self.base.revision,
-                    text=state.text,
-                    mode=state.mode,
-                    outgoing=state.outgoing,
-                    window=self.window,
-                )
+                if not self._fits(state.text):
+                    return False
                 try:
+                    request = built(
+                        ops.ComposerSaveRequest,
+                        ref=self.heinzel_id,
+                        base=self.base.revision,
+                        text=state.text,
+                        mode=state.mode,
+                        outgoing=state.outgoing,
+                        window=self.window,
+                    )
                     answer = await self.cockpit.client.call(ops.COMPOSER_SAVE, request)
                 except NotConnected as exc:
                     self.after_reconnect = True
@@ -372,6 +385,22 @@ class Composer(Horizontal):
                 if not await self._meet(answer.current, closing=closing):
                     return False
             return not self.dirty
+
+    def _fits(self, text: str) -> bool:
+        """Whether the kernel can keep ``text``; a longer one stays in this window only."""
+        size = ops.json_bytes(text)
+        if size <= COMPOSER_TEXT_MAX_BYTES:
+            self.too_long = False
+            return True
+        if not self.too_long:
+            self.too_long = True
+            self.notify(
+                f"HZU227: not saved: the text takes {size // 1024} KiB, the composer keeps "
+                f"{COMPOSER_TEXT_MAX_BYTES // 1024} KiB; it stays in this window only",
+                severity="warning",
+                timeout=10,
+            )
+        return False
 
     async def _meet(self, theirs: ComposerText, *, closing: bool = False) -> bool:
         """Another window saved ``theirs`` first; True when this window may save over it now."""
@@ -444,7 +473,23 @@ class Composer(Horizontal):
 
     def send(self) -> None:
         self.typed()
-        if self.sending_now or self.conflict_open or not self.state.text.strip():
+        message = self.state.text.strip()
+        if self.conflict_open or not message:
+            return
+        if self.sending_now:
+            self.notify(
+                "HZU225: not sent: the message before is still on its way; "
+                "Enter sends this one once it is in",
+                severity="warning",
+            )
+            return
+        if len(message) > CHAT_MESSAGE_MAX_CHARS:
+            self.notify(
+                f"HZU226: not sent: the message has {len(message):,} characters, "
+                f"a message takes at most {CHAT_MESSAGE_MAX_CHARS:,}; it stays here",
+                severity="error",
+                timeout=10,
+            )
             return
         self.walk.stop()
         self.state = self.state.sending()
@@ -464,6 +509,12 @@ class Composer(Horizontal):
                 self.notify("Not sent yet: it goes out once the cockpit is back", timeout=10)
             return
         if self.state.outgoing != outgoing:
+            self.notify(
+                "HZU225: not sent: another window changed this message first; "
+                "its text shows now, Enter sends it",
+                severity="warning",
+                timeout=10,
+            )
             return
         await self._deliver(outgoing)
 
@@ -476,13 +527,14 @@ class Composer(Horizontal):
         """Send one message; only its acknowledgement clears it."""
         self.sending_now = True
         self.add_class("-sending")
-        request = ops.ChatRequest(
-            ref=self.heinzel_id,
-            message=outgoing.message,
-            mode=outgoing.mode,
-            request_id=outgoing.request_id,
-        )
         try:
+            request = built(
+                ops.ChatRequest,
+                ref=self.heinzel_id,
+                message=outgoing.message,
+                mode=outgoing.mode,
+                request_id=outgoing.request_id,
+            )
             admitted = await self.cockpit.client.call(ops.CHAT, request)
         except NotConnected as exc:
             self.after_reconnect = True
@@ -503,7 +555,7 @@ class Composer(Horizontal):
             self.sending_now = False
             self.remove_class("-sending")
         await self._acknowledge(admitted.request_id)
-        self.notify(f"The message {SENT.get(admitted.status, admitted.status)}.")
+        self.notify(f"The message {sent_notice(admitted)}.")
 
     async def _acknowledge(self, request_id: str) -> None:
         """Tell the kernel the inbox has ``request_id``; text typed meanwhile stays."""
@@ -526,6 +578,30 @@ class Composer(Horizontal):
                 return
             self.base = kept
         self.save_soon(0)
+
+
+def sent_notice(admitted: Admitted) -> str:
+    """What became of a message sent, in the words of its mode."""
+    if admitted.status != "pending":
+        return SENT.get(admitted.status, admitted.status)
+    if admitted.mode == "queue":
+        return "is queued for the next turn"
+    if admitted.turn is not None:
+        return "is in the inbox: it steers the running turn at its next step"
+    return "is in the inbox: no turn runs to steer, it starts the next one"
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def built(model: type[Model], **fields: object) -> Model:
+    """``model`` of ``fields``, or the field it refuses as a coded error (never a traceback)."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        place = ".".join(str(part) for part in first["loc"]) or model.__name__
+        raise HzError("HZU228", f"the cockpit could not send this: {first['msg']}", place) from None
 
 
 def _first_line(text: str, width: int = 50) -> str:

@@ -18,11 +18,12 @@ from textual._context import active_app
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
+from hz_kernel.api import CHAT_MESSAGE_MAX_CHARS, COMPOSER_TEXT_MAX_BYTES
 from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
 from hz_tui.screens.choose import ChooseScreen
-from hz_tui.widgets.composer import Composer
+from hz_tui.widgets.composer import SAVE_AFTER_S, Composer
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, open_page, until
 
@@ -94,6 +95,8 @@ async def test_issue14_item4_enter_right_after_typing_sends_what_the_screen_show
         await burst(pilot, *"quick", "enter")
         await until(lambda: composer.input.text == "" and composer.state.outgoing is None)
         assert await chats(client, heinzel) == [("quick", "queue")]
+        assert "The message is queued for the next turn." in messages_of(app)
+        assert not any("reaches the turn at its next step" in m for m in messages_of(app))
         await burst(pilot, "ctrl+t", *"steer", "space", *"two", "enter")
         await until(lambda: len(composer.base.history) == 2 and not composer.dirty)
         assert composer.input.text == ""
@@ -160,3 +163,66 @@ async def test_issue14_item4_a_sent_message_never_comes_back_into_the_composer(
             assert [c for c in await chats(client, heinzel) if c[0] == both] == [(both, "steer")]
     finally:
         await second_client.close()
+
+
+async def test_issue14_item4_limits_refuse_with_a_coded_notice_and_keep_the_text(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """A message over the chat limit is not sent (HZU226) and stays, Enter after Enter; a paste
+    over what the composer keeps stays in the window (HZU227); never a traceback."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await pilot.press("i")
+        long = "x" * (CHAT_MESSAGE_MAX_CHARS + 1)
+        app.post_message(events.Paste(long))
+        await burst(pilot, "enter")
+        await until(lambda: any(m.startswith("HZU226: not sent") for m in messages_of(app)))
+        await until(lambda: not composer.dirty)
+        await burst(pilot, "enter")
+        await pilot.pause(0.3)
+        assert [m for m in messages_of(app) if m.startswith("HZU226")][-1].startswith("HZU226")
+        assert composer.input.text == long and composer.state.outgoing is None
+        saved = await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
+        assert (saved.text, saved.outgoing) == (long, None), "kept, not on its way"
+        assert await chats(client, heinzel) == []
+
+        composer.input.select_all()
+        huge = "\U0001f600" * (COMPOSER_TEXT_MAX_BYTES // 4 + 1)
+        app.post_message(events.Paste(huge))
+        await pilot.pause(SAVE_AFTER_S + 0.2)
+        await until(lambda: any(m.startswith("HZU227: not saved") for m in messages_of(app)))
+        assert composer.input.text == huge, "the paste stays in the window"
+        assert (await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))).text == long
+        await burst(pilot, *"!")
+        await pilot.pause(SAVE_AFTER_S + 0.2)
+        assert len([m for m in messages_of(app) if m.startswith("HZU227")]) == 1, "said once"
+        composer.input.select_all()
+        await pilot.press(*"short again")
+        await until(lambda: not composer.dirty)
+        assert (await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))).text == "short again"
+
+
+async def test_issue14_item4_enter_on_text_another_window_replaced_says_why_nothing_went(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Enter on a text another window has since changed sends nothing and says so (HZU225):
+    the newer text shows, and Enter sends that one."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await pilot.press("i", *"mine")
+        await until(lambda: not composer.dirty and composer.base.text == "mine")
+        other = ops.ComposerSaveRequest(
+            ref=heinzel, base=composer.base.revision, text="theirs", window="window-other"
+        )
+        assert (await client.call(ops.COMPOSER_SAVE, other)).saved
+        await burst(pilot, "enter")
+        await until(lambda: any(m.startswith("HZU225") for m in messages_of(app)))
+        assert composer.input.text == "theirs" and await chats(client, heinzel) == []
+        await burst(pilot, "enter")
+        await until_chats(client, heinzel, lambda sent: sent == [("theirs", "queue")])

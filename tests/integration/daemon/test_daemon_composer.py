@@ -102,7 +102,7 @@ async def test_issue14_item4_composer_save_is_strict_and_fits_the_body_cap(
             ({"outgoing": {"request_id": "a" * 100_000, "message": "hi", "mode": "queue"}}, None),
             ({"outgoing": {"request_id": "r1", "message": "", "mode": "queue"}}, None),
             ({"outgoing": {"request_id": "r1", "message": "x" * 65537, "mode": "queue"}}, None),
-            ({"text": "\U0001f600" * (64 * 1024)}, "text"),
+            ({"text": "\U0001f600" * (128 * 1024)}, "text"),
         ]
         for change, place in bad_fields:
             refused = await raw.post(
@@ -113,8 +113,9 @@ async def test_issue14_item4_composer_save_is_strict_and_fits_the_body_cap(
             assert refused.json()["place"].startswith(place or "outgoing")
         assert (await remote.call(ops.COMPOSER, ops.HeinzelRef(ref=ref))).revision == base
 
-        widest = "\U0001f600" * (64 * 1024 - 1)
-        outgoing = {"request_id": "cockpit-wide", "message": widest, "mode": "steer"}
+        widest = "\U0001f600" * (128 * 1024 - 1)
+        message = "\U0001f600" * (64 * 1024)
+        outgoing = {"request_id": "cockpit-wide", "message": message, "mode": "steer"}
         fits = await remote.call(ops.COMPOSER_SAVE, save_to(ref, base, widest, outgoing))
         assert fits.saved and fits.current.text == widest
 
