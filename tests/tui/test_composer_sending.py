@@ -226,3 +226,36 @@ async def test_issue14_item4_enter_on_text_another_window_replaced_says_why_noth
         assert composer.input.text == "theirs" and await chats(client, heinzel) == []
         await burst(pilot, "enter")
         await until_chats(client, heinzel, lambda sent: sent == [("theirs", "queue")])
+
+
+async def test_issue14_item4_a_message_sent_in_one_window_leaves_the_other(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """A second window showing the text another window then sent clears by itself (no `i`):
+    its composer had no edits of its own, and the kernel's composer says the text went."""
+    second_client = LocalClient(await Kernel.open(world.home))
+    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
+    try:
+        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
+            await first.loaded.wait()
+            await second.loaded.wait()
+            active_app.set(first)
+            page_one = await open_page(one, heinzel)
+            active_app.set(second)
+            page_two = await open_page(two, heinzel)
+            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
+            active_app.set(first)
+            await one.press("i", *"QUEUE dup test")
+            await until(lambda: not mine.dirty and mine.base.text == "QUEUE dup test")
+            active_app.set(second)
+            await two.press("i")
+            await until(lambda: theirs.input.text == "QUEUE dup test")
+            await two.press("escape")
+            active_app.set(first)
+            await one.press("enter")
+            await until_chats(client, heinzel, lambda sent: sent == [("QUEUE dup test", "queue")])
+            await until(lambda: mine.input.text == "" and not mine.dirty)
+            await until(lambda: theirs.input.text == "" and not theirs.dirty, timeout=15)
+            assert theirs.base.history == ["QUEUE dup test"]
+    finally:
+        await second_client.close()
