@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from textual import events
 from textual._context import active_app
@@ -21,6 +22,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import CHAT_MESSAGE_MAX_CHARS, COMPOSER_TEXT_MAX_BYTES
 from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.composer import composer_path
 from hz_tui.app import CockpitApp
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.widgets.composer import SAVE_AFTER_S, Composer
@@ -259,3 +261,32 @@ async def test_issue14_item4_a_message_sent_in_one_window_leaves_the_other(
             assert theirs.base.history == ["QUEUE dup test"]
     finally:
         await second_client.close()
+
+
+async def test_issue14_item4_a_damaged_or_old_composer_file_is_a_coded_line(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """A composer file the kernel cannot read is HZU229 on the page (never an empty composer
+    saved over it); an outgoing message an older hz saved beyond today's limits is HZU228 when
+    the cockpit would save it, never a traceback, and the text stays."""
+    path = composer_path(world.home.root, heinzel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"{not json")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        await until(lambda: any(m.startswith("HZU229") for m in messages_of(app)))
+        assert page.query_one(Composer).input.text == ""
+        assert path.read_bytes() == b"{not json"
+        page.dismiss()
+        await pilot.pause()
+
+        old = {"request_id": "../../x y", "message": "from before", "mode": "queue"}
+        path.write_bytes(orjson.dumps({"revision": 4, "text": "from before", "outgoing": old}))
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await until(lambda: composer.input.text == "from before")
+        await pilot.press("i", *"!")
+        await until(lambda: any(m.startswith("HZU228") for m in messages_of(app)))
+        assert composer.input.text == "from before!"
