@@ -389,6 +389,14 @@ class InboxList(_Shape):
     items: list[InboxItem]
 
 
+#: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
+CHAT_MESSAGE_MAX_CHARS = 64 * 1024
+#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): room
+#: for a chat message at its limit in 4-byte characters, and with an outgoing message at its
+#: limit (384 KiB at worst, 6 bytes a character) a save stays under the daemon's 1 MiB cap.
+COMPOSER_TEXT_MAX_BYTES = 512 * 1024
+
+
 class ComposerOutgoing(_Shape):
     """A composer's message on its way to the inbox, with the request id it keeps until taken."""
 

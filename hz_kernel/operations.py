@@ -9,10 +9,12 @@ fields are that method's keyword arguments.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+import orjson
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hz_kernel import api
 from hz_kernel.store.inbox import REQUEST_ID_PATTERN
@@ -138,7 +140,7 @@ class WakeRequest(Request):
 
 class ChatRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    message: str = Field(min_length=1, max_length=64 * 1024)
+    message: str = Field(min_length=1, max_length=api.CHAT_MESSAGE_MAX_CHARS)
     mode: Literal["steer", "queue"] = "queue"
     request_id: RequestId | None = None
 
@@ -174,13 +176,35 @@ class TurnBodyRequest(Request):
 WindowId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
 
 
+def json_bytes(text: str) -> int:
+    """What ``text`` takes as a JSON string on the wire and on disk."""
+    return len(orjson.dumps(text))
+
+
+def _fits_composer(text: str) -> str:
+    if json_bytes(text) > api.COMPOSER_TEXT_MAX_BYTES:
+        raise ValueError(f"the text is over {api.COMPOSER_TEXT_MAX_BYTES} bytes")
+    return text
+
+
+def _outgoing_fits(outgoing: api.ComposerOutgoing | None) -> api.ComposerOutgoing | None:
+    """The message being sent obeys ``heinzel.chat``'s own limits, or it could never be cleared."""
+    if outgoing is None:
+        return None
+    if not re.fullmatch(REQUEST_ID_PATTERN, outgoing.request_id):
+        raise ValueError("the outgoing request id is not 1-64 letters, digits, '-' or '_'")
+    if not 1 <= len(outgoing.message) <= api.CHAT_MESSAGE_MAX_CHARS:
+        raise ValueError(f"the outgoing message is not 1-{api.CHAT_MESSAGE_MAX_CHARS} characters")
+    return outgoing
+
+
 class ComposerSaveRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    base: int = Field(ge=0)
-    """The revision the window last saw: the save happens only over that one."""
-    text: str = Field(max_length=256 * 1024)
+    base: int = Field(strict=True, ge=0, lt=2**53)
+    """The revision the window last saw: the save happens only over that one (a JSON integer)."""
+    text: Annotated[str, AfterValidator(_fits_composer)]
     mode: Literal["steer", "queue"] = "queue"
-    outgoing: api.ComposerOutgoing | None = None
+    outgoing: Annotated[api.ComposerOutgoing | None, AfterValidator(_outgoing_fits)] = None
     window: WindowId | None = None
 
 

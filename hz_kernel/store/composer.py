@@ -8,7 +8,12 @@ checking it and writing the next one are a single step for every thread and
 process on the home: two windows can never both write over the same
 revision. The file is never deleted (its revision would start again at
 0 and a stale window's old revision could match a new text); files written
-before revisions existed read as revision 0.
+before revisions existed read as revision 0. For the same reason a file
+that cannot be read is reported (``HZU229``), never taken for an empty one
+and written over, and the file is kept well under the size it is read back
+at: the text and the outgoing message are bounded by the requests that
+save them, and the history drops its oldest messages past
+``HISTORY_MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -35,7 +40,10 @@ COMPOSER_DIR = "cockpit"
 LOCK_NAME = "composer.lock"
 #: Sent messages kept per heinzel for ↑/↓, newest last.
 HISTORY_LIMIT = 100
-#: The largest composer file read back (a text is at most 256 KiB, the history a little more).
+#: The most the history takes in the file (its messages as JSON strings); the oldest go first.
+HISTORY_MAX_BYTES = 2 << 20
+#: The largest composer file read back: the history, a text and an outgoing message at their
+#: limits (``api.COMPOSER_TEXT_MAX_BYTES``, ``api.CHAT_MESSAGE_MAX_CHARS``) stay far below it.
 MAX_FILE_BYTES = 8 << 20
 
 
@@ -44,19 +52,26 @@ def composer_path(root: Path, heinzel_id: str) -> Path:
 
 
 def read_composer(root: Path, heinzel_id: str) -> api.ComposerText:
-    """The saved composer, or an empty one at revision 0 when there is none or it is unreadable."""
+    """The saved composer, or an empty one at revision 0 when there is none yet.
+
+    ``HZU229`` when the file is there but cannot be read back (too large, not
+    JSON, not a composer, a link): its revision is unknown, so nothing may
+    be saved over it.
+    """
     path = composer_path(root, heinzel_id)
     try:
         raw = read_nofollow(path)
-    except OSError:
+    except FileNotFoundError:
         return api.ComposerText(heinzel=heinzel_id)
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or type(exc).__name__) from None
     if len(raw) > MAX_FILE_BYTES:
-        return api.ComposerText(heinzel=heinzel_id)
+        raise _unreadable(path, f"over {MAX_FILE_BYTES} bytes")
     try:
         saved = orjson.loads(raw)
         return api.ComposerText.model_validate({**saved, "heinzel": heinzel_id})
     except (orjson.JSONDecodeError, ValidationError, TypeError):
-        return api.ComposerText(heinzel=heinzel_id)
+        raise _unreadable(path, "not a composer's JSON") from None
 
 
 def update(
@@ -98,10 +113,30 @@ def update(
 
 
 def remembered(history: list[str], message: str) -> list[str]:
-    """``history`` with ``message`` as its newest entry (once, not twice in a row), bounded."""
+    """``history`` with ``message`` as its newest entry (once, not twice in a row), bounded.
+
+    At most ``HISTORY_LIMIT`` messages taking at most ``HISTORY_MAX_BYTES``
+    as JSON: the oldest go first.
+    """
     if history and history[-1] == message:
         return history
-    return [*history, message][-HISTORY_LIMIT:]
+    kept: list[str] = []
+    size = 0
+    for entry in reversed([*history, message][-HISTORY_LIMIT:]):
+        size += len(orjson.dumps(entry)) + 1
+        if size > HISTORY_MAX_BYTES:
+            break
+        kept.append(entry)
+    return kept[::-1]
+
+
+def _unreadable(path: Path, why: str) -> HzError:
+    return HzError(
+        "HZU229",
+        f"the composer's file cannot be read ({why}); nothing is saved over it: "
+        "move it aside to start the composer again",
+        str(path),
+    )
 
 
 def _cannot_save(exc: OSError, path: Path) -> HzError:

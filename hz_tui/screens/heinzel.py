@@ -119,6 +119,9 @@ class HeinzelScreen(Screen[None]):
             self.notify("This heinzel is gone from the home.", severity="warning")
         elif self.heinzel_id in update.ids:
             self.load()
+            composer = self.query_one(Composer)
+            if not composer.dirty:  # a message another window sent leaves this one too
+                composer.catch_up()
 
     def on_spines(self, batch: SpineBatch) -> None:
         self.turn_panel.take(batch)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from pydantic import BaseModel, ValidationError
 from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -26,7 +27,13 @@ from textual.timer import Timer
 from textual.widgets import Static, TextArea
 
 from hz_kernel import operations as ops
-from hz_kernel.api import ComposerText, InboxItem
+from hz_kernel.api import (
+    CHAT_MESSAGE_MAX_CHARS,
+    COMPOSER_TEXT_MAX_BYTES,
+    Admitted,
+    ComposerText,
+    InboxItem,
+)
 from hz_kernel.errors import HzError
 from hz_tui import keymap
 from hz_tui.composer_kept import Kept, KeptComposer
@@ -46,10 +53,9 @@ if TYPE_CHECKING:
 
 SAVE_AFTER_S = 0.3
 #: The composer's own actions that must keep their place among the keys typed around them.
-IN_ORDER = ("send", "newline", "older", "newer")
+IN_ORDER = ("send", "newline", "older", "newer", "toggle_mode")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
-    "pending": "is in the inbox: it reaches the turn at its next step",
     "steered": "steered into the running turn",
     "requested": "is queued for the next turn",
     "delivered": "started a turn",
@@ -187,6 +193,8 @@ class Composer(Horizontal):
         self.sending_now = False
         self.after_reconnect = False
         """A save or send found the link down: do it once the link is back."""
+        self.too_long = False
+        """The text is over what the kernel keeps (said once, until it fits again)."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -303,7 +311,16 @@ class Composer(Horizontal):
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         event.stop()
-        text = event.text_area.text
+        self.typed()
+
+    def typed(self) -> None:
+        """Take the text on screen as this window's.
+
+        ``Changed`` arrives after any key already queued behind the edit
+        (tmux ``send-keys``, a paste then Enter), so the keys that act on the
+        text call this first rather than trust the last ``Changed``.
+        """
+        text = self.input.text
         if text != self.state.text:
             self.walk.stop()
             self.state = self.state.model_copy(update={"text": text})
@@ -313,20 +330,27 @@ class Composer(Horizontal):
 
     @work(group="composer-load")
     async def catch_up(self) -> None:
-        """Ask the kernel for the composer; newer text than this window's shows here."""
+        """Ask the kernel for the composer; newer text than this window's shows here.
+
+        Only newer: an answer asked for before this window's own save (a send
+        right after focus) comes back older than what it saved, and showing it
+        would bring back a message already sent.
+        """
         try:
             saved = await self.cockpit.client.call(
                 ops.COMPOSER, ops.HeinzelRef(ref=self.heinzel_id)
             )
-        except HzError:
+        except HzError as exc:
             if not self.loaded:
                 self.after_reconnect = True
+            if not isinstance(exc, NotConnected):
+                self.notify(exc.one_line(), severity="error", timeout=10)
             return
         async with self.saving:
             self.loaded = True
             if self.conflict_open:
                 return
-            if saved.revision != self.base.revision:
+            if saved.revision > self.base.revision:
                 if not self.dirty:
                     self.take(saved)
                 elif not await self._meet(saved):
@@ -370,15 +394,18 @@ class Composer(Horizontal):
                     self._saved_by_kernel()
                     return True
                 state = self.state
-                request = ops.ComposerSaveRequest(
-                    ref=self.heinzel_id,
-                    base=self.base.revision,
-                    text=state.text,
-                    mode=state.mode,
-                    outgoing=state.outgoing,
-                    window=self.window,
-                )
+                if not self._fits(state.text):
+                    return False
                 try:
+                    request = built(
+                        ops.ComposerSaveRequest,
+                        ref=self.heinzel_id,
+                        base=self.base.revision,
+                        text=state.text,
+                        mode=state.mode,
+                        outgoing=state.outgoing,
+                        window=self.window,
+                    )
                     answer = await self.cockpit.client.call(ops.COMPOSER_SAVE, request)
                 except NotConnected as exc:
                     self.after_reconnect = True
@@ -398,6 +425,22 @@ class Composer(Horizontal):
                     return False
             self._saved_by_kernel()
             return not self.dirty
+
+    def _fits(self, text: str) -> bool:
+        """Whether the kernel can keep ``text``; a longer one stays in this window only."""
+        size = ops.json_bytes(text)
+        if size <= COMPOSER_TEXT_MAX_BYTES:
+            self.too_long = False
+            return True
+        if not self.too_long:
+            self.too_long = True
+            self.notify(
+                f"HZU227: not saved: the text takes {size // 1024} KiB, the composer keeps "
+                f"{COMPOSER_TEXT_MAX_BYTES // 1024} KiB; it stays in this window only",
+                severity="warning",
+                timeout=10,
+            )
+        return False
 
     async def _meet(self, theirs: ComposerText, *, closing: bool = False) -> bool:
         """Another window saved ``theirs`` first; True when this window may save over it now."""
@@ -447,6 +490,7 @@ class Composer(Horizontal):
         self.save_soon()
 
     def walk_history(self, *, older: bool) -> None:
+        self.typed()
         history = self.base.history
         shown = self.walk.older(history, self.state.text) if older else self.walk.newer(history)
         if shown is None:
@@ -468,7 +512,24 @@ class Composer(Horizontal):
     # -- sending ---------------------------------------------------------------------------
 
     def send(self) -> None:
-        if self.sending_now or self.conflict_open or not self.state.text.strip():
+        self.typed()
+        message = self.state.text.strip()
+        if self.conflict_open or not message:
+            return
+        if self.sending_now:
+            self.notify(
+                "HZU225: not sent: the message before is still on its way; "
+                "Enter sends this one once it is in",
+                severity="warning",
+            )
+            return
+        if len(message) > CHAT_MESSAGE_MAX_CHARS:
+            self.notify(
+                f"HZU226: not sent: the message has {len(message):,} characters, "
+                f"a message takes at most {CHAT_MESSAGE_MAX_CHARS:,}; it stays here",
+                severity="error",
+                timeout=10,
+            )
             return
         self.walk.stop()
         self.state = self.state.sending()
@@ -488,6 +549,12 @@ class Composer(Horizontal):
                 self.notify("Not sent yet: it goes out once the cockpit is back", timeout=10)
             return
         if self.state.outgoing != outgoing:
+            self.notify(
+                "HZU225: not sent: another window changed this message first; "
+                "its text shows now, Enter sends it",
+                severity="warning",
+                timeout=10,
+            )
             return
         await self._deliver(outgoing)
 
@@ -500,13 +567,14 @@ class Composer(Horizontal):
         """Send one message; only its acknowledgement clears it."""
         self.sending_now = True
         self.add_class("-sending")
-        request = ops.ChatRequest(
-            ref=self.heinzel_id,
-            message=outgoing.message,
-            mode=outgoing.mode,
-            request_id=outgoing.request_id,
-        )
         try:
+            request = built(
+                ops.ChatRequest,
+                ref=self.heinzel_id,
+                message=outgoing.message,
+                mode=outgoing.mode,
+                request_id=outgoing.request_id,
+            )
             admitted = await self.cockpit.client.call(ops.CHAT, request)
         except NotConnected as exc:
             self.after_reconnect = True
@@ -527,7 +595,7 @@ class Composer(Horizontal):
             self.sending_now = False
             self.remove_class("-sending")
         await self._acknowledge(admitted.request_id)
-        self.notify(f"The message {SENT.get(admitted.status, admitted.status)}.")
+        self.notify(f"The message {sent_notice(admitted)}.")
 
     async def _acknowledge(self, request_id: str) -> None:
         """Tell the kernel the inbox has ``request_id``; text typed meanwhile stays."""
@@ -550,6 +618,30 @@ class Composer(Horizontal):
                 return
             self.base = kept
         self.save_soon(0)
+
+
+def sent_notice(admitted: Admitted) -> str:
+    """What became of a message sent, in the words of its mode."""
+    if admitted.status != "pending":
+        return SENT.get(admitted.status, admitted.status)
+    if admitted.mode == "queue":
+        return "is queued for the next turn"
+    if admitted.turn is not None:
+        return "is in the inbox: it steers the running turn at its next step"
+    return "is in the inbox: no turn runs to steer, it starts the next one"
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def built(model: type[Model], **fields: object) -> Model:
+    """``model`` of ``fields``, or the field it refuses as a coded error (never a traceback)."""
+    try:
+        return model.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        place = ".".join(str(part) for part in first["loc"]) or model.__name__
+        raise HzError("HZU228", f"the cockpit could not send this: {first['msg']}", place) from None
 
 
 def _first_line(text: str, width: int = 50) -> str:

@@ -144,6 +144,10 @@ def test_composer_keeps_one_request_id_per_message_until_acknowledged(home: Home
     done = sending.acknowledged(sending.outgoing.request_id)
     assert done.text == "" and done.outgoing is None
     path.write_text("{not json")
+    with pytest.raises(HzError) as unreadable:  # issue 14 item 4: never taken for revision 0
+        composer_file.read_composer(home.root, heinzel)
+    assert unreadable.value.code == "HZU229"
+    path.unlink()
     assert composer_file.read_composer(home.root, heinzel) == ComposerText(heinzel=heinzel)
 
 
