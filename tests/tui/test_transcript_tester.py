@@ -18,11 +18,13 @@ from textual.pilot import Pilot
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.vocabulary import StepDone, TurnResumed, TurnStarted, TurnWaiting
 from hz_tui.app import CockpitApp
 from hz_tui.screens.transcript import TranscriptScreen
+from hz_tui.widgets.timeline import Timeline
 from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
-from tests.tui.test_cockpit import SIZE, open_page
+from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.test_transcript import open_transcript, settled, shown
 from tests.tui.test_transcript_snapshot import transcript_home  # noqa: F401 (a fixture)
 
@@ -112,3 +114,42 @@ async def test_issue14_item7_the_transcript_counts_one_attempt_in_the_singular(
         screen = await open_transcript(pilot, page, turn)
         cost = shown(screen.view, "cost")
         assert "in 1 attempt" in cost and "attempt(s)" not in cost and "1 attempts" not in cost
+
+
+async def test_issue14_item7_the_timeline_and_the_live_panel_name_the_same_step(
+    home: Home, pinned_clock: None
+) -> None:
+    """A running turn that finished gather is thinking: the timeline's row said "gather…"
+    (the kernel's last step done) while the live panel said "● think". Both now name the
+    step under way, also for a turn woken from a wait (it thinks again: not "finish…")."""
+    kernel = await Kernel.open(home)
+    client = LocalClient(kernel)
+    try:
+        heinzel = await kernel.create_heinzel("followed")
+        turn = "01JC0CKP1T0000000100000001"
+
+        async def add(*payloads: object) -> None:
+            for payload in payloads:
+                await kernel.append(heinzel, payload, turn=turn)  # type: ignore[arg-type]
+
+        app = CockpitApp(home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            page = await open_page(pilot, heinzel)
+            timeline = page.query_one(Timeline)
+
+            def steps() -> tuple[str | None, str]:
+                if turn not in timeline.rows:
+                    return page.turn_panel.live.step, ""
+                return page.turn_panel.live.step, timeline.get_cell(turn, "outcome").plain
+
+            await add(TurnStarted(cause="asked", keys=["k"], contract_version=1))
+            await add(StepDone(step="gather"))
+            await until(lambda: steps() == ("think", "think…"))
+            await add(StepDone(step="think"), StepDone(step="outcome"), StepDone(step="act"))
+            await add(TurnWaiting(step="act"))
+            await until(lambda: steps()[1] == "waiting")
+            await add(TurnResumed(woken_by="timer", resumes=1))
+            await until(lambda: steps() == ("think", "think…"))
+    finally:
+        await client.close()
