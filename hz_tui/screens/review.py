@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 NARROW_COLUMNS = 110
 EMPTY = "No drafts wait for you. New ones appear here as they land."
 FILTERED_OUT = "No draft matches the filter (/ to change it)."
+#: Actions on the highlighted draft: hidden from the key bar while none is.
+DRAFT_ACTIONS = frozenset({"decide", "select", "show", "switch_base", "toggle_markdown", "edit"})
 
 
 class ReviewDeskCommands(Provider):
@@ -152,6 +154,7 @@ class ReviewScreen(Screen[None]):
 
     def after_queue_change(self, before: str | None) -> None:
         self.update_status()
+        self.refresh_bindings()
         key = self.queue.cursor_key()
         if key is None:
             self.review = None
@@ -228,6 +231,13 @@ class ReviewScreen(Screen[None]):
         self.queue.focus()
 
     # -- moving, looking ---------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A draft's actions leave the key bar (and do nothing) while no draft is shown."""
+        if action in DRAFT_ACTIONS:
+            queue = next(iter(self.query(DraftQueue)), None)  # None before the desk is composed
+            return queue is not None and queue.cursor_key() is not None
+        return True
 
     def action_move(self, delta: int) -> None:
         count = self.queue.row_count

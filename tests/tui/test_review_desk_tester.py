@@ -10,10 +10,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from hz_kernel.client import LocalClient
 from hz_tui.app import CockpitApp
+from hz_tui.screens.review import ReviewScreen
+from hz_tui.widgets.key_bar import KeyBar
 from tests.tui import worlds
+from tests.tui.test_cockpit import SIZE, text_of, until
 from tests.tui.test_review_desk import client_for, open_desk, pane_text
 
 NOW = "2026-12-01T09:00:00+00:00"
@@ -57,3 +61,41 @@ async def test_issue14_item3_the_last_approved_side_numbers_its_own_lines(
         assert cells == ["5", "- fixed the login bug", "7", "- fixed the login bug"], shown
         added = [cell.strip() for cell in row_with(shown, "two")]
         assert added == ["3 +", "two"], shown  # one side only: the old side's cells are blank
+
+
+@pytest.fixture
+async def one_draft(tmp_path: Path) -> AsyncIterator[tuple[worlds.World, LocalClient]]:
+    world = await worlds.build(tmp_path, ("notes-digest",))
+    client = await client_for(world)
+    try:
+        yield world, client
+    finally:
+        await client.close()
+
+
+def key_bar(screen: ReviewScreen) -> set[str]:
+    """The descriptions the key bar offers (before it drops any for width)."""
+    return {key.description for key in screen.query_one(KeyBar).keys}
+
+
+async def test_issue14_item3_an_empty_queue_offers_no_draft_actions(
+    one_draft: tuple[worlds.World, LocalClient],
+) -> None:
+    """ "nothing waits for review" with "a Approve  x Reject  space Select" under it: the
+    draft actions leave the key bar (and do nothing) while no draft is shown; Back stays."""
+    world, client = one_draft
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 1)
+        draft_keys = {"Approve", "Reject", "Select", "Diff base", "Markdown", "Edit in $EDITOR"}
+        assert draft_keys <= key_bar(screen)
+        await pilot.press("a")
+        await until(lambda: screen.queue.row_count == 0)
+        await pilot.pause()
+        assert "nothing waits for review" in text_of(screen.query_one("#review-status", Static))
+        assert not draft_keys & key_bar(screen), key_bar(screen)
+        assert "Back" in key_bar(screen)
+        notices = len(app.notices.history)
+        await pilot.press("x", "space", "e")
+        await pilot.pause()
+        assert len(app.notices.history) == notices  # no "No draft is selected." either
