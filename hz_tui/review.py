@@ -59,6 +59,7 @@ HELD_FILE = "held-rejects.json"
 Base = Literal["approved", "placed"]
 BASE_NAMES: dict[Base, str] = {"approved": "since last approved", "placed": "your edits"}
 MARK = Style(reverse=True, bold=True)
+MARKDOWN_MODE = "the draft as Markdown"
 SIGNS = {"old": "-", "new": "+", "same": " "}
 
 
@@ -81,11 +82,7 @@ def render_review(
 ) -> RenderableType:
     """The review pane: who and where, what is compared, then the diff (two sides if wide)."""
     _, _, labels = compared(review, base)
-    header = Text()
-    header.append(review.heinzel_name, style="bold")
-    header.append(f"  {review.asset}\n", style="dim")
-    header.append(f"{review.path}\n", style="dim")
-    header.append(STATUS_NOTES.get(review.status, review.status) + "\n", style="italic")
+    header = document_header(review)
     header.append(f"{BASE_NAMES[base]}", style="bold")
     if base == "approved" and review.approved_text is None:
         header.append(f": {review.approved_note or 'no approved text'}", style="italic")
@@ -101,6 +98,24 @@ def render_review(
         side_by_side(diff, palette, labels) if wide else unified(diff, palette, labels)
     )
     return Group(header, body_)
+
+
+def document_header(review: DraftReview) -> Text:
+    """Whose draft, in which document and file, and how it stands: above every view of it."""
+    header = Text()
+    header.append(review.heinzel_name, style="bold")
+    header.append(f"  {review.asset}\n", style="dim")
+    header.append(f"{review.path}\n", style="dim")
+    header.append(STATUS_NOTES.get(review.status, review.status) + "\n", style="italic")
+    return header
+
+
+def markdown_header(review: DraftReview) -> Text:
+    """The document header, then which mode the pane is in (Markdown has no diff base)."""
+    header = document_header(review)
+    header.append(MARKDOWN_MODE, style="bold")
+    header.append(" (m shows the diff)\n", style="dim")
+    return header
 
 
 def line_text(line: Line, palette: Palette) -> Text:

@@ -175,7 +175,10 @@ class ReviewScreen(Screen[None]):
             parts.append(f"{len(queue.selected)} selected: A approves them")
         if self.undoable:
             parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
-        parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
+        if self.markdown:
+            parts.append(f"{review.MARKDOWN_MODE} (m returns to the diff)")
+        else:
+            parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
         self.query_one("#review-status", Static).update(" · ".join(parts))
 
     @work(exclusive=True, group="review-diff")
@@ -203,7 +206,7 @@ class ReviewScreen(Screen[None]):
             return
         if self.markdown:
             self.shown = None
-            await self.pane.show_markdown(review.draft_text(shown))
+            await self.pane.show_markdown(review.draft_text(shown), review.markdown_header(shown))
             return
         self.shown = review.compare(shown, self.base)
         palette = rows.Palette.from_theme(self.app.theme_variables)
@@ -258,6 +261,7 @@ class ReviewScreen(Screen[None]):
 
     def action_toggle_markdown(self) -> None:
         self.markdown = not self.markdown
+        self.update_status()
         self.redraw()
 
     def action_filter(self) -> None:

@@ -10,15 +10,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.review import ReviewScreen
+from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.key_bar import KeyBar
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, text_of, until
 from tests.tui.test_review_desk import client_for, open_desk, pane_text
+from tests.tui.test_review_snapshots import cockpit as pictured
+from tests.tui.test_review_snapshots import desk, world_root  # noqa: F401 (fixtures)
+from tests.tui.test_review_snapshots import open_desk as pictured_desk
 
 NOW = "2026-12-01T09:00:00+00:00"
 WIDE = (200, 50)
@@ -99,3 +105,44 @@ async def test_issue14_item3_an_empty_queue_offers_no_draft_actions(
         await pilot.press("x", "space", "e")
         await pilot.pause()
         assert len(app.notices.history) == notices  # no "No draft is selected." either
+
+
+async def test_issue14_item3_markdown_mode_says_it_is_on_and_keeps_the_header(
+    redrafted: tuple[worlds.World, LocalClient],
+) -> None:
+    """``m`` showed the rendered draft with no header and a status line still reading
+    "diff … (b switches)". The status names the mode, the header (heinzel, document, file,
+    how the draft stands) stays; ``m`` again returns to the diff."""
+    world, client = redrafted
+    async with CockpitApp(world.home, client).run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 1)
+        status = screen.query_one("#review-status", Static)
+        assert "diff since last approved (b switches)" in text_of(status)
+        await pilot.press("m")
+        await until(lambda: screen.query_one(DiffView).markdown.display)
+        await pilot.pause()
+        assert "the draft as Markdown (m returns to the diff)" in text_of(status)
+        assert "b switches" not in text_of(status)
+        header = pane_text(screen)
+        assert "notes-digest" in header and str(world.document("notes-digest")) in header
+        assert "unchanged since it was placed" in header and "the draft as Markdown" in header
+        await pilot.press("m")
+        await until(lambda: not screen.query_one(DiffView).markdown.display)
+        assert "diff since last approved (b switches)" in text_of(status)
+        assert "since last approved (2026-12-01)" in pane_text(screen)
+
+
+def test_issue14_item3_markdown_mode_pictured(
+    snap_compare,
+    desk: tuple[Home, LocalClient],  # noqa: F811 (the fixture imported above)
+) -> None:
+    """The rendered draft under its header, the status line naming the mode."""
+    home, client = desk
+
+    async def markdown(pilot: Pilot[int]) -> None:
+        await pictured_desk(pilot)
+        await pilot.press("m")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(pictured(home, client), terminal_size=SIZE, run_before=markdown)
