@@ -61,6 +61,8 @@ BASE_NAMES: dict[Base, str] = {"approved": "since last approved", "placed": "you
 MARK = Style(reverse=True, bold=True)
 MARKDOWN_MODE = "the draft as Markdown"
 SIGNS = {"old": "-", "new": "+", "same": " "}
+#: The unified diff's gutter: a line number (four places), its sign, a space.
+UNIFIED_GUTTER = 7
 
 
 def draft_text(review: DraftReview) -> str:
@@ -127,19 +129,21 @@ def line_text(line: Line, palette: Palette) -> Text:
     return text
 
 
-def unified(diff: Diff, palette: Palette, labels: tuple[str, str] = ("", "")) -> Text:
-    """One column: removed lines, then added ones, with their numbers and signs."""
-    out = Text()
-    if any(labels):
-        out.append(f"--- {labels[0]}\n+++ {labels[1]}\n", style="bold")
+def unified(diff: Diff, palette: Palette, labels: tuple[str, str] = ("", "")) -> Group:
+    """One column: removed lines, then added ones, with their numbers and signs; a long
+    line wraps with a hanging indent, after the gutter (as each side does side by side)."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True, width=UNIFIED_GUTTER)
+    grid.add_column(ratio=1, overflow="fold")
     for item in diff.unified():
         if isinstance(item, Gap):
-            out.append(_gap(item) + "\n", style=palette.muted)
+            grid.add_row(Text(f"{'⋯':>6}", palette.muted), Text(_gap(item), palette.muted))
             continue
-        out.append(f"{item.number:>4} {SIGNS[item.kind]} ", style=_gutter(item.kind, palette))
-        out.append_text(line_text(item, palette))
-        out.append("\n")
-    return out
+        gutter = Text(f"{item.number:>4} {SIGNS[item.kind]}", style=_gutter(item.kind, palette))
+        grid.add_row(gutter, line_text(item, palette))
+    if not any(labels):
+        return Group(grid)
+    return Group(Text(f"--- {labels[0]}\n+++ {labels[1]}", style="bold"), grid)
 
 
 def side_by_side(diff: Diff, palette: Palette, labels: tuple[str, str]) -> Table:
@@ -151,7 +155,7 @@ def side_by_side(diff: Diff, palette: Palette, labels: tuple[str, str]) -> Table
     table.add_column(labels[1], ratio=1, overflow="fold")
     for part in diff.parts:
         if isinstance(part, Gap):
-            gap = Text(_gap(part).strip(), style=palette.muted)
+            gap = Text(f"⋯ {_gap(part)}", style=palette.muted)
             table.add_row("", gap, "", gap)
             continue
         for old, new in part.rows():
@@ -167,7 +171,7 @@ def _side(line: Line | None, palette: Palette) -> tuple[Text, Text]:
 
 
 def _gap(gap: Gap) -> str:
-    return f"{'':>4} ⋯ {gap.lines} unchanged line{'s' if gap.lines != 1 else ''}"
+    return f"{gap.lines} unchanged line{'s' if gap.lines != 1 else ''}"
 
 
 def _kind_style(kind: str, palette: Palette) -> Style:

@@ -6,10 +6,12 @@ Pilot over a real embedded kernel and real documents (``worlds``), as in
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
@@ -30,13 +32,14 @@ NOW = "2026-12-01T09:00:00+00:00"
 WIDE = (200, 50)
 
 
-@pytest.fixture(autouse=True)
-def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def clock(pinned_clock: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full-colour terminal of every cockpit test, the clock at ``NOW``."""
     monkeypatch.setenv("HZ_NOW", NOW)
 
 
 @pytest.fixture
-async def redrafted(tmp_path: Path) -> AsyncIterator[tuple[worlds.World, LocalClient]]:
+async def redrafted(tmp_path: Path, clock: None) -> AsyncIterator[tuple[worlds.World, LocalClient]]:
     world = await worlds.build_redrafted(tmp_path)
     client = await client_for(world)
     try:
@@ -70,7 +73,7 @@ async def test_issue14_item3_the_last_approved_side_numbers_its_own_lines(
 
 
 @pytest.fixture
-async def one_draft(tmp_path: Path) -> AsyncIterator[tuple[worlds.World, LocalClient]]:
+async def one_draft(tmp_path: Path, clock: None) -> AsyncIterator[tuple[worlds.World, LocalClient]]:
     world = await worlds.build(tmp_path, ("notes-digest",))
     client = await client_for(world)
     try:
@@ -146,3 +149,39 @@ def test_issue14_item3_markdown_mode_pictured(
         await pilot.pause()
 
     assert snap_compare(pictured(home, client), terminal_size=SIZE, run_before=markdown)
+
+
+def drawn_rows(screen: ReviewScreen) -> list[str]:
+    """The pane's text as drawn at its own width (so long lines wrap as on screen)."""
+    pane = screen.query_one(DiffView).query_one("#diff-text", Static)
+    console = Console(width=pane.content_size.width, file=io.StringIO(), record=True)
+    console.print(pane.content)
+    return console.export_text().splitlines()
+
+
+async def test_issue14_item1_at_80_columns_a_wrapped_diff_line_hangs_after_the_gutter(
+    redrafted: tuple[worlds.World, LocalClient],
+) -> None:
+    """At 80 columns the diff's long lines wrap; their continuation started at column 0,
+    under the line numbers. It now hangs after the gutter, as each side does at 240."""
+    world, client = redrafted
+    document = world.document("notes-digest")
+    long = "- shipped search across every note, tag and heading of the whole notebook at once"
+    document.write_text(document.read_text().replace("- shipped search", long))
+    async with CockpitApp(world.home, client).run_test(size=(80, 24)) as pilot:
+        screen = await open_desk(pilot, 1)
+        rows = drawn_rows(screen)
+        start = next(n for n, row in enumerate(rows) if row.startswith("   6 + "))
+        gutter = len("   6 + ")
+        assert rows[start + 1].strip() and rows[start + 1][:gutter] == " " * gutter, rows
+        joined = " ".join(row[gutter:].strip() for row in rows[start : start + 3])
+        assert long in joined, rows
+
+
+def test_issue14_item1_review_desk_at_80_columns_pictured(
+    snap_compare,
+    desk: tuple[Home, LocalClient],  # noqa: F811 (the fixture imported above)
+) -> None:
+    """The queue collapsed to names, the unified diff (a grid: gutter, then text) the rest."""
+    home, client = desk
+    assert snap_compare(pictured(home, client), terminal_size=(80, 24), run_before=pictured_desk)
