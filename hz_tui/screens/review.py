@@ -128,6 +128,7 @@ class ReviewScreen(Screen[None]):
         self.title = "hz · review drafts"
         self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
+        self.cockpit.ticker.ticked.subscribe(self, self.queue.retime)
         self.queue.focus()
         self.load()
 
