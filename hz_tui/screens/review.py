@@ -14,7 +14,9 @@ other screen. See ``hz_tui.review`` for the rules.
 from __future__ import annotations
 
 import subprocess
+from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import events, work
@@ -24,12 +26,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
+from watchfiles import awatch
 
 from hz_kernel import operations as ops
 from hz_kernel.api import DraftReview
 from hz_kernel.errors import HzError
 from hz_tui import diffing, keymap, review, rows
 from hz_tui.messages import RowsUpdate
+from hz_tui.watcher import DEBOUNCE_MS, RUST_TIMEOUT_MS, STEP_MS
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.draft_queue import DraftQueue
 from hz_tui.widgets.key_bar import KeyBar
@@ -93,6 +97,8 @@ class ReviewScreen(Screen[None]):
         """Rejections held for undo, oldest first, each with the timer that sends it."""
         self.held_here: set[str] = set()
         """Rejections this desk held and has not seen sent: sent when the desk closes."""
+        self.watched = ""
+        """The document watched for edits outside hz (the shown draft's; local kernels only)."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -128,12 +134,49 @@ class ReviewScreen(Screen[None]):
         self.title = "hz · review drafts"
         self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
-        self.cockpit.ticker.ticked.subscribe(self, self.queue.retime)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.queue.focus()
         self.load()
 
     def on_rows(self, update: RowsUpdate) -> None:
         self.load()
+
+    def on_tick(self, now: datetime) -> None:
+        self.queue.retime(now)
+        if self.cockpit.client.remote:
+            self.refresh_review()  # no file to watch there: ask again, one draft per tick
+
+    @work(exclusive=True, group="review-document")
+    async def watch_document(self, path: Path) -> None:
+        """Show the draft again whenever its document changes on disk (an edit outside hz).
+
+        The folder is watched, not the file: editors save by writing a new file over it.
+        """
+        folder = path.parent
+        if not folder.is_dir():
+            return
+        async for _ in awatch(
+            folder,
+            watch_filter=lambda _change, changed: Path(changed).name == path.name,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            rust_timeout=RUST_TIMEOUT_MS,
+        ):
+            self.refresh_review()
+
+    @work(exclusive=True, group="review-refresh")
+    async def refresh_review(self) -> None:
+        """Ask for the shown draft again; draw it only when it changed (keeps the scroll)."""
+        shown = self.review
+        if shown is None:
+            return
+        try:
+            fresh = await self.cockpit.client.call(ops.REVIEW, ops.DraftKey(key=shown.key))
+        except HzError:
+            return  # the next change or tick asks again; Enter shows the error
+        if self.review is shown and fresh != shown:
+            self.review = fresh
+            await self.draw()
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
@@ -194,6 +237,9 @@ class ReviewScreen(Screen[None]):
         if self.queue.cursor_key() != key:
             return
         self.review = shown
+        if not self.cockpit.client.remote and shown.path != self.watched:
+            self.watched = shown.path
+            self.watch_document(Path(shown.path))
         await self.draw()
 
     def redraw(self) -> None:

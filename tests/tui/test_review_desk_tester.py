@@ -15,7 +15,9 @@ from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from hz_kernel import remote
 from hz_kernel.client import LocalClient
+from hz_kernel.daemon.protocol import Discovery
 from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.review import ReviewScreen
@@ -23,6 +25,7 @@ from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.key_bar import KeyBar
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_remote import daemon  # noqa: F401 (a fixture)
 from tests.tui.test_review_desk import client_for, open_desk, pane_text
 from tests.tui.test_review_snapshots import cockpit as pictured
 from tests.tui.test_review_snapshots import desk, world_root  # noqa: F401 (fixtures)
@@ -185,3 +188,52 @@ def test_issue14_item1_review_desk_at_80_columns_pictured(
     """The queue collapsed to names, the unified diff (a grid: gutter, then text) the rest."""
     home, client = desk
     assert snap_compare(pictured(home, client), terminal_size=(80, 24), run_before=pictured_desk)
+
+
+async def test_issue14_item3_an_edit_outside_hz_shows_on_the_desk_without_enter(
+    redrafted: tuple[worlds.World, LocalClient],
+) -> None:
+    """The desk kept "no edits" after the draft was edited in another editor until Enter;
+    it watches the shown draft's document and shows the edit as the file changes (saved in
+    place, then saved as editors do: a new file renamed over the old)."""
+    world, client = redrafted
+    document = world.document("notes-digest")
+    async with CockpitApp(world.home, client).run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 1)
+        await pilot.press("b")
+        await until(lambda: "no edits" in pane_text(screen))
+        document.write_text(document.read_text().replace("login bug", "login crash"))
+        await until(lambda: "+ - fixed the login crash" in pane_text(screen))
+        assert "you edited it since it was placed" in pane_text(screen)
+        saved = document.with_name(".notes-digest.md.swp")
+        saved.write_text(document.read_text().replace("login crash", "login outage"))
+        saved.replace(document)
+        await until(lambda: "+ - fixed the login outage" in pane_text(screen))
+
+
+async def test_issue14_item3_a_remote_desk_shows_an_edit_on_the_next_tick(
+    daemon: tuple[worlds.World, int],  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attached with ``--connect`` the cockpit has no file to watch: the ticker asks
+    ``draft.review`` again for the shown draft, so an edit on the daemon's machine shows."""
+    world, _ = daemon
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    found = Discovery.model_validate_json(world.home.discovery_path.read_bytes())
+    client = await remote.attach(found.address, found.token)
+    host, port = remote.check_url(found.address)
+    app = CockpitApp(remote.connection_home(host, port), client)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_desk(pilot, 1)
+            await pilot.press("b")
+            await until(lambda: "no edits" in pane_text(screen))
+            document = world.document("notes-digest")
+            document.write_text(document.read_text().replace("login bug", "login crash"))
+            await pilot.pause(0.5)
+            assert "no edits" in pane_text(screen)  # nothing watches the file here
+            app.ticker.tick()
+            await until(lambda: "+ - fixed the login crash" in pane_text(screen))
+    finally:
+        await client.close()
