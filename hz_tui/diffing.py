@@ -34,8 +34,9 @@ Span = tuple[int, int]
 class Line:
     """One line of one side: ``old`` (removed), ``new`` (added) or ``same`` (both sides).
 
-    ``number`` is its 1-based line number on its own side (the new side for
-    ``same``); ``marks`` are the character spans of words that changed.
+    ``number`` is its 1-based line number on its own side (an unchanged line
+    has one on each side: the old side's ``Block.old`` numbers the old text);
+    ``marks`` are the character spans of words that changed.
     """
 
     kind: Kind
@@ -111,8 +112,9 @@ def compare(before: str, after: str, *, context: int = CONTEXT) -> Diff:
             parts.append(Gap(start - shown_to))
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
+                kept = tuple(Line("same", i + 1, old[i]) for i in range(i1, i2))
                 same = tuple(Line("same", j + 1, new[j]) for j in range(j1, j2))
-                parts.append(Block(same, same))
+                parts.append(Block(kept, same))
                 continue
             removed += i2 - i1
             added += j2 - j1

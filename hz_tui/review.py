@@ -63,7 +63,10 @@ HELD_FILE = "held-rejects.json"
 Base = Literal["approved", "placed"]
 BASE_NAMES: dict[Base, str] = {"approved": "since last approved", "placed": "your edits"}
 MARK = Style(reverse=True, bold=True)
+MARKDOWN_MODE = "the draft as Markdown"
 SIGNS = {"old": "-", "new": "+", "same": " "}
+#: The unified diff's gutter: a line number (four places), its sign, a space.
+UNIFIED_GUTTER = 7
 
 
 def draft_text(review: DraftReview) -> str:
@@ -85,11 +88,7 @@ def render_review(
 ) -> RenderableType:
     """The review pane: who and where, what is compared, then the diff (two sides if wide)."""
     _, _, labels = compared(review, base)
-    header = Text()
-    header.append(review.heinzel_name, style="bold")
-    header.append(f"  {review.asset}\n", style="dim")
-    header.append(f"{review.path}\n", style="dim")
-    header.append(STATUS_NOTES.get(review.status, review.status) + "\n", style="italic")
+    header = document_header(review)
     header.append(f"{BASE_NAMES[base]}", style="bold")
     if base == "approved" and review.approved_text is None:
         header.append(f": {review.approved_note or 'no approved text'}", style="italic")
@@ -107,6 +106,24 @@ def render_review(
     return Group(header, body_)
 
 
+def document_header(review: DraftReview) -> Text:
+    """Whose draft, in which document and file, and how it stands: above every view of it."""
+    header = Text()
+    header.append(review.heinzel_name, style="bold")
+    header.append(f"  {review.asset}\n", style="dim")
+    header.append(f"{review.path}\n", style="dim")
+    header.append(STATUS_NOTES.get(review.status, review.status) + "\n", style="italic")
+    return header
+
+
+def markdown_header(review: DraftReview) -> Text:
+    """The document header, then which mode the pane is in (Markdown has no diff base)."""
+    header = document_header(review)
+    header.append(MARKDOWN_MODE, style="bold")
+    header.append(" (m shows the diff)\n", style="dim")
+    return header
+
+
 def line_text(line: Line, palette: Palette) -> Text:
     """One line coloured by its kind, its changed words in reverse video (readable uncoloured)."""
     style = _kind_style(line.kind, palette)
@@ -116,19 +133,21 @@ def line_text(line: Line, palette: Palette) -> Text:
     return text
 
 
-def unified(diff: Diff, palette: Palette, labels: tuple[str, str] = ("", "")) -> Text:
-    """One column: removed lines, then added ones, with their numbers and signs."""
-    out = Text()
-    if any(labels):
-        out.append(f"--- {labels[0]}\n+++ {labels[1]}\n", style="bold")
+def unified(diff: Diff, palette: Palette, labels: tuple[str, str] = ("", "")) -> Group:
+    """One column: removed lines, then added ones, with their numbers and signs; a long
+    line wraps with a hanging indent, after the gutter (as each side does side by side)."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True, width=UNIFIED_GUTTER)
+    grid.add_column(ratio=1, overflow="fold")
     for item in diff.unified():
         if isinstance(item, Gap):
-            out.append(_gap(item) + "\n", style=palette.muted)
+            grid.add_row(Text(f"{'⋯':>6}", palette.muted), Text(_gap(item), palette.muted))
             continue
-        out.append(f"{item.number:>4} {SIGNS[item.kind]} ", style=_gutter(item.kind, palette))
-        out.append_text(line_text(item, palette))
-        out.append("\n")
-    return out
+        gutter = Text(f"{item.number:>4} {SIGNS[item.kind]}", style=_gutter(item.kind, palette))
+        grid.add_row(gutter, line_text(item, palette))
+    if not any(labels):
+        return Group(grid)
+    return Group(Text(f"--- {labels[0]}\n+++ {labels[1]}", style="bold"), grid)
 
 
 def side_by_side(diff: Diff, palette: Palette, labels: tuple[str, str]) -> Table:
@@ -140,7 +159,7 @@ def side_by_side(diff: Diff, palette: Palette, labels: tuple[str, str]) -> Table
     table.add_column(labels[1], ratio=1, overflow="fold")
     for part in diff.parts:
         if isinstance(part, Gap):
-            gap = Text(_gap(part).strip(), style=palette.muted)
+            gap = Text(f"⋯ {_gap(part)}", style=palette.muted)
             table.add_row("", gap, "", gap)
             continue
         for old, new in part.rows():
@@ -156,7 +175,7 @@ def _side(line: Line | None, palette: Palette) -> tuple[Text, Text]:
 
 
 def _gap(gap: Gap) -> str:
-    return f"{'':>4} ⋯ {gap.lines} unchanged line{'s' if gap.lines != 1 else ''}"
+    return f"{gap.lines} unchanged line{'s' if gap.lines != 1 else ''}"
 
 
 def _kind_style(kind: str, palette: Palette) -> Style:

@@ -319,9 +319,10 @@ class TranscriptModel:
         think = next((e for e in self._of("step.done") if e["data"].get("step") == "think"), None)
         if think is not None:
             d = think["data"]
+            attempts = int(d.get("attempts") or 0)
             yield Line(
                 f"think: {d.get('tokens') or 0} tokens ({d.get('tokens_cached') or 0} cached), "
-                f"{_usd(d)} in {d.get('attempts') or 0} attempt(s)",
+                f"{_usd(d)} in {attempts} attempt{'' if attempts == 1 else 's'}",
                 "body",
                 "cost",
             )

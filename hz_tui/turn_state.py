@@ -15,7 +15,7 @@ from hz_kernel.following import chunk_text
 from hz_kernel.terms import STEP_NAMES
 from hz_tui.tail import SpineLine
 
-__all__ = ["EffectRow", "LiveTurn", "TurnFollower", "chunk_text", "short_key"]
+__all__ = ["EffectRow", "LiveTurn", "TurnFollower", "chunk_text", "short_key", "step_under_way"]
 
 TurnStatus = Literal["none", "running", "waiting", "finished"]
 #: Endings that cut a turn short: the steps after the one under way never ran.
@@ -180,6 +180,14 @@ class TurnFollower:
                 self.current.fold(line)
                 changed = True
         return changed
+
+
+def step_under_way(last_done: str | None) -> str:
+    """The step a running turn is in, from the last one it finished (``TurnSummary.step``):
+    the live panel and the timeline both name this one."""
+    if last_done not in STEP_NAMES:
+        return STEP_NAMES[0]
+    return STEP_NAMES[min(STEP_NAMES.index(last_done) + 1, len(STEP_NAMES) - 1)]
 
 
 def short_key(key: str) -> str:

@@ -345,6 +345,8 @@ def _turn_resumed(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if row is None:
         return
     row.update(status="running", waiting_until=None, waiting_on=None)
+    if d.get("woken_by") != "restart":
+        row["step"] = "gather"  # woken from a wait, it thinks again from its gathered inputs
     row["resumes"] = d.get("resumes", row["resumes"] + 1)
     h = p.heinzel
     h["awake_turn"] = e.turn

@@ -10,6 +10,7 @@ and the turn's body itself, or the wire when attached with ``--connect``
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
@@ -22,6 +23,7 @@ from ulid import ULID
 
 from hz_kernel import operations as ops
 from hz_kernel.api import HeinzelDetail, HeinzelSummary, InboxItem
+from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
@@ -105,6 +107,7 @@ class HeinzelScreen(Screen[None]):
     def on_mount(self) -> None:
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
         self.cockpit.spines_moved.subscribe(self, self.on_spines)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
         self.on_theme(self.app.current_theme)
         self.load()
@@ -143,32 +146,23 @@ class HeinzelScreen(Screen[None]):
 
     def show(self, detail: HeinzelDetail) -> None:
         self.detail = detail
-        summary = detail.heinzel
-        self.title = f"hz · {summary.name}"
-        versions = ", ".join(f"v{n}" for n in detail.contract_versions) or "none yet"
-        if summary.contract_version is not None:
-            contract = f"{summary.contract_name or 'contract'} v{summary.contract_version}"
-        else:
-            contract = "not approved yet"
-        facts = [
-            ("Heinzel", f"{summary.name}  ({summary.id})"),
-            ("State", _state(summary)),
-            ("Contract", f"{contract} · versions: {versions}"),
-            ("Model", _model(detail)),
-            ("Keeps", ", ".join(summary.assets) or "—"),
-            ("Schedule", summary.schedule or "when an input moves"),
-            ("Next due", display.due(summary.next_due)),
-            ("Turns", f"{summary.turns_count} · last {display.ago(summary.last_turn_at)}"),
-            ("Lessons", f"{summary.lessons_active} active"),
-        ]
-        if summary.waiting_until:
-            facts.append(("Waiting until", display.clock(summary.waiting_until)))
-        self.query_one(Facts).show(facts)
+        self.title = f"hz · {detail.heinzel.name}"
+        self.show_times(now_utc())
         self.query_one(Timeline).show(detail.turns)
-        self.query_one(PendingPanel).show(detail)
-        self.query_one(InboxList).show(self.inbox)
         self.query_one(LessonList).show(detail.lessons)
         self.query_one(CostPanel).show(detail.cost_month)
+
+    def on_tick(self, now: datetime) -> None:
+        self.show_times(now)
+        self.turn_panel.redraw()
+
+    def show_times(self, now: datetime) -> None:
+        """What reads the clock ("last 3m ago", "placed now", "in 2h"), drawn again on every
+        tick of the app's ticker so it moves between spine changes."""
+        if self.detail is not None:
+            self.query_one(Facts).show(_facts(self.detail, now))
+            self.query_one(PendingPanel).show(self.detail, now)
+        self.query_one(InboxList).show(self.inbox, now)
 
     # -- navigation and the heinzel actions ----------------------------------------------
 
@@ -251,7 +245,7 @@ class HeinzelScreen(Screen[None]):
         ]
         self.query_one(Composer).put_back(given)
         self.inbox = inbox.items
-        self.query_one(InboxList).show(self.inbox)
+        self.query_one(InboxList).show(self.inbox, now_utc())
 
     # -- answer, retry, dismiss ----------------------------------------------------------
 
@@ -328,6 +322,30 @@ async def _steered_into(client: KernelClient, heinzel_id: str, turn: str | None)
 def _request_id() -> str:
     """A fresh request id: one per message the user sends, never reused for another."""
     return f"cockpit-{ULID()}"
+
+
+def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str]]:
+    """The page's header: who the heinzel is, what it keeps, when it ran and is due."""
+    summary = detail.heinzel
+    versions = ", ".join(f"v{n}" for n in detail.contract_versions) or "none yet"
+    if summary.contract_version is not None:
+        contract = f"{summary.contract_name or 'contract'} v{summary.contract_version}"
+    else:
+        contract = "not approved yet"
+    facts = [
+        ("Heinzel", f"{summary.name}  ({summary.id})"),
+        ("State", _state(summary)),
+        ("Contract", f"{contract} · versions: {versions}"),
+        ("Model", _model(detail)),
+        ("Keeps", ", ".join(summary.assets) or "—"),
+        ("Schedule", summary.schedule or "when an input moves"),
+        ("Next due", display.due(summary.next_due, now)),
+        ("Turns", f"{summary.turns_count} · last {display.ago(summary.last_turn_at, now)}"),
+        ("Lessons", f"{summary.lessons_active} active"),
+    ]
+    if summary.waiting_until:
+        facts.append(("Waiting until", display.clock(summary.waiting_until)))
+    return facts
 
 
 def _model(detail: HeinzelDetail) -> str:

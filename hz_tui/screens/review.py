@@ -16,7 +16,9 @@ from __future__ import annotations
 import errno
 import shutil
 import subprocess
+from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import events, work
@@ -25,12 +27,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
+from watchfiles import awatch
 
 from hz_kernel import operations as ops
 from hz_kernel.api import DraftReview
 from hz_kernel.errors import HzError
 from hz_tui import diffing, keymap, review, rows
 from hz_tui.messages import RowsUpdate
+from hz_tui.watcher import DEBOUNCE_MS, RUST_TIMEOUT_MS, STEP_MS
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.draft_queue import DraftQueue
 from hz_tui.widgets.key_bar import KeyBar
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
 NARROW_COLUMNS = 110
 EMPTY = "No drafts wait for you. New ones appear here as they land."
 FILTERED_OUT = "No draft matches the filter (/ to change it)."
+#: Actions on the highlighted draft: hidden from the key bar while none is.
+DRAFT_ACTIONS = frozenset({"decide", "select", "show", "switch_base", "toggle_markdown", "edit"})
 
 
 class ReviewScreen(Screen[None]):
@@ -65,6 +71,8 @@ class ReviewScreen(Screen[None]):
         """Rejections held for undo, oldest first, each with the timer that sends it."""
         self.held_here: set[str] = set()
         """Rejections this desk held and has not seen sent: sent when the desk closes."""
+        self.watched = ""
+        """The document watched for edits outside hz (the shown draft's; local kernels only)."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -100,11 +108,49 @@ class ReviewScreen(Screen[None]):
         self.title = "hz · review drafts"
         self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
+        self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.queue.focus()
         self.load()
 
     def on_rows(self, update: RowsUpdate) -> None:
         self.load()
+
+    def on_tick(self, now: datetime) -> None:
+        self.queue.retime(now)
+        if self.cockpit.client.remote:
+            self.refresh_review()  # no file to watch there: ask again, one draft per tick
+
+    @work(exclusive=True, group="review-document")
+    async def watch_document(self, path: Path) -> None:
+        """Show the draft again whenever its document changes on disk (an edit outside hz).
+
+        The folder is watched, not the file: editors save by writing a new file over it.
+        """
+        folder = path.parent
+        if not folder.is_dir():
+            return
+        async for _ in awatch(
+            folder,
+            watch_filter=lambda _change, changed: Path(changed).name == path.name,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            rust_timeout=RUST_TIMEOUT_MS,
+        ):
+            self.refresh_review()
+
+    @work(exclusive=True, group="review-refresh")
+    async def refresh_review(self) -> None:
+        """Ask for the shown draft again; draw it only when it changed (keeps the scroll)."""
+        shown = self.review
+        if shown is None:
+            return
+        try:
+            fresh = await self.cockpit.client.call(ops.REVIEW, ops.DraftKey(key=shown.key))
+        except HzError:
+            return  # the next change or tick asks again; Enter shows the error
+        if self.review is shown and fresh != shown:
+            self.review = fresh
+            await self.draw()
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
@@ -126,6 +172,7 @@ class ReviewScreen(Screen[None]):
 
     def after_queue_change(self, before: str | None) -> None:
         self.update_status()
+        self.refresh_bindings()
         key = self.queue.cursor_key()
         if key is None:
             self.review = None
@@ -146,7 +193,10 @@ class ReviewScreen(Screen[None]):
             parts.append(f"{len(queue.selected)} selected: A approves them")
         if self.undoable:
             parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
-        parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
+        if self.markdown:
+            parts.append(f"{review.MARKDOWN_MODE} (m returns to the diff)")
+        else:
+            parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
         self.query_one("#review-status", Static).update(" · ".join(parts))
 
     @work(exclusive=True, group="review-diff")
@@ -161,6 +211,9 @@ class ReviewScreen(Screen[None]):
         if self.queue.cursor_key() != key:
             return
         self.review = shown
+        if not self.cockpit.client.remote and shown.path != self.watched:
+            self.watched = shown.path
+            self.watch_document(Path(shown.path))
         await self.draw()
 
     def redraw(self) -> None:
@@ -174,7 +227,7 @@ class ReviewScreen(Screen[None]):
             return
         if self.markdown:
             self.shown = None
-            await self.pane.show_markdown(review.draft_text(shown))
+            await self.pane.show_markdown(review.draft_text(shown), review.markdown_header(shown))
             return
         self.shown = review.compare(shown, self.base)
         palette = rows.Palette.from_theme(self.app.theme_variables)
@@ -203,6 +256,13 @@ class ReviewScreen(Screen[None]):
 
     # -- moving, looking ---------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A draft's actions leave the key bar (and do nothing) while no draft is shown."""
+        if action in DRAFT_ACTIONS:
+            queue = next(iter(self.query(DraftQueue)), None)  # None before the desk is composed
+            return queue is not None and queue.cursor_key() is not None
+        return True
+
     def action_move(self, delta: int) -> None:
         count = self.queue.row_count
         if count:
@@ -222,6 +282,7 @@ class ReviewScreen(Screen[None]):
 
     def action_toggle_markdown(self) -> None:
         self.markdown = not self.markdown
+        self.update_status()
         self.redraw()
 
     def action_filter(self) -> None:

@@ -1,4 +1,5 @@
-"""The review pane: a draft's diff, or the draft rendered as Markdown, scrollable."""
+"""The review pane: a draft's diff, or the draft rendered as Markdown under its header,
+scrollable."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ class DiffView(VerticalScroll):
     def say(self, message: str) -> None:
         self.show(Text(message, style="dim"))
 
-    async def show_markdown(self, source: str) -> None:
-        """The draft as a reader of the document will see it."""
+    async def show_markdown(self, source: str, header: RenderableType) -> None:
+        """The draft as a reader of the document will see it, under ``header``."""
         await self.markdown.update(source)
-        self.query_one("#diff-text", Static).display = False
+        self.query_one("#diff-text", Static).update(header)
         self.markdown.display = True
         self.scroll_home(animate=False)

@@ -8,6 +8,7 @@ word typed. Marks on drafts that leave the queue are forgotten.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from textual import events
 from textual.widgets import DataTable
@@ -92,6 +93,15 @@ class DraftQueue(DataTable[Cell]):
             self.move_cursor(row=keys.index(focused), animate=False)
         elif self.drafts:
             self.move_cursor(row=min(position, len(self.drafts) - 1), animate=False)
+
+    def retime(self, now: datetime) -> None:
+        """Move the Placed column ("11s ago") to ``now``: the app's ticker calls, not the spine."""
+        if "placed" not in self.columns:
+            return
+        for draft in self.drafts:
+            cell = Cell(display.ago(draft.placed_at, now, exact=False))
+            if self.get_cell(draft.key, "placed").signature != cell.signature:
+                self.update_cell(draft.key, "placed", cell)
 
     def set_filter(self, text: str) -> None:
         self.words = text.lower().split()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
@@ -18,9 +20,9 @@ def waiting(items: list[InboxItem]) -> list[InboxItem]:
 
 
 class InboxList(Static):
-    """Waiting messages, oldest first, each with its mode."""
+    """Waiting messages, oldest first, each with its mode and how long ago it came."""
 
-    def show(self, items: list[InboxItem]) -> None:
+    def show(self, items: list[InboxItem], now: datetime) -> None:
         pending = waiting(items)
         if not pending:
             self.update(Text("No messages wait.", style="dim"))
@@ -28,7 +30,7 @@ class InboxList(Static):
         lines = []
         for item in pending:
             mode = item.mode.upper() if item.kind == "chat" else item.kind
-            when = display.ago(item.admitted_at.isoformat())
+            when = display.ago(item.admitted_at.isoformat(), now)
             first = item.message.splitlines()[0] if item.message else "(no text)"
             lines.append(Text.assemble((f"{mode:<6}", "bold"), " ", first, (f"  {when}", "dim")))
         self.update(Group(*lines))

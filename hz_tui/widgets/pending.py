@@ -3,6 +3,8 @@ amendment."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
@@ -12,9 +14,9 @@ from hz_tui import display, keymap
 
 
 class PendingPanel(Static):
-    """The pending items, or a line saying nothing waits."""
+    """The pending items, or a line saying nothing waits; times as of ``now``."""
 
-    def show(self, detail: HeinzelDetail) -> None:
+    def show(self, detail: HeinzelDetail, now: datetime) -> None:
         parts: list[Text] = []
         if detail.heinzel.state == "proposed":
             parts += self._proposal(detail)
@@ -24,7 +26,7 @@ class PendingPanel(Static):
                 parts.append(
                     Text(
                         f"  v{draft.contract_version or '?'} · placed "
-                        f"{display.ago(draft.placed_at)} · key {draft.key}",
+                        f"{display.ago(draft.placed_at, now)} · key {draft.key}",
                         style="dim",
                         overflow="ellipsis",
                         no_wrap=True,
@@ -33,7 +35,7 @@ class PendingPanel(Static):
         for question in detail.questions:
             if question.status == "pending":
                 parts.append(Text.assemble(("Question ", "bold"), question.question or ""))
-                parts.append(Text(f"  asked {display.ago(question.asked_at)}", style="dim"))
+                parts.append(Text(f"  asked {display.ago(question.asked_at, now)}", style="dim"))
         for amendment in detail.amendments:
             if amendment.status == "pending":
                 by = amendment.by or "someone"

@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 from hz_kernel.api import TurnSummary
 from hz_tui import display, keymap
 from hz_tui.rows import Cell, Palette
+from hz_tui.turn_state import step_under_way
 
 #: The columns and their least widths; the cause grows to its text, the report takes the rest.
 COLUMNS = (
@@ -127,7 +128,7 @@ class Timeline(DataTable[Cell]):
 
 def _cells(turn: TurnSummary, palette: Palette) -> dict[str, Cell]:
     if turn.status == "running":
-        outcome = Cell(f"{turn.step or 'starting'}…", palette.ok)
+        outcome = Cell(f"{step_under_way(turn.step)}…", palette.ok)
     else:
         outcome_text = turn.disposition or turn.status
         bad = outcome_text in ("failed", "abandoned")

@@ -83,6 +83,13 @@ class TranscriptView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         if self.scrollable_content_region.width != self.wrapped_at:
             self._wrap()
+            if self.following:
+                self.scroll_end(animate=False, immediate=True)
+
+    def watch_show_vertical_scrollbar(self) -> None:
+        """The scrollbar came (or went) after the rows were wrapped: no resize says so, but
+        the rows must wrap to the width it leaves, or it hides their last letters."""
+        self.on_resize()
 
     def _wrap(self) -> None:
         width = max(self.scrollable_content_region.width, 10)

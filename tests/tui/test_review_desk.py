@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 
 from hz_kernel import operations as ops
@@ -77,10 +78,14 @@ def marked_words(screen: ReviewScreen) -> list[str]:
     content = screen.query_one(DiffView).query_one("#diff-text").content  # type: ignore[attr-defined]
     assert isinstance(content, Group)
     body = content.renderables[-1]
-    assert isinstance(body, Text)
+    assert isinstance(body, Group)
+    grid = body.renderables[-1]
+    assert isinstance(grid, Table)
+    lines = [cell for cell in grid.columns[1].cells if isinstance(cell, Text)]
     return [
-        body.plain[s.start : s.end]
-        for s in body.spans
+        line.plain[s.start : s.end]
+        for line in lines
+        for s in line.spans
         if MARK.reverse and "reverse" in str(s.style)
     ]
 

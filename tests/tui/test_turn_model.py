@@ -174,7 +174,9 @@ def test_issue14_item3_the_review_pane_compares_with_the_last_approved_text_or_a
     )
     palette = rows.Palette()
     edits = review.compare(draft, "placed")
-    shown = review.unified(edits, palette, ("as placed", "in the document now")).plain
+    unified = Console(width=100, record=True)
+    unified.print(review.unified(edits, palette, ("as placed", "in the document now")))
+    shown = unified.export_text()
     assert "   3 - - shipped search" in shown and "   3 + - shipped fuzzy search" in shown
     since = review.compare(draft, "approved")
     assert (since.removed, since.added) == (0, 1)

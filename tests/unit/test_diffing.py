@@ -87,3 +87,21 @@ def test_a_big_section_diffs_with_marks_only_where_lines_changed() -> None:
     assert len(changed) == 1 and (diff.removed, diff.added) == (1, 1)
     assert marked(changed[0].new[0]) == ["(moved)"]
     assert sum(1 for _ in diff.unified()) == 2 * diffing.CONTEXT + 2 + 2
+
+
+def test_the_old_side_numbers_its_own_lines() -> None:
+    """issue 14 item 3 (tester): the "last approved" side numbers the old text's own lines,
+    running on without gaps; the draft's side numbers the draft's. Two lines were inserted
+    at the top, so every unchanged line sits two lines lower in the draft."""
+    before = "\n".join(f"line {n}" for n in range(1, 7))
+    after = "new a\nnew b\n" + before.replace("line 4", "line four")
+    diff = diffing.compare(before, after, context=10)
+    rows = [
+        (old.number if old else None, new.number if new else None)
+        for part in diff.parts
+        if isinstance(part, Block)
+        for old, new in part.rows()
+    ]
+    assert rows == [(None, 1), (None, 2), (1, 3), (2, 4), (3, 5), (4, 6), (5, 7), (6, 8)]
+    unchanged = [line for part in diff.parts if isinstance(part, Block) for line in part.old]
+    assert all(line.text == f"line {line.number}" for line in unchanged if line.kind == "same")
