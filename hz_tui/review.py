@@ -117,10 +117,10 @@ def document_header(review: DraftReview) -> Text:
 
 
 def markdown_header(review: DraftReview) -> Text:
-    """The document header, then which mode the pane is in (Markdown has no diff base)."""
+    """The document header, then which mode the pane is in (Markdown has no diff base); the
+    status line names the key back to the diff, as the user's keymap sets it."""
     header = document_header(review)
-    header.append(MARKDOWN_MODE, style="bold")
-    header.append(" (m shows the diff)\n", style="dim")
+    header.append(MARKDOWN_MODE + "\n", style="bold")
     return header
 
 

@@ -13,9 +13,11 @@ other screen. See ``hz_tui.review`` for the rules.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import shutil
 import subprocess
+import threading
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -73,6 +75,11 @@ class ReviewScreen(Screen[None]):
         """Rejections this desk held and has not seen sent: sent when the desk closes."""
         self.watched = ""
         """The document watched for edits outside hz (the shown draft's; local kernels only)."""
+        self.stop_watching = threading.Event()
+        """Ends the watcher's thread at its next look: cancelling alone waits out its timeout."""
+        self.watching: asyncio.Task[None] | None = None
+        """The document's watcher: a task, not a worker, so waiting for the desk's workers to
+        finish never waits for a watch that lasts as long as the desk."""
 
     @property
     def cockpit(self) -> CockpitApp:
@@ -120,8 +127,7 @@ class ReviewScreen(Screen[None]):
         if self.cockpit.client.remote:
             self.refresh_review()  # no file to watch there: ask again, one draft per tick
 
-    @work(exclusive=True, group="review-document")
-    async def watch_document(self, path: Path) -> None:
+    async def watch_document(self, path: Path, stop: threading.Event) -> None:
         """Show the draft again whenever its document changes on disk (an edit outside hz).
 
         The folder is watched, not the file: editors save by writing a new file over it.
@@ -135,6 +141,7 @@ class ReviewScreen(Screen[None]):
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             rust_timeout=RUST_TIMEOUT_MS,
+            stop_event=stop,
         ):
             self.refresh_review()
 
@@ -194,9 +201,11 @@ class ReviewScreen(Screen[None]):
         if self.undoable:
             parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
         if self.markdown:
-            parts.append(f"{review.MARKDOWN_MODE} (m returns to the diff)")
+            back = keymap.shown_keys("review.markdown", self.cockpit.keymap_overrides)
+            parts.append(f"{review.MARKDOWN_MODE} ({back} returns to the diff)")
         else:
-            parts.append(f"diff {review.BASE_NAMES[self.base]} (b switches)")
+            switch = keymap.shown_keys("review.base", self.cockpit.keymap_overrides)
+            parts.append(f"diff {review.BASE_NAMES[self.base]} ({switch} switches)")
         self.query_one("#review-status", Static).update(" · ".join(parts))
 
     @work(exclusive=True, group="review-diff")
@@ -213,7 +222,11 @@ class ReviewScreen(Screen[None]):
         self.review = shown
         if not self.cockpit.client.remote and shown.path != self.watched:
             self.watched = shown.path
-            self.watch_document(Path(shown.path))
+            self.stop_watching.set()
+            self.stop_watching = threading.Event()
+            self.watching = asyncio.create_task(
+                self.watch_document(Path(shown.path), self.stop_watching)
+            )
         await self.draw()
 
     def redraw(self) -> None:
@@ -413,6 +426,7 @@ class ReviewScreen(Screen[None]):
 
     async def on_unmount(self) -> None:
         """Leaving the desk (or quitting) ends the undo window: send what is still held."""
+        self.stop_watching.set()
         for timer in self.undoable.values():
             timer.stop()
         self.undoable.clear()

@@ -116,23 +116,23 @@ async def test_issue14_item3_an_empty_queue_offers_no_draft_actions(
 async def test_issue14_item3_markdown_mode_says_it_is_on_and_keeps_the_header(
     redrafted: tuple[worlds.World, LocalClient],
 ) -> None:
-    """``m`` showed the rendered draft with no header and a status line still reading
+    """``d`` (Markdown) showed the rendered draft with no header and a status line still reading
     "diff … (b switches)". The status names the mode, the header (heinzel, document, file,
-    how the draft stands) stays; ``m`` again returns to the diff."""
+    how the draft stands) stays; ``d`` again returns to the diff."""
     world, client = redrafted
     async with CockpitApp(world.home, client).run_test(size=SIZE) as pilot:
         screen = await open_desk(pilot, 1)
         status = screen.query_one("#review-status", Static)
         assert "diff since last approved (b switches)" in text_of(status)
-        await pilot.press("m")
+        await pilot.press("d")
         await until(lambda: screen.query_one(DiffView).markdown.display)
         await pilot.pause()
-        assert "the draft as Markdown (m returns to the diff)" in text_of(status)
+        assert "the draft as Markdown (d returns to the diff)" in text_of(status)
         assert "b switches" not in text_of(status)
         header = pane_text(screen)
         assert "notes-digest" in header and str(world.document("notes-digest")) in header
         assert "unchanged since it was placed" in header and "the draft as Markdown" in header
-        await pilot.press("m")
+        await pilot.press("d")
         await until(lambda: not screen.query_one(DiffView).markdown.display)
         assert "diff since last approved (b switches)" in text_of(status)
         assert "since last approved (2026-12-01)" in pane_text(screen)
@@ -147,7 +147,7 @@ def test_issue14_item3_markdown_mode_pictured(
 
     async def markdown(pilot: Pilot[int]) -> None:
         await pictured_desk(pilot)
-        await pilot.press("m")
+        await pilot.press("d")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
 
