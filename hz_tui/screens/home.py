@@ -12,6 +12,7 @@ one line; ``o`` then shows the preview full width in the table's place
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
@@ -19,6 +20,7 @@ from rich.text import Text
 from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.timer import Timer
@@ -210,7 +212,8 @@ class HomeScreen(Screen[None]):
             self.spend = await self.cockpit.client.call(ops.SPEND, ops.Empty())
         except HzError:
             return  # the header says when the kernel is away; the line keeps the last figure
-        self.update_status()
+        with contextlib.suppress(NoMatches):  # the answer came as the cockpit closed its home
+            self.update_status()
 
     def update_status(self) -> None:
         table = self.table

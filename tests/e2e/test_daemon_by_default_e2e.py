@@ -109,7 +109,9 @@ def test_issue13_item1_hz_starts_the_daemon_and_a_turn_outlives_the_cockpit(
     shown = tmux.wait_for(lambda s: "notes-digest" in s and "· started" in s, "the header")
     found = read_discovery(home)
     assert found is not None, "hz did not start a daemon (no daemon.json)"
-    assert f"daemon (pid {found.pid}) at {found.address}" in shown
+    # The header keeps the kind and the pid in every form; the address when the width allows
+    # (a test home's long path can push it out at 120 columns).
+    assert f"daemon (pid {found.pid})" in shown
 
     tmux.keys("w")
     wait_until(lambda: cockpit_woken_turn(home) is not None, "the woken turn to start")
@@ -132,7 +134,7 @@ def test_issue13_item1_chat_beside_an_embedded_cockpit_mid_turn_is_queued_and_de
     home = world.home
     open_cockpit(tmux, env_of(world, HZ_TICK_SECONDS="1"), "--embedded")
     shown = tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
-    assert "embedded kernel on" in shown
+    assert "embedded kernel" in shown
     tmux.keys("w")
     wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
     turn = running_turn(home)
