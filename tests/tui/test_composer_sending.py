@@ -27,6 +27,7 @@ from hz_tui.app import CockpitApp
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.widgets.composer import SAVE_AFTER_S, Composer
 from tests.tui import worlds
+from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
 
 
@@ -38,11 +39,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from hz_tui.screens.transcript import TranscriptScreen
 from hz_tui.widgets.timeline import Timeline
 from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
+from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.test_transcript import open_transcript, settled, shown
 from tests.tui.test_transcript_snapshot import transcript_home  # noqa: F401 (a fixture)
@@ -37,11 +38,8 @@ async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World
 
 @pytest.fixture
 async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    opened = LocalClient(await Kernel.open(world.home, long_lived=True))
-    try:
+    async with embedded_client(world) as opened:
         yield opened
-    finally:
-        await opened.close()
 
 
 def rows_drawn(view: TranscriptView) -> list[str]:
