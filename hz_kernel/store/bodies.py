@@ -140,14 +140,8 @@ def read_body_page(
     bytes of whole lines, as ``BodyWriter.size`` does, so a reader resumes
     exactly where it stopped; a last line still being written waits.
     """
-    if not TURN_ID.match(turn):
-        return None
-    path = body_path(heinzel_dir, turn)
-    try:
-        fd = open_regular(path, os.O_RDONLY)
-    except NotRegularFile as exc:
-        raise store_error(exc, path) from None
-    except OSError:
+    fd = _open_body(heinzel_dir, turn)
+    if fd is None:
         return None
     try:
         left = os.fstat(fd).st_size - offset
@@ -169,14 +163,8 @@ def read_body_lines(
     page limit stopped it, and whether the file ends in a line with no
     newline (being written, or torn); None when the body is gone.
     """
-    if not TURN_ID.match(turn):
-        return None
-    path = body_path(heinzel_dir, turn)
-    try:
-        fd = open_regular(path, os.O_RDONLY)
-    except NotRegularFile as exc:
-        raise store_error(exc, path) from None
-    except OSError:
+    fd = _open_body(heinzel_dir, turn)
+    if fd is None:
         return None
     try:
         size = os.fstat(fd).st_size
@@ -192,3 +180,17 @@ def read_body_lines(
     torn = not more and len(whole) < len(data)
     lines = [(before + n + 1, line) for n, line in enumerate(whole.split(b"\n")[:-1])]
     return lines, offset + len(whole), more, torn
+
+
+def _open_body(heinzel_dir: Path, turn: str) -> int | None:
+    """A descriptor on the turn's body, or None when the id is not a turn's or the body is
+    gone; a body that is not a regular file is the store's coded refusal."""
+    if not TURN_ID.match(turn):
+        return None
+    path = body_path(heinzel_dir, turn)
+    try:
+        return open_regular(path, os.O_RDONLY)
+    except NotRegularFile as exc:
+        raise store_error(exc, path) from None
+    except OSError:
+        return None
