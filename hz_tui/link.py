@@ -216,8 +216,14 @@ class Link:
             self.how = how
             self.changed.publish(self)
             return
+        from hz_kernel.connect import feed_edge  # the HTTP stack is loaded by now
+
+        try:
+            edge: int | None = await feed_edge(client)
+        except HzError:
+            edge = None
         previous, self.current = self.current, client
-        self.position = None
+        self.position = edge  # what happens from here on is replayed, even before the feed follows
         self.how = how
         self.state = "attached"
         self._attached.set()
@@ -283,6 +289,8 @@ class Link:
                 if self.position is None:
                     self.position = await feed_edge(client)
                 async for item in client.subscribe(self.position):
+                    if client is not self.current:
+                        return  # ``attach`` moved on; this feed's positions mean nothing there
                     self.position = item.seq
             except FeedReset:
                 self.position = None

@@ -127,7 +127,7 @@ def _cut_line(
 
 
 class _Checked(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
 
 class _ContextPart(_Checked):
