@@ -171,7 +171,10 @@ class HomeScreen(Screen[None]):
         """The preview of the highlighted row, and the activity seeded from the rows."""
         self._side_due = False
         now = now_utc()
-        self.show_preview(now)
+        key = self.table.cursor_key()
+        item = self.table.items.get(key) if key else None
+        if not self.preview.shown or item != self.preview.item:
+            self.show_preview(now)  # the clock's tick redraws it as time passes
         for pane in self.activity_panes:
             pane.seed(self.table.items.values(), now)
 

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from rich.console import Group
+from rich.cells import cell_len
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
@@ -29,6 +28,9 @@ from hz_tui.watcher import SpineBatch
 
 #: Entries kept (the oldest go first).
 KEEP = 200
+#: The widths of the age and name columns (a longer name ends in an ellipsis).
+AGE_WIDTH = 4
+NAME_WIDTH = 16
 Tone = Literal["plain", "ok", "warn", "bad"]
 
 
@@ -113,6 +115,8 @@ class ActivityPane(Static):
     ActivityPane {
         padding: 0 1;
         height: 1fr;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
         &.-line {
             height: 1;
         }
@@ -160,16 +164,31 @@ class ActivityPane(Static):
             overflow="ellipsis",
         )
 
-    def _table(self, now: datetime) -> Group:
-        table = Table.grid(padding=(0, 1), expand=True)
-        table.add_column(style="dim", no_wrap=True, width=4)
-        table.add_column(style="bold", no_wrap=True, max_width=16, overflow="ellipsis")
-        table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    def _table(self, now: datetime) -> Text:
+        """The newest entries as aligned lines: age, name, what happened.
+
+        Plain lines, not a ``rich`` table: the pane redraws on every append,
+        and laying out a table of a screenful of rows costs more than the rest
+        of the update together. Each line is cut with an ellipsis at the
+        pane's edge (the pane's CSS), so no width is needed here.
+        """
         shown = max(1, self.size.height - 1) if self.size.height else KEEP
-        for entry in list(reversed(self.entries))[:shown]:
+        newest = list(reversed(self.entries))[:shown]
+        name_width = min(NAME_WIDTH, max(cell_len(entry.name) for entry in newest))
+        lines = [Text("Activity", style="bold")]
+        for entry in newest:
             when = display.ago(entry.at, now, exact=False).removesuffix(" ago")
-            table.add_row(when, entry.name, Text(entry.text, style=self._style(entry.tone)))
-        return Group(Text("Activity", style="bold"), table)
+            name = Text(entry.name, style="bold")
+            name.truncate(name_width, overflow="ellipsis", pad=True)
+            lines.append(
+                Text.assemble(
+                    (f"{when[:AGE_WIDTH]:<{AGE_WIDTH}} ", "dim"),
+                    name,
+                    " ",
+                    (entry.text, self._style(entry.tone)),
+                )
+            )
+        return Text("\n", end="").join(lines)
 
     def _style(self, tone: Tone) -> Style:
         return {

@@ -32,12 +32,15 @@ class HeinzelPreview(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.item: HeinzelSummary | None = None
+        self.shown = False
+        """Whether ``show`` ran (before it, the pane is blank rather than "no heinzel")."""
         self.palette = Palette()
         self.note = ""
         """A line above the heinzel, saying why the pane shows as it does (full width)."""
 
     def show(self, item: HeinzelSummary | None, now: datetime) -> None:
         self.item = item
+        self.shown = True
         described = describe(item, now, self.palette)
         self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 

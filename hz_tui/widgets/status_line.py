@@ -29,6 +29,8 @@ class Totals:
 class StatusLine(Static):
     """Totals and the active filter, so an empty table never looks like a broken one."""
 
+    _shown: Text | None = None
+
     def show(self, totals: Totals, *, filter_text: str, sort: str, warn: Style) -> None:
         parts: list[Text | str] = [f"{totals.running} running"]
         drafts = f" ({totals.drafts} draft{'s' if totals.drafts != 1 else ''})"
@@ -48,4 +50,6 @@ class StatusLine(Static):
             if index:
                 line.append(" · ")
             line.append(part)
-        self.update(line)
+        if line != self._shown:  # an update lays the screen out again: only when it reads anew
+            self._shown = line
+            self.update(line)

@@ -39,8 +39,12 @@ def text_of(widget: Static) -> str:
     return console.export_text()
 
 
-async def until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait for ``check`` to hold (the live path crosses a thread and the kernel)."""
+async def until(check: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Wait for ``check`` to hold (the live path crosses a thread and the kernel).
+
+    The timeout only ends a test that would otherwise hang: a loaded CI
+    machine may take many seconds for what takes milliseconds here.
+    """
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
         assert asyncio.get_running_loop().time() < deadline, "timed out"

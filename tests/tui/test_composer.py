@@ -232,7 +232,7 @@ async def test_issue14_item4_a_stopped_turn_gives_back_its_messages_in_their_mod
         await until(lambda: ("name the owners", "steer") in [c for c in [*composer_chats(page)]])
         await pilot.press(*"and the dates")
         await pilot.press("ctrl+c", "ctrl+c")
-        await until(lambda: page.turn_panel.live.status == "finished", timeout=10)
+        await until(lambda: page.turn_panel.live.status == "finished")
         await until(lambda: composer.input.text == "name the owners\n\nand the dates")
         assert composer.state.mode == "steer"
         assert "STEER" in str(composer.query_one("#composer-mode").render())
@@ -279,7 +279,7 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
         await pilot.pause(0.5)
         assert live().status == "running"
         await pilot.press("ctrl+c")
-        await until(lambda: live().status == "finished", timeout=10)
+        await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
 
         await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
@@ -290,7 +290,7 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
         await pilot.pause()
         assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
         await pilot.press("enter")
-        await until(lambda: live().status == "finished", timeout=10)
+        await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
 
 

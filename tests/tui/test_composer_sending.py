@@ -255,7 +255,7 @@ async def test_issue14_item4_a_message_sent_in_one_window_leaves_the_other(
             await one.press("enter")
             await until_chats(client, heinzel, lambda sent: sent == [("QUEUE dup test", "queue")])
             await until(lambda: mine.input.text == "" and not mine.dirty)
-            await until(lambda: theirs.input.text == "" and not theirs.dirty, timeout=15)
+            await until(lambda: theirs.input.text == "" and not theirs.dirty)
             assert theirs.base.history == ["QUEUE dup test"]
     finally:
         await second_client.close()

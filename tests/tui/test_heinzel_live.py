@@ -93,7 +93,7 @@ async def test_live_turn_streams_its_steps_output_and_effects(
         await until(lambda: panel.live.step == "think" and "## Digest" in stream.text)
         assert panel.live.status == "running"
         assert "● think (attempt 1)" in text_of(panel.query_one(StepLine))
-        await until(lambda: panel.live.status == "finished", timeout=10)
+        await until(lambda: panel.live.status == "finished")
         await pilot.pause(0.2)
         assert "item 13 of the long week" in stream.text
         assert "✓ finish" in text_of(panel.query_one(StepLine))
@@ -161,7 +161,7 @@ async def test_stop_by_ctrl_c_twice_and_the_queue_comes_back(
         assert "Press Ctrl+C again to stop think." in messages_of(app)
         assert live().status == "running"
         await pilot.press("ctrl+c")
-        await until(lambda: live().status == "finished", timeout=10)
+        await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
 
         await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
@@ -171,7 +171,7 @@ async def test_stop_by_ctrl_c_twice_and_the_queue_comes_back(
         composer = page.query_one(Composer)
         await until(lambda: composer.input.text == "")
         await pilot.press("ctrl+c", "ctrl+c")
-        await until(lambda: live().status == "finished", timeout=10)
+        await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
         await until(lambda: composer.input.text == "owners")
         queued = composer.state.outgoing

@@ -177,7 +177,7 @@ async def test_issue14_item5_activity_shows_a_turn_start_finish_and_draft_live(
         await until(lambda: heinzel in app.rows)
         assert "Nothing has happened yet." in text_of(pane)
         await live_client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
-        await until(lambda: len(pane.entries) >= 3, timeout=15)
+        await until(lambda: len(pane.entries) >= 3)
         texts = [(entry.name, entry.text) for entry in pane.entries]
         assert texts[:2] == [
             ("notes-digest", "started (asked)"),
@@ -269,10 +269,10 @@ async def test_issue14_item5_relative_times_tick_on_one_shared_clock(
         notices = app.screen.query_one("#notices", Static)
         assert "now" in text_of(notices)
         time_machine.shift(timedelta(hours=1, minutes=1))
-        await until(lambda: "1h ago" in text_of(notices), timeout=15)
+        await until(lambda: "1h ago" in text_of(notices))
         await pilot.press("escape")
-        await until(lambda: table.shown[first]["last_turn"].plain == "failed 2h ago", timeout=15)
-        await until(lambda: "failed (schedule) 2h ago" in preview_text(app), timeout=15)
+        await until(lambda: table.shown[first]["last_turn"].plain == "failed 2h ago")
+        await until(lambda: "failed (schedule) 2h ago" in preview_text(app))
         pane = home.query_one("#activity", ActivityPane)
         assert text_of(pane).splitlines()[1].startswith("2h")
 

@@ -71,7 +71,7 @@ async def test_issue13_item7_the_log_view_opens_from_the_kernel_page_and_follows
             for n in range(20, 40):  # several rotations while the page follows
                 logger.info("line %03d %s", n, "b" * 40)
                 await pilot.pause(0.1)
-            await until(lambda: _lines(app)[-1].startswith("line 039"), timeout=10)
+            await until(lambda: _lines(app)[-1].startswith("line 039"))
             numbers = [int(line.split()[1]) for line in _lines(app)]
             assert numbers == list(range(numbers[0], 40)), "no line lost or doubled"
             await pilot.press("f")
@@ -192,7 +192,7 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
                 turn = app.rows[heinzel_id].last_turn
                 await pilot.press("f2")
                 await until(lambda: isinstance(app.screen, DaemonScreen))
-                await until(lambda: not app.screen.embedded, timeout=10)  # type: ignore[attr-defined]
+                await until(lambda: not app.screen.embedded)  # type: ignore[attr-defined]
                 await pilot.press("ctrl+r")
                 await until(lambda: isinstance(app.screen, ConfirmScreen))
                 asked = app.screen

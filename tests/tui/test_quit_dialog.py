@@ -59,7 +59,7 @@ async def test_issue13_item1_quit_mid_turn_offers_cut_hand_off_or_stay_and_the_d
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
         await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
-        await until(lambda: turns_to_cut(client) == 1, timeout=10)
+        await until(lambda: turns_to_cut(client) == 1)
         (turn,) = [e["turn"] for e in spine(home) if e["kind"] == "turn.started"]
 
         dialog = await quit_dialog(pilot, app)

@@ -54,7 +54,7 @@ async def test_issue13_item1_the_quit_question_recounts_running_turns_while_it_i
     async with app.run_test(size=SIZE) as pilot:
         await app.loaded.wait()
         await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
-        await until(lambda: turns_to_cut(client) == 1, timeout=10)
+        await until(lambda: turns_to_cut(client) == 1)
 
         dialog = await quit_dialog(pilot, app)
         assert question(dialog) == (
@@ -63,14 +63,14 @@ async def test_issue13_item1_the_quit_question_recounts_running_turns_while_it_i
         )
 
         await client.call(ops.WAKE, ops.WakeRequest(ref="team-digest"))
-        await until(lambda: question(dialog)[0].startswith("2 turns"), timeout=10)
+        await until(lambda: question(dialog)[0].startswith("2 turns"))
         assert question(dialog) == (
             "2 turns running: quit and cut them, hand them to the daemon, or stay?",
             ["Quit and cut them", "Hand them to the daemon", "Stay"],
         )
 
         await until(lambda: turns_to_cut(client) == 0, timeout=TURNS_S)
-        await until(lambda: question(dialog)[0].startswith("No turn"), timeout=10)
+        await until(lambda: question(dialog)[0].startswith("No turn"))
         assert question(dialog) == (
             "No turn is running now: quit, or stay?",
             ["Quit", "Quit and start the daemon", "Stay"],

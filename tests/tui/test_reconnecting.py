@@ -65,7 +65,7 @@ async def test_keys_say_not_connected_until_a_daemon_comes_and_the_cockpit_attac
             started = hz(cockpit_home, "daemon", "start", "--json")
             assert started.returncode == 0, started.stderr
             pid = json.loads(started.stdout)["pid"]
-            await until(lambda: app.sub_title.startswith(f"daemon (pid {pid})"), timeout=15)
+            await until(lambda: app.sub_title.startswith(f"daemon (pid {pid})"))
             table = app.get_home().query_one(HeinzelTable)
             await until(lambda: table.row_count == 9)
     finally:

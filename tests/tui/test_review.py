@@ -120,7 +120,7 @@ async def test_toasts_for_a_landing_draft_and_a_failed_turn_and_the_bell(
         made = await kernel.new(text=worlds.digest("late-digest"))
         await kernel.approve(ref=made.name)
         await kernel.wake(ref=made.name)
-        await until(lambda: screen.queue.row_count == 3, timeout=10)
+        await until(lambda: screen.queue.row_count == 3)
         await kernel.append(
             made.id,
             TurnFinished(disposition="failed", reason="model_unavailable"),

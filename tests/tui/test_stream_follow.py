@@ -97,12 +97,12 @@ async def test_a_live_turn_is_followed_while_the_terminal_resizes(
             stream = panel.stream
             await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
             for n, width in enumerate((200, 100, 240, 120)):
-                await until(lambda n=n: stream.text.count("\n") > 12 + 4 * n, timeout=10)
+                await until(lambda n=n: stream.text.count("\n") > 12 + 4 * n)
                 assert panel.live.status == "running"
                 await pilot.resize_terminal(width, 40)
                 await pilot.pause()
                 assert stream.following and at_end(stream), width
-            await until(lambda: panel.live.status == "finished", timeout=20)
+            await until(lambda: panel.live.status == "finished")
             await pilot.pause(0.3)
             assert stream.following and at_end(stream)
     finally:

@@ -241,7 +241,7 @@ async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
         assert "Context as the model got it" in view.text_shown()
         assert "<inputs" in view.text_shown() and "← answer" not in view.text_shown()
         hold.unlink()
-        await until(lambda: not screen.model.running, timeout=20)
+        await until(lambda: not screen.model.running)
         await until(lambda: "← answer to request 1" in view.text_shown())
         assert "drafted" in view.lines[0].text
         assert "item 13 of the long week" in shown(view, "outcome.text")
@@ -279,7 +279,7 @@ async def test_issue14_item2_the_conversation_shows_each_message_steered_or_queu
 
         await until(lambda: newest() != running, timeout=30)
         later = newest()
-        await until(lambda: f"queued → turn {later}" in view.text_shown(), timeout=10)
+        await until(lambda: f"queued → turn {later}" in view.text_shown())
         text = view.text_shown()
         assert f"STEER · steered into turn {running}" in text
         assert f"QUEUE · queued → turn {later}" in text
