@@ -43,6 +43,10 @@ Beside = Callable[[asyncio.Event], Awaitable[None]]
 #: How long after the first rows the client loads what it put off (an embedded kernel): the
 #: first frame is on screen by then, and the loading does not compete with drawing it.
 WARM_AFTER_S = 0.3
+#: How long the first frame waits for the first rows: a listing from the index takes
+#: milliseconds, and a frame drawn once with the rows is cheaper than an empty one and a redraw;
+#: a slower kernel (a remote daemon) gets the frame first.
+FIRST_ROWS_WAIT_S = 0.25
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
 #: The header's icon and clock space, both sides of its centred title (Textual's ``Header``).
@@ -105,7 +109,7 @@ class CockpitApp(App[int]):
 
     # -- start and live rows -----------------------------------------------------------
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         from hz_tui.review import HeldRejects
 
         # Rejections a cockpit that ended left held (another running cockpit's are its own).
@@ -118,8 +122,12 @@ class CockpitApp(App[int]):
         for problem in [self.prefs_problem, *self.keymap_problems]:
             if problem:
                 self.notify(problem, severity="warning")
+        # The first frame waits (a little) for the rows, so it is drawn once, with them.
+        listing = asyncio.ensure_future(self.first_rows())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(listing), FIRST_ROWS_WAIT_S)
         self.push_screen(HomeScreen())
-        self.start()
+        self.start(listing)
         self.keep_linked()
 
     @work(exclusive=True, group="link")
@@ -141,21 +149,32 @@ class CockpitApp(App[int]):
         fitting = (form for form in forms if len(form) + HEADER_EDGES <= room)
         self.sub_title = next(fitting, forms[-1])
 
-    @work(exclusive=True, group="start")
-    async def start(self) -> None:
+    async def first_rows(self) -> None:
         """Tail from the spines' current ends, then list: nothing appended between is missed."""
         try:
             await self.watcher.prime()
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
         await self.load_all()
-        self.call_after_refresh(self.first_frame_drawn)
+
+    @work(exclusive=True, group="start")
+    async def start(self, listing: Awaitable[None]) -> None:
+        """Once the first rows are listed and drawn, follow the spines."""
+        await listing
+        if not self.loaded.is_set():
+            self.call_after_refresh(self.first_frame_drawn)
         if self.live:
             self.watch_spines()
             self.refresh_rows()
 
     def first_frame_drawn(self) -> None:
-        """The first rows are on screen: say so (``loaded``), then settle in for the long run."""
+        """The first rows are on screen: say so (``loaded``), then settle in for the long run.
+
+        Called once the home has drawn its first rows: after the home's first frame when
+        they were there as it opened, or after the frame that follows their arrival.
+        """
+        if self.loaded.is_set():
+            return
         self.loaded.set()
         # What exists now (modules, widgets, the first rows) lives as long as the cockpit;
         # keeping it out of the collector's full passes keeps those passes from pausing the
@@ -190,6 +209,21 @@ class CockpitApp(App[int]):
         self.publish(RowsUpdate(rows=listed.items, full=True))
 
     def publish(self, update: RowsUpdate) -> None:
+        """Fold ``update`` in and pass it on; a row older than the one held is not shown.
+
+        A full listing may be read before a change the feed has already
+        delivered (a reload after a reconnect, while the user acts): the
+        newer row, by its spine position, stays.
+        """
+        held = self.rows
+        newer = {
+            row.id: held[row.id]
+            for row in update.rows
+            if row.id in held and held[row.id].seq > row.seq
+        }
+        if newer:
+            fresh = [newer.get(row.id, row) for row in update.rows]
+            update = update.model_copy(update={"rows": fresh})
         if update.full:
             self.listed = True
             self.rows = {row.id: row for row in update.rows}

@@ -140,6 +140,8 @@ class HomeScreen(Screen[None]):
         self.table.replace_all(self.cockpit.rows.values())
         self.lay_out()
         self.after_rows(full=True)
+        if self.cockpit.listed:
+            self.call_after_refresh(self.cockpit.first_frame_drawn)  # this frame has the rows
 
     # -- live data ---------------------------------------------------------------------
 

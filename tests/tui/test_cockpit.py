@@ -238,3 +238,29 @@ async def test_actions_go_through_the_kernel_and_come_back_live(cockpit_home: Ho
         await pilot.pause(0.2)
         assert isinstance(app.screen, HeinzelScreen)
         assert app.rows[health].state == "retired"
+
+
+async def test_a_listing_read_before_a_change_never_hides_it(cockpit_home: Home, client) -> None:
+    """A full reload that raced a live change (a reconnect while the user acts) keeps the
+    newer row: rows are compared by their spine position, not by arrival."""
+    from hz_tui.messages import RowsUpdate
+
+    app = CockpitApp(cockpit_home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        table = table_of(app)
+        health = homes.heinzel_id(9)
+        before = app.rows[health]
+        paused = before.model_copy(update={"state": "paused", "seq": before.seq + 1})
+        app.publish(RowsUpdate(rows=[paused]))
+        await pilot.pause()
+        assert table.shown[health]["state"].plain == "paused"
+        others = [row for heinzel, row in app.rows.items() if heinzel != health]
+        app.publish(RowsUpdate(rows=[*others, before], full=True))
+        await pilot.pause()
+        assert app.rows[health].state == "paused"
+        assert table.shown[health]["state"].plain == "paused"
+        later = paused.model_copy(update={"state": "asleep", "seq": paused.seq + 1})
+        app.publish(RowsUpdate(rows=[later]))
+        await pilot.pause()
+        assert table.shown[health]["state"].plain == "asleep"
