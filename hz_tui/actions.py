@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ulid import ULID
-
 from hz_kernel import operations as ops
 from hz_kernel.api import Decision, TurnReport
 
@@ -50,6 +48,8 @@ def request_for(
     if action == "reject":
         return ops.REJECT, ops.RejectRequest(ref=decided)
     if action == "wake":
+        from ulid import ULID  # its import costs ~30 ms: not before the first frame
+
         return ops.WAKE, ops.WakeRequest(ref=heinzel_id, request_id=f"cockpit-{ULID()}")
     if action == "resume":
         return ops.RESUME, ref

@@ -29,7 +29,6 @@ from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui import actions, key_overrides, keymap, monochrome, notices, settings, themes, ticking
-from hz_tui.commands import CockpitCommands
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
@@ -53,13 +52,21 @@ BESIDE_GRACE_S = 3.0
 HEADER_EDGES = 20
 
 
+def _cockpit_commands() -> type[Provider]:
+    """The palette's provider, loaded when the palette first opens (not before the first
+    frame)."""
+    from hz_tui.commands import CockpitCommands
+
+    return CockpitCommands
+
+
 class CockpitApp(App[int]):
     """The hz cockpit."""
 
     TITLE = "hz"
     CSS_PATH = "app.tcss"
     BINDINGS = keymap.APP
-    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {CockpitCommands}
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {_cockpit_commands}
 
     def __init__(self, home: Home, client: KernelClient, *, live: bool = True) -> None:
         # Textual picks its NO_COLOR filter here, from the theme of the moment: say the colours
