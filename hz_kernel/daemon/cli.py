@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -23,6 +22,7 @@ import orjson
 
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_kernel.store.fsutil import atomic_write, store_error
 
 if TYPE_CHECKING:
     from hz_kernel.daemon.lifecycle import DaemonReport
@@ -208,9 +208,11 @@ async def cmd_install(home: Home, args: argparse.Namespace) -> int:
     if found.state == "running" and found.discovery and found.discovery.supervisor is None:
         stopped = await lifecycle.stop(home)
         sys.stdout.write(f"stopped daemon pid {stopped.stopped}: {unit.manager} runs it now\n")
-    unit.path.parent.mkdir(parents=True, exist_ok=True)
-    unit.path.write_text(unit.text, encoding="utf-8")
-    os.chmod(unit.path, 0o600)
+    try:  # whatever stands at the unit's path is replaced, never opened
+        unit.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(unit.path, unit.text.encode("utf-8"))
+    except OSError as exc:
+        raise store_error(exc, unit.path) from None
     sys.stdout.write(f"wrote {unit.path}\n")
     for argv in unit.enable:
         service.run_manager(argv)

@@ -291,7 +291,7 @@ async def _wait_until_serving(
 def _start_failure(home: Home, returncode: int, logged: int) -> HzError:
     """The daemon's own coded error from what it logged, or a pointer to the log."""
     try:
-        with open(log_path(home), "rb") as handle:
+        with os.fdopen(open_regular(log_path(home), os.O_RDONLY), "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(logged if logged <= size else 0)

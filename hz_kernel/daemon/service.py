@@ -24,6 +24,7 @@ from hz_kernel.daemon.logs import LAUNCHD_LABEL, SYSTEMD_UNIT
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
 from hz_kernel.logfiles import log_path
+from hz_kernel.store.fsutil import open_regular
 
 Manager = Literal["systemd", "launchd"]
 COMMAND_TIMEOUT_S = 60.0
@@ -195,8 +196,10 @@ def restart_command(supervisor: str, unit: str | None) -> list[str]:
 def installed_home(found: ServiceFile) -> str | None:
     """The home an existing unit or agent file serves, read back from its ``HZ_HOME``."""
     try:
-        text = found.path.read_text(encoding="utf-8")
-    except OSError:
+        # A link is fine (dotfile managers make them); a FIFO in its place is refused at once.
+        with os.fdopen(open_regular(found.path, os.O_RDONLY, follow=True), "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return None
     marker = "HZ_HOME=" if found.manager == "systemd" else "<key>HZ_HOME</key>"
     _, seen, rest = text.partition(marker)

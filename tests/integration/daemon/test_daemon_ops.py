@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from hz_kernel.daemon.logs import RotatingLog
 from hz_kernel.home import Home
@@ -418,3 +419,25 @@ async def test_issue13_item4_a_cockpit_does_not_reattach_to_a_daemon_on_its_way_
     found = await reattach(home)
     assert found is not None
     await found.close()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_install_over_a_fifo_or_directory_never_hangs(tmp_path: Path, kind: str) -> None:
+    """Hostile files: a FIFO where the unit file goes is read as no unit and replaced (never
+    opened, which would block); a directory there is one coded line (HZS090), no traceback."""
+    home = make_home(tmp_path / "home", heinzels=0)
+    _stub_systemctl(tmp_path / "bin", tmp_path / "calls.jsonl")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": str(tmp_path / "bin")}
+    unit = tmp_path / "config" / "systemd" / "user" / "hz-daemon.service"
+    unit.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(unit)
+    else:
+        unit.mkdir()
+    done = hz(home.root, "daemon", "install", env=env, timeout=30)
+    if kind == "fifo":
+        assert done.returncode == 0, done.stderr
+        assert unit.is_file() and "ExecStart=" in unit.read_text()
+        assert stat.S_IMODE(unit.stat().st_mode) == 0o600
+    else:
+        assert str(unit) in one_coded_line(done, "HZS090")
