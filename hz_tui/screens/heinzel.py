@@ -56,7 +56,11 @@ class HeinzelScreen(Screen[None]):
 
     CSS_PATH = "heinzel.tcss"
     BINDINGS = keymap.HEINZEL_SCREEN
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
+        (0, "-narrow"),
+        (110, "-wide"),
+        (200, "-vast"),  # the side column takes more: lessons and reports read whole
+    ]
 
     def __init__(self, heinzel_id: str) -> None:
         super().__init__()

@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from hz_kernel.api import HeinzelDetail
 from hz_tui import display, keymap
+from hz_tui.turn_state import short_key
 
 
 class PendingPanel(Static):
@@ -26,7 +27,7 @@ class PendingPanel(Static):
                 parts.append(
                     Text(
                         f"  v{draft.contract_version or '?'} · placed "
-                        f"{display.ago(draft.placed_at, now)} · key {draft.key}",
+                        f"{display.ago(draft.placed_at, now)} · key {short_key(draft.key)}",
                         style="dim",
                         overflow="ellipsis",
                         no_wrap=True,
