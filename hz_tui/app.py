@@ -208,6 +208,8 @@ class CockpitApp(App[int]):
     async def load_all(self) -> None:
         try:
             listed = await self.client.call(ops.LIST, ops.ListRequest())
+        except NotConnected:
+            return  # the header says so, and the link loads everything again once it is back
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
             return

@@ -133,8 +133,7 @@ class DaemonScreen(Screen[None]):
 
     def restart_chosen(self, choice: str | None) -> None:
         if choice == "restart":
-            self.cockpit.restart_daemon()
-            self.dismiss()
+            self.cockpit.restart_daemon()  # the page stays: it shows the new daemon once it answers
 
     def action_logs(self) -> None:
         self.cockpit.action_logs()

@@ -87,7 +87,11 @@ async def test_the_cockpit_attaches_to_a_daemon_acts_through_it_and_restarts_it(
             fresh = app.link.current
             assert isinstance(fresh, HttpClient)
             assert app.sub_title.startswith(f"daemon (pid {fresh.discovery.pid})")
-            await pilot.press("p")
+            assert app.screen is page  # the kernel page stays, and shows the new daemon
+            shown = f"Process pid {fresh.discovery.pid}"
+            await until(lambda: shown in " ".join(text_of(page.query_one(Facts)).split()))
+            assert not [n for n in app.notices.history if n.severity == "error"]
+            await pilot.press("escape", "p")
             await until(lambda: table.shown[health]["state"].plain == "asleep")
     finally:
         await app.link.close()
