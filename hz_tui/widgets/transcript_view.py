@@ -69,7 +69,11 @@ class TranscriptView(ScrollView, can_focus=True):
     # -- content ----------------------------------------------------------------------------
 
     def show(self, lines: list[Line]) -> None:
-        follow = self.following or (self.rows and self.scroll_y >= self.max_scroll_y)
+        # A view that follows (a running turn) or that a reader scrolled to its end moves to
+        # the new end; one whose text fitted the screen was never scrolled, so a past turn
+        # read in several pages stays at its top.
+        at_end = self.max_scroll_y > 0 and self.scroll_y >= self.max_scroll_y
+        follow = self.following or (bool(self.rows) and at_end)
         self.lines = lines
         self._wrap()
         if follow:

@@ -155,6 +155,10 @@ async def test_issue14_item2_a_past_turn_shows_the_context_exactly_as_the_model_
         assert re.match(inputs, shown(view, "inputs"))
         assert "draft placed in doc:reports/notes-digest.md#digest" in text
         assert "tokens" in shown(view, "cost")
+        await until(lambda: not screen.reading)
+        await pilot.pause()
+        assert view.max_scroll_y > 0 and view.scroll_y == 0  # a past turn opens at its top
+        assert not view.following
         await pilot.press("escape")
         assert app.screen is page
 
