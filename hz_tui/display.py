@@ -7,6 +7,28 @@ from datetime import UTC, datetime
 from hz_kernel.clock import now_utc
 
 #: The order states sort in: what needs a look first.
+#: Characters a terminal would act on instead of showing (escape sequences, a clipboard write,
+#: a title change, a reordering of the line), each mapped to a visible stand-in: the C0
+#: controls to their Unicode control pictures (␛, ␇, ␍), DEL to ␡, the C1 controls and the
+#: bidirectional overrides and isolates to U+FFFD. Newlines and tabs stay.
+_INERT = (
+    {code: 0x2400 + code for code in range(32) if code not in (0x09, 0x0A)}
+    | {0x7F: 0x2421}
+    | {code: 0xFFFD for code in range(0x80, 0xA0)}
+    | {code: 0xFFFD for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+)
+
+
+def visible(text: str) -> str:
+    """``text`` safe to draw: what would control the terminal is shown as a symbol instead.
+
+    Documents, sources and model output are written by others (a note, a
+    commit message, a pull request title); none of it may clear the screen
+    or write to the clipboard of whoever reads it in the cockpit.
+    """
+    return text.replace("\r\n", "\n").translate(_INERT)
+
+
 STATE_ORDER = {"awake": 0, "waiting": 1, "asleep": 2, "paused": 3, "proposed": 4, "retired": 5}
 
 

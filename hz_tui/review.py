@@ -40,7 +40,7 @@ from hz_kernel.api import DraftReview
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import diffing
+from hz_tui import diffing, display
 from hz_tui.diffing import Diff, Gap, Line
 from hz_tui.files import locked, read_private, write_private
 from hz_tui.link import NotConnected
@@ -72,15 +72,17 @@ UNIFIED_GUTTER = 7
 def draft_text(review: DraftReview) -> str:
     """The draft as it reads now; as placed once its section is gone."""
     if review.status in ("rejected", "missing"):
-        return review.placed_text
-    return review.current_text
+        return display.visible(review.placed_text)
+    return display.visible(review.current_text)
 
 
 def compared(review: DraftReview, base: Base) -> tuple[str, str, tuple[str, str]]:
     """The two texts a base compares, and the labels of their sides."""
     if base == "placed":
-        return review.placed_text, draft_text(review), ("as placed", "in the document now")
-    return review.approved_text or "", draft_text(review), ("last approved", "this draft")
+        placed = display.visible(review.placed_text)
+        return placed, draft_text(review), ("as placed", "in the document now")
+    approved = display.visible(review.approved_text or "")
+    return approved, draft_text(review), ("last approved", "this draft")
 
 
 def render_review(
@@ -195,7 +197,7 @@ def colour_diff(lines: list[str], palette: Palette) -> Text:
     """Unified-diff lines coloured as a reviewer reads them: added, removed, hunk headers."""
     text = Text()
     for line in lines:
-        line = line.rstrip("\n")
+        line = display.visible(line.rstrip("\n"))
         if line.startswith(("---", "+++")):
             text.append(line + "\n", style="bold")
         elif line.startswith("@@"):

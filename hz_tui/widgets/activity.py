@@ -158,7 +158,7 @@ class ActivityPane(Static):
             ("▸ ", "dim"),
             (entry.name, "bold"),
             " ",
-            (entry.text, self._style(entry.tone)),
+            (display.visible(entry.text), self._style(entry.tone)),
             (f" · {when}", "dim"),
             no_wrap=True,
             overflow="ellipsis",
@@ -185,7 +185,7 @@ class ActivityPane(Static):
                     (f"{when[:AGE_WIDTH]:<{AGE_WIDTH}} ", "dim"),
                     name,
                     " ",
-                    (entry.text, self._style(entry.tone)),
+                    (display.visible(entry.text), self._style(entry.tone)),
                 )
             )
         return Text("\n", end="").join(lines)

@@ -63,7 +63,7 @@ def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Gr
     facts.add_row("Needs you", _waits(item, palette))
     facts.add_row("Last turn", _last_turn(item, now, palette))
     if item.last_report:
-        facts.add_row("Report", item.last_report)
+        facts.add_row("Report", display.visible(item.last_report))
     due = display.due(item.next_due, now)
     facts.add_row("Next due", f"{due} ({item.schedule})" if item.schedule else due)
     if item.waiting_until:

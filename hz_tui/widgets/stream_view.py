@@ -20,6 +20,8 @@ from textual.containers import VerticalScroll
 from textual.scrollbar import ScrollTo, ScrollUp
 from textual.widgets import Static
 
+from hz_tui import display
+
 KEEP_CHARS = 64 * 1024
 
 
@@ -100,7 +102,7 @@ class StreamView(VerticalScroll):
     def append(self, chunk: str) -> None:
         if not chunk:
             return
-        self.text = (self.text + chunk)[-KEEP_CHARS:]
+        self.text = (self.text + display.visible(chunk))[-KEEP_CHARS:]
         self._draw()
         if self.following:
             self._pin()

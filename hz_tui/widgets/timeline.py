@@ -138,6 +138,6 @@ def _cells(turn: TurnSummary, palette: Palette) -> dict[str, Cell]:
         "started": Cell(display.clock(turn.started_at), order=(turn.started_at, turn.seq)),
         "cause": Cell(causes),
         "outcome": outcome,
-        "report": Cell(turn.report or turn.reason or ""),
+        "report": Cell(display.visible(turn.report or turn.reason or "")),
         "cost": Cell(display.usd(turn.usd), order=turn.usd),
     }
