@@ -249,7 +249,7 @@ class ReviewScreen(Screen[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         self.update_status()
-        key = event.row_key.value
+        key = event.row_key.value if event.row_key is not None else None  # None: queue emptied
         if key is not None and (self.review is None or self.review.key != key):
             self.show_review(key)
 

@@ -224,6 +224,28 @@ async def test_issue14_item3_undo_of_a_reject_leaves_the_draft_pending(
     assert "hz:begin" in world.document(name or "").read_text()
 
 
+async def test_attack_keys_on_a_queue_emptied_by_rejects_keep_the_desk_and_the_undo(
+    three: tuple[worlds.World, LocalClient],
+) -> None:
+    """Moving in a queue the rejects emptied (a highlight with no row) neither crashes the
+    desk nor loses a held reject: ``u`` still restores the last one."""
+    world, client = three
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 3)
+        screen.undo_seconds = 3600
+        for left in (2, 1, 0):
+            await pilot.press("x")
+            await until(lambda left=left: screen.queue.row_count == left)
+        await pilot.press("pageup", "up", "down", "pagedown", "home", "end")
+        await pilot.pause()
+        assert app.screen is screen and len(HeldRejects(world.home).load()) == 3
+        await pilot.press("u")
+        await until(lambda: screen.queue.row_count == 1)
+        await pilot.press("escape")  # the two still held are sent as the desk closes
+    assert len(await pending(client)) == 1
+
+
 async def test_issue14_item3_a_reject_not_undone_is_sent_once(
     three: tuple[worlds.World, LocalClient],
 ) -> None:
