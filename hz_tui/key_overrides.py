@@ -36,7 +36,7 @@ def resolve(wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
                 f"HZU231: cockpit.json keymap: {given!r} names no key ({keys!r}); ignored"
             )
             continue
-        overrides[binding_id] = ",".join(parts)
+        overrides[binding_id] = ",".join(dict.fromkeys(parts))  # a key named twice counts once
     for node in keymap.NODES:
         problems += _drop_clashes(node, overrides)
     return overrides, problems
@@ -49,8 +49,9 @@ def _drop_clashes(node: list[Binding], overrides: dict[str, str]) -> list[str]:
         holders: dict[str, list[str]] = {}
         for binding in node:
             if binding.id:
-                for key in overrides.get(binding.id, binding.key).split(","):
-                    holders.setdefault(key.strip(), []).append(binding.id)
+                keys = overrides.get(binding.id, binding.key).split(",")
+                for key in dict.fromkeys(key.strip() for key in keys):
+                    holders.setdefault(key, []).append(binding.id)
         clash = next(
             (
                 (key, ids)

@@ -82,3 +82,12 @@ def test_issue14_item6_a_renamed_id_still_applies_to_the_binding_it_became() -> 
     ``app.review``; an override naming the old id rebinds the new one."""
     assert key_overrides.resolve({"home.review": "ctrl+o"}) == ({"app.review": "ctrl+o"}, [])
     assert keymap.shown_keys("app.review", {"app.review": "ctrl+o"}) == "Ctrl+O"
+
+
+def test_attack_an_override_that_names_one_key_twice_applies_once() -> None:
+    """``"q,q"`` (or a clash between a binding listing a key twice and another) never
+    crashes the cockpit's start: the key counts once."""
+    assert key_overrides.resolve({"home.quit": "q,q"}) == ({"home.quit": "q"}, [])
+    assert key_overrides.resolve({"table.open": "enter, enter"}) == ({"table.open": "enter"}, [])
+    applied, problems = key_overrides.resolve({"home.quit": "slash,slash"})
+    assert applied == {} and [line[:6] for line in problems] == ["HZU232"]
