@@ -11,6 +11,8 @@ any newer text there as any save does.
 
 from __future__ import annotations
 
+import contextlib
+
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -50,5 +52,6 @@ class KeptComposer:
         write_private(self.path, data, code="HZU235", what="the unsent message", make_folder=True)
 
     def release(self) -> None:
-        """Forget the text: the kernel has it."""
-        self.path.unlink(missing_ok=True)
+        """Forget the text: the kernel has it (a folder that is not one kept nothing)."""
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            self.path.unlink()

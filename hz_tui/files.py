@@ -102,6 +102,6 @@ def write_private(
         finally:
             os.close(directory)
     except OSError as exc:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or its folder is not one (a file there)
             tmp.unlink()
         raise HzError(code, f"cannot save {what} ({exc.strerror})", str(path)) from None

@@ -20,6 +20,7 @@ from textual.pilot import Pilot
 from hz_kernel import operations as ops
 from hz_kernel.api import ComposerText, InboxItem
 from hz_kernel.client import LocalClient
+from hz_kernel.errors import HzError
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.app import CockpitApp
@@ -413,3 +414,26 @@ def test_issue14_item4_history_walk_and_given_back_modes() -> None:
     assert alone.mode == "steer"
     taken = queue_mode.given_back([item("a", "steer", "steered")])
     assert taken.outgoing is None, "a message the stopped turn took goes out under a new id"
+
+
+async def test_attack_a_file_where_the_cockpit_folder_goes_is_one_coded_line_not_a_crash(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """``<home>/cockpit`` is a file: typing, leaving the page and quitting never crash; the
+    text that cannot be kept says so (HZU235 here; the kernel's copy, kept in the same folder,
+    answers HZU229)."""
+    (world.home.root / "cockpit").write_text("not a folder")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        composer = page.query_one(Composer)
+        await pilot.press("i", *"kept nowhere")
+        await pilot.press("escape", "escape")
+        await until(lambda: not isinstance(app.screen, HeinzelScreen))
+        await settle()
+        assert any(n.message.startswith("HZU235") for n in app.notices.history)
+        assert composer.state.text == "kept nowhere"
+    with pytest.raises(HzError) as refused:
+        await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
+    assert refused.value.code == "HZU229"
