@@ -205,13 +205,15 @@ class CockpitApp(App[int]):
         finally:
             self.warmed.set()
 
-    async def load_all(self) -> None:
+    async def load_all(self, *, quiet_if_lost: bool = False) -> None:
+        """List every heinzel; a failure is a toast (a key the user pressed says why it did
+        nothing), except a lost link when ``quiet_if_lost``: the header says so, and the link
+        lists everything again once it is back."""
         try:
             listed = await self.client.call(ops.LIST, ops.ListRequest())
-        except NotConnected:
-            return  # the header says so, and the link loads everything again once it is back
         except HzError as exc:
-            self.notify(exc.one_line(), severity="error", timeout=10)
+            if not (quiet_if_lost and isinstance(exc, NotConnected)):
+                self.notify(exc.one_line(), severity="error", timeout=10)
             return
         for warning in listed.warnings:
             self.notify(warning, severity="warning")
@@ -337,7 +339,7 @@ class CockpitApp(App[int]):
             self.notify(f"Restarted: now talking to the {fresh.where}.")
             how = "restarted"
         await self.link.attach(fresh, how=how)
-        await self.load_all()
+        await self.load_all(quiet_if_lost=True)
 
     async def action_quit(self) -> None:
         """Quit; an embedded kernel that runs turns asks first what becomes of them."""
