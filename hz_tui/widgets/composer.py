@@ -57,7 +57,7 @@ IN_ORDER = ("send", "newline", "older", "newer", "toggle_mode")
 MODE_LABELS = {"steer": " STEER ", "queue": " QUEUE "}
 SENT = {
     "steered": "steered into the running turn",
-    "requested": "is queued for the next turn",
+    "requested": "is queued for the turn after the running one",
     "delivered": "started a turn",
     "queued": "is in the inbox: another process holds this heinzel, its next tick delivers it",
 }
@@ -624,11 +624,11 @@ def sent_notice(admitted: Admitted) -> str:
     """What became of a message sent, in the words of its mode."""
     if admitted.status != "pending":
         return SENT.get(admitted.status, admitted.status)
+    if admitted.turn is None:  # steered or queued alike: with no turn running, one starts
+        return "is in the inbox: no turn runs, so it starts the next one"
     if admitted.mode == "queue":
-        return "is queued for the next turn"
-    if admitted.turn is not None:
-        return "is in the inbox: it steers the running turn at its next step"
-    return "is in the inbox: no turn runs to steer, it starts the next one"
+        return "is queued for the turn after the running one"
+    return "is in the inbox: it steers the running turn at its next step"
 
 
 Model = TypeVar("Model", bound=BaseModel)
