@@ -70,6 +70,7 @@ HEINZEL = [
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
     Binding("v", "contract", "Contract", id="heinzel.contract"),
     Binding("m", "conversation", "Conversation", id="heinzel.conversation"),
+    Binding("enter", "open_turn", "Transcript", id="heinzel.transcript", show=False),
 ]
 
 #: The timeline of turns on a heinzel's page.
@@ -332,6 +333,7 @@ MEANING_OF: dict[str, str] = {
     "filter.dismiss": BACK,
     "filter.to_table": MOVE,
     "heinzel.back": BACK,
+    "heinzel.transcript": OPEN,
     "heinzel.refresh": REFRESH,
     "heinzel.compose": KEY_MEANINGS["i"],
     "heinzel.answer": ANSWER,

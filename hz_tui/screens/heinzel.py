@@ -185,6 +185,15 @@ class HeinzelScreen(Screen[None]):
     def on_timeline_open_turn(self, message: Timeline.OpenTurn) -> None:
         self.app.push_screen(TranscriptScreen(self.heinzel_id, message.turn))
 
+    def action_open_turn(self) -> None:
+        """Enter wherever the focus is (but the composer): the timeline's highlighted turn,
+        so a past turn's transcript needs no hunt for the timeline's focus first."""
+        timeline = self.query_one(Timeline)
+        if timeline.row_count:
+            timeline.action_open_turn()
+        else:
+            self.action_transcript()
+
     def action_transcript(self) -> None:
         """The newest turn's transcript (the palette's way in)."""
         self.app.push_screen(TranscriptScreen(self.heinzel_id))

@@ -309,3 +309,22 @@ async def test_issue14_item2_an_expired_body_shows_what_the_spine_still_knows(
         assert "draft: Drafted digest" in shown(screen.view, "outcome")
         assert "tokens" in shown(screen.view, "cost")
         assert "draft placed in" in text
+
+
+async def test_enter_on_the_page_opens_the_highlighted_turn_wherever_the_focus_is(
+    world: worlds.World, client: LocalClient
+) -> None:
+    """A new user's way in: Enter on a heinzel's page (the composer aside) opens the
+    timeline's highlighted turn, without first moving the focus to the timeline."""
+    turn = await third_turn(client, world)
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        timeline = page.query_one(Timeline)
+        await until(lambda: timeline.row_count == 3)
+        timeline.move_cursor(row=timeline.get_row_index(turn))
+        page.set_focus(None)
+        await pilot.press("enter")
+        screen = await opened(pilot, TranscriptScreen)
+        await until(lambda: screen.model.loaded and screen.model.turn == turn)
