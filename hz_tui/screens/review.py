@@ -21,7 +21,7 @@ import threading
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import events, work
 from textual.app import ComposeResult, SuspendNotSupported
@@ -58,6 +58,8 @@ class ReviewScreen(Screen[None]):
 
     CSS_PATH = "review.tcss"
     BINDINGS = keymap.REVIEW
+    KEYS_NOT_SHOWN: ClassVar[frozenset[str]] = frozenset({"app.review"})
+    """F4 opens this desk: on it, the key bar's room goes to the desk's own keys."""
 
     def __init__(self) -> None:
         super().__init__()

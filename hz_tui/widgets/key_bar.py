@@ -10,7 +10,8 @@ A click on a key presses it.
 When the line is too narrow for every key (80 columns), keys go by
 priority, not by position: the least important (and the disabled) leave
 first, and Help (F1, which lists them all), leaving a page, quitting and the
-screen's main actions stay.
+screen's main actions stay. A screen hides the keys it lists in
+``KEYS_NOT_SHOWN`` (the review desk its own F4).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ PRIORITY = {
     "composer.send": 4,
     "review.approve": 4,
     "review.reject": 4,
+    "review.base": 4,
+    "review.markdown": 4,
+    "review.filter": 4,
     "contract.approve": 4,
     "contract.reject": 4,
     "home.new": 3,
@@ -116,6 +120,8 @@ class KeyBar(Widget):
             )
             if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
                 palette = entry
+            elif binding.id in getattr(screen, "KEYS_NOT_SHOWN", ()):
+                continue
             elif binding.show and binding.action not in seen:
                 seen.add(binding.action)
                 keys.append(entry)
