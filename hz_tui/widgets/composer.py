@@ -350,13 +350,10 @@ class Composer(Horizontal):
             self.loaded = True
             if self.conflict_open:
                 return
-            if saved.revision > self.base.revision:
-                if not self.dirty:
-                    self.take(saved)
-                elif not await self._meet(saved):
-                    return
+            if saved.revision > self.base.revision and not self.dirty:
+                self.take(saved)
         if self.dirty:
-            self.save_soon(0)
+            self.save_soon()
         else:
             self._saved_by_kernel()
 
@@ -466,7 +463,14 @@ class Composer(Horizontal):
             ("both", "Both: theirs, then mine"),
         ]
         title = "HZU220: another window changed this message. Which text stays?"
-        self.app.push_screen(ChooseScreen(title, choices), lambda c: self._resolve(c, theirs))
+        self.app.push_screen(
+            ChooseScreen(title, choices, typed=self._typed_behind),
+            lambda c: self._resolve(c, theirs),
+        )
+
+    def _typed_behind(self, characters: str) -> None:
+        """Keys that reach the conflict dialog while typing go on into this text."""
+        self.input.insert(characters)
 
     def _resolve(self, choice: str | None, theirs: ComposerText) -> None:
         self.conflict_open = False

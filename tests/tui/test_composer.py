@@ -161,8 +161,12 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
             await keys(two, *", said the second")
             await until(lambda: isinstance(second.screen, ChooseScreen))
             assert (await kept(client, heinzel)).text == "from the first window and more"
+            await keys(two, *" (typed on)")
             await keys(two, "down", "down", "enter")
-            both = "from the first window and more\n\nfrom the first window, said the second"
+            both = (
+                "from the first window and more\n\n"
+                "from the first window, said the second (typed on)"
+            )
             await until(lambda: theirs.input.text == both and not theirs.dirty)
             assert (await kept(client, heinzel)).text == both
 
