@@ -495,6 +495,8 @@ class TurnBody(_Shape):
     body's whole records after the offset asked for (only the types asked
     for), ``offset`` where the next read starts, ``more`` whether a page limit
     stopped it; ``present`` is False once the body is gone (pruned).
+    ``refused``: something that is not a regular file (a FIFO, a directory)
+    stands where the body goes; the store's one coded line, never read.
     """
 
     heinzel: str
@@ -504,6 +506,7 @@ class TurnBody(_Shape):
     offset: int = 0
     more: bool = False
     present: bool = False
+    refused: str | None = None
 
 
 class TranscriptSummary(_Shape):

@@ -32,6 +32,8 @@ class BodyCursor:
         self.turn = turn
         self.offset = offset
         self.present = True
+        self.refused: str | None = None
+        """The store's coded line when the body is not a regular file (never read)."""
 
     def take(self, delta: dict[str, Any]) -> str | None:
         """The text a feed delta adds ('' for one already read); None when there is a gap."""
@@ -56,6 +58,7 @@ class BodyCursor:
                 ),
             )
             self.present = page.present
+            self.refused = page.refused
             parts.append(chunk_text(page.records))
             moved = page.offset != self.offset
             self.offset = page.offset

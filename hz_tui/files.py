@@ -38,7 +38,7 @@ def read_private(path: Path, limit: int = 1 << 20) -> bytes | None:
     never followed.
     """
     try:
-        fd = _open_regular(path, os.O_RDONLY)
+        fd = open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     with os.fdopen(fd, "rb") as handle:
@@ -53,7 +53,7 @@ def locked(path: Path, *, code: str, what: str) -> Iterator[None]:
     """
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise HzError(code, f"cannot lock {what} ({exc.strerror})", str(path)) from None
     try:
@@ -63,8 +63,11 @@ def locked(path: Path, *, code: str, what: str) -> Iterator[None]:
         os.close(fd)
 
 
-def _open_regular(path: Path, flags: int) -> int:
-    """``os.open`` that returns at once on a FIFO and refuses anything but a regular file."""
+def open_regular(path: Path, flags: int) -> int:
+    """``os.open`` that returns at once on a FIFO and refuses anything but a regular file.
+
+    Links are never followed; the descriptor is back in blocking mode.
+    """
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:

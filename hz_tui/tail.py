@@ -18,6 +18,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from hz_tui.files import NotRegular, open_regular
+
 #: The spine's file name (``docs/format.md``); the store module is the kernel's, not ours.
 SPINE_NAME = "session.jsonl"
 #: Where a turn's body lives, beside the spine (``docs/format.md``).
@@ -77,7 +79,7 @@ class SpineTail:
         whole life; a turn's events are a few kilobytes, so a window finds them.
         """
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = open_regular(path, os.O_RDONLY)
         except OSError:
             return cls(path)
         try:
@@ -119,7 +121,10 @@ class BodyTail:
         return os.path.lexists(self.path)
 
     def read_new(self) -> list[dict[str, Any]]:
-        """Records appended since the last call (JSON objects with ``type``); others skipped."""
+        """Records appended since the last call (JSON objects with ``type``); others skipped.
+
+        Raises ``NotRegular`` when a FIFO or a directory stands where the body goes.
+        """
         raw_lines, _ = _read_whole_lines(self)
         records = []
         for raw in raw_lines:
@@ -133,9 +138,17 @@ class BodyTail:
 
 
 def _read_whole_lines(tail: SpineTail | BodyTail) -> tuple[list[bytes], bool]:
-    """The whole lines after ``tail.offset`` (advancing it), and whether the file was replaced."""
+    """The whole lines after ``tail.offset`` (advancing it), and whether the file was replaced.
+
+    A spine that is not a regular file reads as nothing (the index and the
+    verifier report it); a body raises ``NotRegular`` so its panel can say so.
+    """
     try:
-        fd = os.open(tail.path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = open_regular(tail.path, os.O_RDONLY)
+    except NotRegular:
+        if isinstance(tail, BodyTail):
+            raise
+        return [], False
     except OSError:
         return [], False
     try:

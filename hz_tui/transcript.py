@@ -41,6 +41,7 @@ EXPIRED = (
     "model's messages and the inputs' content are gone. What follows is what the spine keeps."
 )
 NO_BODY = "This turn wrote no body: nothing was sent to a model."
+UNREADABLE = "This turn's body is not read: what follows is what the spine keeps."
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class TranscriptModel:
             or len(answer.events) != len(self.events)
             or bool(answer.records)
             or answer.present != self.present
+            or answer.refused != (self.answer.refused if self.answer else None)
             or self.answer is None
         )
         if answer.turn != self.turn:
@@ -145,7 +147,10 @@ class TranscriptModel:
             yield Line("This heinzel has run no turn yet." if self.loaded else "Loading…", "dim")
             return
         yield Line(f"Turn {self.turn} · {self.name} · {self.status}", "title")
-        if self.expired:
+        refused = self.answer.refused if self.answer is not None else None
+        if refused:
+            yield Line(f"{UNREADABLE} {refused}", "bad", "damaged")
+        elif self.expired:
             yield Line(EXPIRED, "bad", "expired")
         elif not self.present and not self.running:
             yield Line(NO_BODY, "dim")

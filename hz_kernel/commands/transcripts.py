@@ -50,8 +50,12 @@ class TranscriptCommands(WatchCommands):
         )
         written = bool(finished is not None and finished.data.get("body_size"))
         lessons_seq = int(started.data.get("lessons_seq") or 0)
-        page = read_body_lines(
-            self.home.heinzel_dir(heinzel_id), started.turn, after_offset, BODY_PAGE_BYTES
+        page = (
+            None
+            if body.refused
+            else read_body_lines(
+                self.home.heinzel_dir(heinzel_id), started.turn, after_offset, BODY_PAGE_BYTES
+            )
         )
         records, cut_at = body.records, None
         if page is not None:
@@ -73,7 +77,7 @@ class TranscriptCommands(WatchCommands):
                 for lesson_id, text in active_lessons(events, lessons_seq)
             ],
             summary=_summary_before(events, started.seq),
-            expired=written and not body.present,
+            expired=written and not body.present and not body.refused,
         )
 
     async def conversation(self, *, ref: str) -> api.Conversation:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hz_kernel import api
 from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError
 from hz_kernel.store.bodies import read_body_page
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.scan import scan_file
@@ -36,9 +37,18 @@ class WatchCommands(KernelCore):
             turn = next((e.turn for e in reversed(events) if e.kind == "turn.started"), None)
         if turn is None:
             return api.TurnBody(heinzel=heinzel_id)
-        page = read_body_page(
-            self.home.heinzel_dir(heinzel_id), turn, after_offset, BODY_PAGE_BYTES
-        )
+        try:
+            page = read_body_page(
+                self.home.heinzel_dir(heinzel_id), turn, after_offset, BODY_PAGE_BYTES
+            )
+        except HzError as exc:
+            return api.TurnBody(
+                heinzel=heinzel_id,
+                turn=turn,
+                events=[e.to_dict() for e in events if e.turn == turn],
+                offset=after_offset,
+                refused=exc.one_line(),
+            )
         records, offset, more = page if page is not None else ([], after_offset, False)
         wanted = set(types) if types is not None else None
         return api.TurnBody(

@@ -23,6 +23,7 @@ from textual.containers import Vertical
 from hz_kernel import operations as ops
 from hz_kernel.errors import HzError
 from hz_kernel.following import SHOWN_TYPES, BodyCursor
+from hz_tui.files import NotRegular
 from hz_tui.rows import Palette
 from hz_tui.tail import SPINE_NAME, BodyTail, SpineLine, SpineTail
 from hz_tui.turn_state import LiveTurn, TurnFollower, chunk_text
@@ -140,7 +141,13 @@ class FileTurnPanel(LiveTurnPanel):
                 self.body_done = True
                 stream.reset(NO_BODY)
             return
-        stream.append(chunk_text(self.body.read_new()))
+        try:
+            records = self.body.read_new()
+        except NotRegular as exc:
+            self.body_done = True
+            stream.reset(exc.one_line())
+            return
+        stream.append(chunk_text(records))
         if self.live.status == "finished":
             self.body_done = True
             if not stream.text:
@@ -188,7 +195,7 @@ class WireTurnPanel(LiveTurnPanel):
         if now is not None and now.turn is not None:
             self.follower.apply([SpineLine.model_validate(e) for e in now.events])
             cursor = self.switch_to(now.turn, now.offset)
-            cursor.present = now.present
+            cursor.present, cursor.refused = now.present, now.refused
             self.stream.append(chunk_text(now.records))
             self.read_again = now.more
         self.caught_up = True
@@ -263,7 +270,9 @@ class WireTurnPanel(LiveTurnPanel):
             self.reading = False
         if self.live.status == "finished":
             self.settled = True
-            if not cursor.present:
+            if cursor.refused:
+                self.stream.reset(cursor.refused)
+            elif not cursor.present:
                 self.stream.reset(NO_BODY)
             elif not self.stream.text:
                 self.stream.reset(NO_OUTPUT)

@@ -8,6 +8,7 @@ by its line, and says where a torn body was cut.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import body_path
 from hz_tui.app import CockpitApp
+from hz_tui.widgets.live_turn import FileTurnPanel
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.test_transcript import open_transcript, settled
@@ -86,3 +88,30 @@ async def test_attack4_a_torn_body_says_where_it_was_cut(client: LocalClient) ->
         page = await open_page(pilot, world.ids["notes-digest"])
         screen = await open_transcript(pilot, page, turn)
         await until(lambda: f"the body was cut at line {lines}" in screen.view.text_shown())
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+async def test_attack_a_body_that_is_no_file_still_opens_the_page_and_says_so(
+    client: LocalClient, kind: str
+) -> None:
+    """A FIFO or a directory where the newest turn's body goes: the page opens, the
+    transcript shows the coded refusal instead of loading for ever, and nothing blocks."""
+    world, turn, body = await finished_turn(client)
+    body.unlink()
+    if kind == "fifo":
+        os.mkfifo(body)
+    else:
+        body.mkdir()
+    body_read = await client.call(ops.TURN_BODY, ops.TurnBodyRequest(ref="notes-digest"))
+    assert body_read.turn == turn and body_read.events
+    assert body_read.refused is not None and body_read.refused.startswith("HZS090")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        live = page.query_one(FileTurnPanel)
+        await until(lambda: "HZS090" in live.stream.placeholder)
+        screen = await open_transcript(pilot, page, turn)
+        await until(lambda: "HZS090" in screen.view.text_shown())
+        assert "Outcome" in screen.view.text_shown(), "what the spine keeps is still shown"
+    assert app.return_code in (None, 0)
