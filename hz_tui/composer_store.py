@@ -29,7 +29,15 @@ Reconciled = Literal["take", "rebase", "conflict"]
 #: Inbox statuses of a message no turn has taken yet.
 STILL_WAITING = ("pending", "requested")
 
-__all__ = ["Choice", "ComposerState", "HistoryWalk", "Mode", "Outgoing", "reconcile"]
+__all__ = [
+    "Choice",
+    "ComposerState",
+    "HistoryWalk",
+    "Mode",
+    "Outgoing",
+    "reconcile",
+    "same_message",
+]
 
 
 def new_window_id() -> str:
@@ -114,14 +122,23 @@ def reconcile(
     ``rebase``: save this window's text over theirs (theirs was this
     window's own save whose answer was lost, or left the text as it was, or
     is the same text); ``conflict``: both changed the text; the user chooses.
+    Two windows that pressed Enter on one message at once: the one whose
+    save came second takes the first's request id, so the message goes once.
     """
     if theirs.window == window:
         return "rebase"
+    if mine.outgoing is not None and same_message(mine.outgoing, theirs.outgoing):
+        return "take"
     if mine.text == base.text:
         return "take" if mine.same_as(base) or theirs.text != base.text else "rebase"
     if theirs.text in (base.text, mine.text):
         return "rebase"
     return "conflict"
+
+
+def same_message(mine: Outgoing, theirs: Outgoing | None) -> bool:
+    """Whether ``theirs`` sends the words ``mine`` would, in the same mode (under any id)."""
+    return theirs is not None and (theirs.message, theirs.mode) == (mine.message, mine.mode)
 
 
 class HistoryWalk:

@@ -44,6 +44,7 @@ from hz_tui.composer_store import (
     Outgoing,
     new_window_id,
     reconcile,
+    same_message,
 )
 from hz_tui.link import Link, NotConnected
 from hz_tui.screens.choose import ChooseScreen
@@ -552,15 +553,19 @@ class Composer(Horizontal):
             if self.after_reconnect:
                 self.notify("Not sent yet: it goes out once the cockpit is back", timeout=10)
             return
-        if self.state.outgoing != outgoing:
+        if self.state.outgoing == outgoing:
+            await self._deliver(outgoing)
+        elif same_message(outgoing, self.state.outgoing):
+            self.notify("Another window is sending this message: it goes once, from there.")
+        elif self.base.history[-1:] == [outgoing.message] and not self.state.text.strip():
+            self.notify("Another window sent this message just now: it went once.")
+        else:
             self.notify(
                 "HZU225: not sent: another window changed this message first; "
                 "its text shows now, Enter sends it",
                 severity="warning",
                 timeout=10,
             )
-            return
-        await self._deliver(outgoing)
 
     @work(group="composer-send")
     async def deliver(self, outgoing: Outgoing) -> None:

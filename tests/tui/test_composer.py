@@ -380,6 +380,15 @@ def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
     assert reconcile(base, typed, theirs.model_copy(update={"text": "draft, mine"}), "w-me") == (
         "rebase"
     )
+    sending = untouched.sending()
+    assert sending.outgoing is not None
+    first_sender = sending.outgoing.model_copy(update={"request_id": "cockpit-first"})
+    sent_there = theirs.model_copy(update={"text": "draft", "outgoing": first_sender})
+    assert reconcile(base, sending, sent_there, "w-me") == "take", "Enter in two windows: once"
+    other_words = first_sender.model_copy(update={"message": "other"})
+    assert reconcile(
+        base, sending, sent_there.model_copy(update={"outgoing": other_words}), "w-me"
+    ) == ("rebase")
     both = typed.resolved("both", theirs)
     assert both.text == "draft, theirs\n\ndraft, mine" and both.outgoing is None
     assert typed.resolved("theirs", theirs).text == "draft, theirs"

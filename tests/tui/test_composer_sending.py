@@ -265,6 +265,40 @@ async def test_issue14_item4_a_message_sent_in_one_window_leaves_the_other(
         await second_client.close()
 
 
+async def test_attack_enter_in_two_windows_at_once_sends_the_message_once(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Two windows show one text and both send it at the same moment: one inbox entry."""
+    second_client = LocalClient(await Kernel.open(world.home))
+    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
+    try:
+        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
+            await first.loaded.wait()
+            await second.loaded.wait()
+            active_app.set(first)
+            page_one = await open_page(one, heinzel)
+            active_app.set(second)
+            page_two = await open_page(two, heinzel)
+            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
+            active_app.set(first)
+            await one.press("i", *"say it once")
+            await until(lambda: not mine.dirty and mine.base.text == "say it once")
+            active_app.set(second)
+            await two.press("i")
+            await until(lambda: theirs.input.text == "say it once" and not theirs.dirty)
+            active_app.set(first)
+            mine.send()
+            active_app.set(second)
+            theirs.send()
+            await until(lambda: mine.input.text == "" and theirs.input.text == "")
+            await until(lambda: not (mine.sending_now or theirs.sending_now))
+            assert await chats(client, heinzel) == [("say it once", "queue")]
+            notices = messages_of(first) + messages_of(second)
+            assert not any(m.startswith("HZU225") for m in notices), notices
+    finally:
+        await second_client.close()
+
+
 async def test_issue14_item4_a_damaged_or_old_composer_file_is_a_coded_line(
     world: worlds.World, client: LocalClient, heinzel: str
 ) -> None:
