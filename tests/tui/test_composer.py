@@ -14,14 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from textual._context import active_app
-from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
 from hz_kernel.api import ComposerText, InboxItem
 from hz_kernel.client import LocalClient
 from hz_kernel.errors import HzError
-from hz_kernel.kernel import Kernel
 from hz_kernel.operations import Operation, Req, Resp
 from hz_tui.app import CockpitApp
 from hz_tui.commands import cockpit_commands
@@ -34,6 +31,7 @@ from hz_tui.widgets.composer import Composer, ComposerArea, settle
 from tests.tui import worlds
 from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.windows import two_windows
 
 
 @pytest.fixture
@@ -129,58 +127,34 @@ async def test_issue14_item4_history_walks_with_up_and_down_and_is_kept_per_hein
 async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
     world: worlds.World, client: LocalClient, heinzel: str
 ) -> None:
-    """Two cockpits on one home: the second takes the newer text, or resolves a conflict.
+    """Two cockpits on one home: the second takes the newer text, or resolves a conflict."""
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"from the first window")
+        await until(lambda: not w.mine.dirty and w.mine.base.revision > 0)
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.input.text == "from the first window")
+        assert w.theirs.base.revision == w.mine.base.revision
 
-    Each app runs its own tasks; the test's calls into one of them say which
-    (Textual finds "the app" of a call through a context variable).
-    """
-    second_client = LocalClient(await Kernel.open(world.home))
-    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
+        await w.keys(w.one, *" and more")
+        await until(lambda: not w.mine.dirty and w.mine.base.text.endswith("more"))
+        await w.keys(w.two, *", said the second")
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        assert (await kept(client, heinzel)).text == "from the first window and more"
+        await w.keys(w.two, *" (typed on)")
+        await w.keys(w.two, "down", "down", "enter")
+        both = "from the first window and more\n\nfrom the first window, said the second (typed on)"
+        await until(lambda: w.theirs.input.text == both and not w.theirs.dirty)
+        assert (await kept(client, heinzel)).text == both
 
-    async def keys(pilot: Pilot[None], *pressed: str) -> None:
-        active_app.set(pilot.app)
-        await pilot.press(*pressed)
-
-    try:
-        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
-            await first.loaded.wait()
-            await second.loaded.wait()
-            active_app.set(first)
-            page_one = await open_page(one, heinzel)
-            active_app.set(second)
-            page_two = await open_page(two, heinzel)
-            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
-            await keys(one, "i", *"from the first window")
-            await until(lambda: not mine.dirty and mine.base.revision > 0)
-            await keys(two, "i")
-            await until(lambda: theirs.input.text == "from the first window")
-            assert theirs.base.revision == mine.base.revision
-
-            await keys(one, *" and more")
-            await until(lambda: not mine.dirty and mine.base.text.endswith("more"))
-            await keys(two, *", said the second")
-            await until(lambda: isinstance(second.screen, ChooseScreen))
-            assert (await kept(client, heinzel)).text == "from the first window and more"
-            await keys(two, *" (typed on)")
-            await keys(two, "down", "down", "enter")
-            both = (
-                "from the first window and more\n\n"
-                "from the first window, said the second (typed on)"
-            )
-            await until(lambda: theirs.input.text == both and not theirs.dirty)
-            assert (await kept(client, heinzel)).text == both
-
-            await keys(one, "escape", "i")
-            await until(lambda: mine.input.text == both)
-            await keys(one, *" (agreed)")
-            await until(lambda: not mine.dirty and mine.base.text.endswith("(agreed)"))
-            await keys(two, *"!")
-            await until(lambda: isinstance(second.screen, ChooseScreen))
-            await keys(two, "enter")
-            await until(lambda: theirs.input.text == both + " (agreed)" and not theirs.dirty)
-            assert (await kept(client, heinzel)).text == both + " (agreed)"
-    finally:
-        await second_client.close()
+        await w.keys(w.one, "escape", "i")
+        await until(lambda: w.mine.input.text == both)
+        await w.keys(w.one, *" (agreed)")
+        await until(lambda: not w.mine.dirty and w.mine.base.text.endswith("(agreed)"))
+        await w.keys(w.two, *"!")
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        await w.keys(w.two, "enter")
+        await until(lambda: w.theirs.input.text == both + " (agreed)" and not w.theirs.dirty)
+        assert (await kept(client, heinzel)).text == both + " (agreed)"
 
 
 async def test_issue14_item4_another_windows_save_shows_live_where_nothing_was_typed(

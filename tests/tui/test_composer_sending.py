@@ -15,13 +15,11 @@ from pathlib import Path
 import orjson
 import pytest
 from textual import events
-from textual._context import active_app
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
 from hz_kernel.api import CHAT_MESSAGE_MAX_CHARS, COMPOSER_TEXT_MAX_BYTES
 from hz_kernel.client import LocalClient
-from hz_kernel.kernel import Kernel
 from hz_kernel.store.composer import composer_path
 from hz_tui.app import CockpitApp
 from hz_tui.screens.choose import ChooseScreen
@@ -29,6 +27,7 @@ from hz_tui.widgets.composer import SAVE_AFTER_S, Composer
 from tests.tui import worlds
 from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.windows import two_windows
 
 
 @pytest.fixture
@@ -122,51 +121,34 @@ async def test_issue14_item4_a_sent_message_never_comes_back_into_the_composer(
     send's own save; it is older than what the window saved and must not be shown.
     """
     monkeypatch.setenv("HZ_MODEL_DELAY_MS", "1500")
-    second_client = LocalClient(await Kernel.open(world.home))
-    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
-    try:
-        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
-            await first.loaded.wait()
-            await second.loaded.wait()
-            active_app.set(first)
-            page_one = await open_page(one, heinzel)
-            active_app.set(second)
-            page_two = await open_page(two, heinzel)
-            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
-            active_app.set(first)
-            await one.press("i", *"first")
-            await until(lambda: not mine.dirty and mine.base.revision > 0)
-            active_app.set(second)
-            await two.press("i")
-            await until(lambda: theirs.input.text == "first")
-            active_app.set(first)
-            await one.press(*" and more", "escape")
-            await until(lambda: not mine.dirty and mine.base.text.endswith("more"))
-            active_app.set(second)
-            await two.press(*", second")
-            await until(lambda: isinstance(second.screen, ChooseScreen))
-            await two.press("down", "down", "enter")
-            both = "first and more\n\nfirst, second"
-            await until(lambda: theirs.input.text == both and not theirs.dirty)
-            await two.press("escape")
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"first")
+        await until(lambda: not w.mine.dirty and w.mine.base.revision > 0)
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.input.text == "first")
+        await w.keys(w.one, *" and more", "escape")
+        await until(lambda: not w.mine.dirty and w.mine.base.text.endswith("more"))
+        await w.keys(w.two, *", second")
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        await w.two.press("down", "down", "enter")
+        both = "first and more\n\nfirst, second"
+        await until(lambda: w.theirs.input.text == both and not w.theirs.dirty)
+        await w.two.press("escape")
 
-            active_app.set(first)
-            await one.press("i")
-            await until(lambda: mine.input.text == both)
-            await one.press("escape", "w")
-            page_one.set_focus(mine.input)
-            await burst(one, "ctrl+t", "enter")
-            await until_chats(client, heinzel, lambda sent: (both, "steer") in sent)
-            await until(lambda: not mine.dirty and not mine.sending_now and mine.base.history)
-            await one.pause(0.5)
-            assert mine.input.text == "" and mine.state.outgoing is None
-            saved = await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
-            assert (saved.text, saved.outgoing, saved.history) == ("", None, [both])
-            await burst(one, "enter")
-            await one.pause(0.5)
-            assert [c for c in await chats(client, heinzel) if c[0] == both] == [(both, "steer")]
-    finally:
-        await second_client.close()
+        await w.keys(w.one, "i")
+        await until(lambda: w.mine.input.text == both)
+        await w.one.press("escape", "w")
+        w.mine.screen.set_focus(w.mine.input)
+        await burst(w.one, "ctrl+t", "enter")
+        await until_chats(client, heinzel, lambda sent: (both, "steer") in sent)
+        await until(lambda: not w.mine.dirty and not w.mine.sending_now and w.mine.base.history)
+        await w.one.pause(0.5)
+        assert w.mine.input.text == "" and w.mine.state.outgoing is None
+        saved = await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
+        assert (saved.text, saved.outgoing, saved.history) == ("", None, [both])
+        await burst(w.one, "enter")
+        await w.one.pause(0.5)
+        assert [c for c in await chats(client, heinzel) if c[0] == both] == [(both, "steer")]
 
 
 async def test_issue14_item4_limits_refuse_with_a_coded_notice_and_keep_the_text(
@@ -237,66 +219,37 @@ async def test_issue14_item4_a_message_sent_in_one_window_leaves_the_other(
 ) -> None:
     """A second window showing the text another window then sent clears by itself (no `i`):
     its composer had no edits of its own, and the kernel's composer says the text went."""
-    second_client = LocalClient(await Kernel.open(world.home))
-    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
-    try:
-        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
-            await first.loaded.wait()
-            await second.loaded.wait()
-            active_app.set(first)
-            page_one = await open_page(one, heinzel)
-            active_app.set(second)
-            page_two = await open_page(two, heinzel)
-            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
-            active_app.set(first)
-            await one.press("i", *"QUEUE dup test")
-            await until(lambda: not mine.dirty and mine.base.text == "QUEUE dup test")
-            active_app.set(second)
-            await two.press("i")
-            await until(lambda: theirs.input.text == "QUEUE dup test")
-            await two.press("escape")
-            active_app.set(first)
-            await one.press("enter")
-            await until_chats(client, heinzel, lambda sent: sent == [("QUEUE dup test", "queue")])
-            await until(lambda: mine.input.text == "" and not mine.dirty)
-            await until(lambda: theirs.input.text == "" and not theirs.dirty)
-            assert theirs.base.history == ["QUEUE dup test"]
-    finally:
-        await second_client.close()
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"QUEUE dup test")
+        await until(lambda: not w.mine.dirty and w.mine.base.text == "QUEUE dup test")
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.input.text == "QUEUE dup test")
+        await w.two.press("escape")
+        await w.keys(w.one, "enter")
+        await until_chats(client, heinzel, lambda sent: sent == [("QUEUE dup test", "queue")])
+        await until(lambda: w.mine.input.text == "" and not w.mine.dirty)
+        await until(lambda: w.theirs.input.text == "" and not w.theirs.dirty)
+        assert w.theirs.base.history == ["QUEUE dup test"]
 
 
 async def test_attack_enter_in_two_windows_at_once_sends_the_message_once(
     world: worlds.World, client: LocalClient, heinzel: str
 ) -> None:
     """Two windows show one text and both send it at the same moment: one inbox entry."""
-    second_client = LocalClient(await Kernel.open(world.home))
-    first, second = CockpitApp(world.home, client), CockpitApp(world.home, second_client)
-    try:
-        async with first.run_test(size=SIZE) as one, second.run_test(size=SIZE) as two:
-            await first.loaded.wait()
-            await second.loaded.wait()
-            active_app.set(first)
-            page_one = await open_page(one, heinzel)
-            active_app.set(second)
-            page_two = await open_page(two, heinzel)
-            mine, theirs = page_one.query_one(Composer), page_two.query_one(Composer)
-            active_app.set(first)
-            await one.press("i", *"say it once")
-            await until(lambda: not mine.dirty and mine.base.text == "say it once")
-            active_app.set(second)
-            await two.press("i")
-            await until(lambda: theirs.input.text == "say it once" and not theirs.dirty)
-            active_app.set(first)
-            mine.send()
-            active_app.set(second)
-            theirs.send()
-            await until(lambda: mine.input.text == "" and theirs.input.text == "")
-            await until(lambda: not (mine.sending_now or theirs.sending_now))
-            assert await chats(client, heinzel) == [("say it once", "queue")]
-            notices = messages_of(first) + messages_of(second)
-            assert not any(m.startswith("HZU225") for m in notices), notices
-    finally:
-        await second_client.close()
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"say it once")
+        await until(lambda: not w.mine.dirty and w.mine.base.text == "say it once")
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.input.text == "say it once" and not w.theirs.dirty)
+        w.into(w.first)
+        w.mine.send()
+        w.into(w.second)
+        w.theirs.send()
+        await until(lambda: w.mine.input.text == "" and w.theirs.input.text == "")
+        await until(lambda: not (w.mine.sending_now or w.theirs.sending_now))
+        assert await chats(client, heinzel) == [("say it once", "queue")]
+        notices = messages_of(w.first) + messages_of(w.second)
+        assert not any(m.startswith("HZU225") for m in notices), notices
 
 
 async def test_issue14_item4_a_damaged_or_old_composer_file_is_a_coded_line(
