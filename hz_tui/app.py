@@ -91,6 +91,8 @@ class CockpitApp(App[int]):
         self.warmed = asyncio.Event()
         """Set once the client loaded what it put off: asks that open a deferred kernel wait."""
         self.held_at_start: set[str] = set()
+        self.unsent_rejects: set[str] = set()
+        """Rejections a closed review desk could not send: sent when the link is back."""
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.watcher = live_source(home, self.link)
@@ -143,6 +145,18 @@ class CockpitApp(App[int]):
 
     def on_link_changed(self, link: Link) -> None:
         self.show_where()
+        if link.attached and self.unsent_rejects:
+            self.send_unsent_rejects()
+
+    @work(group="held")
+    async def send_unsent_rejects(self) -> None:
+        from hz_tui.review import HeldRejects
+
+        keys, self.unsent_rejects = self.unsent_rejects, set()
+        for sent in await HeldRejects(self.home).send_mine(self.client, keys):
+            if sent.outcome == "unreachable":
+                self.unsent_rejects.add(sent.key)
+            self.notify(sent.line, severity=sent.severity, timeout=10)
 
     def on_resize(self, event: events.Resize) -> None:
         self.show_where(event.size.width)

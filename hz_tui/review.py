@@ -383,22 +383,40 @@ class HeldRejects:
             self.path, data, code="HZU210", what="the rejection to undo", make_folder=True
         )
 
-    async def send(self, client: KernelClient, held: Held) -> Sent:
+    async def send(self, client: KernelClient, held: Held, *, again: bool = False) -> Sent:
         """Send one held rejection and say how it went.
 
         It is released once the kernel has it, or refused it (the refusal is
         the answer); while the kernel cannot be reached it stays held, to be
-        sent when the cockpit next starts.
+        sent when the link is back or the cockpit next starts. Sent ``again``
+        (an earlier try found no kernel), it is first looked up: a daemon that
+        died before answering may have rejected the draft already, and the
+        kernel refuses a second reject (``HZU038``) which is then no failure.
         """
         try:
+            if again and await _rejected_already(client, held.key):
+                self.release(held.key)
+                return Sent(held.key, f"{held.name}: draft rejected", "rejected")
             await client.call(ops.REJECT, ops.RejectRequest(ref=held.key))
-        except NotConnected as exc:
-            return Sent(f"{held.name}: not rejected yet: {exc.one_line()}", "unreachable")
+        except NotConnected:
+            return Sent(
+                held.key,
+                f"HZU240: {held.name}: reject waiting for the kernel (the daemon is away); "
+                "it is sent once the daemon is back",
+                "unreachable",
+            )
         except HzError as exc:
             self.release(held.key)
-            return Sent(f"{held.name}: {exc.one_line()}", "refused")
+            return Sent(held.key, f"{held.name}: {exc.one_line()}", "refused")
         self.release(held.key)
-        return Sent(f"{held.name}: draft rejected", "rejected")
+        return Sent(held.key, f"{held.name}: draft rejected", "rejected")
+
+    async def send_mine(self, client: KernelClient, keys: Collection[str]) -> list[Sent]:
+        """Send again the rejections among ``keys`` this cockpit still holds (a desk that closed
+        while the kernel was away left them): the link is back."""
+        return [
+            await self.send(client, held, again=True) for held in self.mine() if held.key in keys
+        ]
 
     async def send_left_behind(self, client: KernelClient, keys: Collection[str]) -> list[str]:
         """Send what a cockpit that ended early still held (``keys``, read at this cockpit's
@@ -420,6 +438,17 @@ class HeldRejects:
         return lines
 
 
+async def _rejected_already(client: KernelClient, key: str) -> bool:
+    """Whether the draft ``key`` is rejected (a reject sent before reached the kernel)."""
+    try:
+        found = await client.call(ops.REVIEW, ops.DraftKey(key=key))
+    except NotConnected:
+        raise
+    except HzError:
+        return False  # the reject itself says why it cannot be made
+    return found.status == "rejected"
+
+
 def unsent_note(home: Home) -> str | None:
     """The line a quitting cockpit leaves on stderr when rejections it held were not sent."""
     count = len(HeldRejects(home).mine())
@@ -434,7 +463,19 @@ def unsent_note(home: Home) -> str | None:
 
 @dataclass(frozen=True)
 class Sent:
-    """How sending one held rejection went: its result line and outcome."""
+    """How sending one held rejection went: its draft, result line and outcome."""
 
+    key: str
     line: str
     outcome: Literal["rejected", "refused", "unreachable"]
+
+    @property
+    def severity(self) -> Literal["information", "warning", "error"]:
+        return _SEVERITY[self.outcome]
+
+
+_SEVERITY: dict[str, Literal["information", "warning", "error"]] = {
+    "rejected": "information",
+    "unreachable": "warning",
+    "refused": "error",
+}

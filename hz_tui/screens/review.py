@@ -9,6 +9,11 @@ undoes it), space marks drafts and ``A`` approves every marked one, ``/``
 filters, ``e`` opens ``$EDITOR`` at the draft's line. Every decision is one
 kernel operation by draft key; the queue follows the spines like every
 other screen. See ``hz_tui.review`` for the rules.
+
+A reject whose few seconds end while the daemon is away (the link is
+reconnecting) cannot be sent: its draft comes back to the queue marked as
+waiting for the kernel, ``u`` still takes it back, and it is sent as soon as
+the link is attached again (``on_link_changed``), without leaving the desk.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from textual.widgets import DataTable, Header, Input, Static
 from watchfiles import awatch
 
 from hz_kernel import operations as ops
-from hz_kernel.api import DraftReview
+from hz_kernel.api import DraftReview, DraftSummary
 from hz_kernel.errors import HzError
 from hz_tui import diffing, keymap, review, rows
 from hz_tui.messages import RowsUpdate
@@ -44,6 +49,7 @@ from hz_tui.widgets.queue_filter import QueueFilter
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
+    from hz_tui.link import Link
 
 #: Below this many columns the queue shrinks to the heinzels' names: the diff takes the width.
 NARROW_COLUMNS = 110
@@ -75,6 +81,13 @@ class ReviewScreen(Screen[None]):
         """Rejections held for undo, oldest first, each with the timer that sends it."""
         self.held_here: set[str] = set()
         """Rejections this desk held and has not seen sent: sent when the desk closes."""
+        self.waiting: dict[str, None] = {}
+        """Rejections whose hold ended while the kernel was away, oldest first: still undoable,
+        sent when the link is back."""
+        self.sending: set[str] = set()
+        """Rejections on their way to the kernel now: neither undone nor sent again."""
+        self.rejected_rows: dict[str, DraftSummary] = {}
+        """The queue rows of held rejections: an undo shows the draft again without the kernel."""
         self.watched = ""
         """The document watched for edits outside hz (the shown draft's; local kernels only)."""
         self.stop_watching = threading.Event()
@@ -117,6 +130,7 @@ class ReviewScreen(Screen[None]):
         self.title = "hz · review drafts"
         self.undo_seconds = self.cockpit.home.settings.cockpit.undo_seconds
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
+        self.cockpit.link.changed.subscribe(self, self.on_link_changed)
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.queue.focus()
         self.load()
@@ -200,6 +214,8 @@ class ReviewScreen(Screen[None]):
             parts = [f"draft {queue.cursor_row + 1} of {count}{shown}"]
         if queue.selected:
             parts.append(f"{len(queue.selected)} selected: A approves them")
+        if self.waiting:
+            parts.insert(0, f"{len(self.waiting)} reject waiting for the kernel (✗): u undoes")
         if self.undoable:
             parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
         if self.markdown:
@@ -377,33 +393,59 @@ class ReviewScreen(Screen[None]):
             self.notify(f"{name}: not rejected: {exc.one_line()}", severity="error", timeout=10)
             return
         self.held_here.add(key)
+        self.waiting.pop(key, None)
+        self.queue.waiting.discard(key)
+        draft = self.queue.draft(key)
+        if draft is not None:
+            self.rejected_rows[key] = draft
         self.undoable[key] = self.set_timer(self.undo_seconds, partial(self.send_held, key))
         self.notify(f"{name}: draft rejected · u undoes it", timeout=max(self.undo_seconds, 1.0))
         self.leave_queue(key)
 
     def action_undo(self) -> None:
-        if not self.undoable:
+        """Take back the last rejection not sent: one still held, or one waiting for the
+        kernel; its draft shows again at once (the kernel may be away)."""
+        if self.undoable:
+            key = next(reversed(self.undoable))
+        elif self.waiting:
+            key = next(reversed(self.waiting))
+        else:
             self.notify("Nothing to undo: a rejection is sent once its few seconds are up.")
             return
-        key = next(reversed(self.undoable))
         name = self.name_of_held(key)
         try:
             restored = self.held.release(key)
         except HzError as exc:
             self.notify(f"{name}: cannot undo: {exc.one_line()}", severity="error", timeout=10)
             return
-        self.undoable.pop(key).stop()
+        timer = self.undoable.pop(key, None)
+        if timer is not None:
+            timer.stop()
+        self.waiting.pop(key, None)
+        self.queue.waiting.discard(key)
         self.held_here.discard(key)
+        row = self.rejected_rows.pop(key, None)
         if not restored:
             # Someone else took it off the file (and sent it): the draft is not restored.
             gone = HzError("HZU245", "the rejection was already sent; the draft is not restored")
             self.notify(f"{name}: cannot undo: {gone.one_line()}", severity="error", timeout=10)
-            self.update_status()
+            self.leave_queue(key)
             return
         self.decided.discard(key)
+        self.show_row(key, row)
         self.notify(f"{name}: reject undone; the draft still waits")
-        self.update_status()
-        self.load()
+        if self.cockpit.link.attached:
+            self.load()
+
+    def show_row(self, key: str, row: DraftSummary | None) -> None:
+        """Put a draft's row back in the queue (where the kernel lists it) if it is not there."""
+        before = self.queue.cursor_key()
+        listed = self.queue.listed
+        if row is not None and self.queue.draft(key) is None:
+            at = next((n for n, d in enumerate(listed) if d.placed_at > row.placed_at), None)
+            listed = [*listed, row] if at is None else [*listed[:at], row, *listed[at:]]
+        self.queue.show(listed)
+        self.after_queue_change(before)
 
     def name_of_held(self, key: str) -> str:
         return next((h.name for h in self.held.load() if h.key == key), "draft")
@@ -412,29 +454,66 @@ class ReviewScreen(Screen[None]):
     async def send_held(self, key: str) -> None:
         """The undo window closed: send the rejection (unless it was undone meanwhile)."""
         self.undoable.pop(key, None)
+        await self.deliver(key)
+
+    def on_link_changed(self, link: Link) -> None:
+        """The link is back: send the rejections that waited for the kernel, now."""
+        if link.attached and self.waiting:
+            self.send_waiting()
+
+    @work(group="review-held")
+    async def send_waiting(self) -> None:
+        for key in list(self.waiting):
+            if key in self.waiting:  # not undone meanwhile
+                del self.waiting[key]
+                self.queue.waiting.discard(key)
+                self.leave_queue(key)
+                await self.deliver(key, again=True)
+
+    async def deliver(self, key: str, *, again: bool = False) -> None:
+        """Send one held rejection; one with no kernel to take it waits, shown and undoable."""
         held = next((h for h in self.held.load() if h.key == key), None)
-        if held is None:
+        if held is None or key in self.sending:
             return
-        sent = await self.held.send(self.cockpit.client, held)
-        if sent.outcome != "unreachable":
-            self.held_here.discard(key)
+        self.sending.add(key)
+        try:
+            sent = await self.held.send(self.cockpit.client, held, again=again)
+        finally:
+            self.sending.discard(key)
+        if sent.outcome == "unreachable":
+            self.wait_for_kernel(key)
+            self.notify(sent.line, severity="warning", timeout=10)
+            return
+        self.held_here.discard(key)
+        self.rejected_rows.pop(key, None)
         if sent.outcome == "refused":
             self.decided.discard(key)
             self.notify(sent.line, severity="error", timeout=10)
             self.load()
-        elif sent.outcome == "unreachable":
-            self.notify(sent.line, severity="warning", timeout=10)
+        elif again:
+            self.notify(sent.line)  # the reject that waited is in
         self.update_status()
 
+    def wait_for_kernel(self, key: str) -> None:
+        """The rejection could not be sent: its draft shows again, marked, and ``u`` undoes it."""
+        self.waiting[key] = None
+        self.queue.waiting.add(key)
+        self.decided.discard(key)
+        self.show_row(key, self.rejected_rows.get(key))
+
     async def on_unmount(self) -> None:
-        """Leaving the desk (or quitting) ends the undo window: send what is still held."""
+        """Leaving the desk (or quitting) ends the undo window: send what is still held; what
+        finds no kernel is left to the cockpit, which sends it when the link is back."""
         self.stop_watching.set()
         for timer in self.undoable.values():
             timer.stop()
         self.undoable.clear()
         for held in self.held.load():
-            if held.key in self.held_here:
-                await self.held.send(self.cockpit.client, held)
+            if held.key in self.held_here and held.key not in self.sending:
+                again = held.key in self.waiting
+                sent = await self.held.send(self.cockpit.client, held, again=again)
+                if sent.outcome == "unreachable":
+                    self.cockpit.unsent_rejects.add(held.key)
 
     # -- the editor --------------------------------------------------------------------
 

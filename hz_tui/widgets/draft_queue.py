@@ -2,7 +2,8 @@
 
 Space marks drafts for a batch decision (the first column shows the mark);
 a filter narrows the queue to drafts whose heinzel or document has every
-word typed. Marks on drafts that leave the queue are forgotten.
+word typed. Marks on drafts that leave the queue are forgotten. A draft whose
+reject waits for the kernel (the daemon is away) stays listed, marked ``✗``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ASSET_MIN = 16
 #: Narrower than this, the queue shows the mark and the heinzel only (the diff needs the room).
 FULL_WIDTH = 40
 MARKED = "●"
+WAITING = "✗"
 
 
 def matches(draft: DraftSummary, words: list[str]) -> bool:
@@ -47,6 +49,8 @@ class DraftQueue(DataTable[Cell]):
         """Every draft given to ``show``; ``drafts`` is the part the filter lets through."""
         self.drafts: list[DraftSummary] = []
         self.selected: set[str] = set()
+        self.waiting: set[str] = set()
+        """Drafts whose reject waits for the kernel: shown, marked ``WAITING``."""
         self.words: list[str] = []
         self.asset_width = 0
 
@@ -82,7 +86,7 @@ class DraftQueue(DataTable[Cell]):
         for draft in self.drafts:
             asset = (draft.asset or "?").removeprefix("doc:")
             cells = [
-                Cell(MARKED if draft.key in self.selected else ""),
+                Cell(self.mark(draft.key)),
                 Cell(draft.heinzel_name or draft.heinzel),
                 Cell(asset),
                 Cell(display.ago(draft.placed_at, now, exact=False)),
@@ -113,8 +117,11 @@ class DraftQueue(DataTable[Cell]):
         if key is None:
             return None
         self.selected ^= {key}
-        self.update_cell(key, "mark", Cell(MARKED if key in self.selected else ""))
+        self.update_cell(key, "mark", Cell(self.mark(key)))
         return key
+
+    def mark(self, key: str) -> str:
+        return WAITING if key in self.waiting else MARKED if key in self.selected else ""
 
     def selected_in_order(self) -> list[DraftSummary]:
         """The marked drafts, in queue order (hidden by the filter or not)."""
