@@ -146,6 +146,34 @@ async def test_issue14_item6_every_action_of_a_screen_is_in_its_palette_and_in_f
         assert sorted(i for i in keymap.binding_ids() if i not in shown) == []
 
 
+@pytest.mark.parametrize(("kind", "go"), SCREENS, ids=[kind.__name__ for kind, _ in SCREENS])
+async def test_a_screens_palette_offers_only_what_works_there_each_with_its_own_description(
+    cockpit_home: Home, client: LocalClient, kind: type[Screen[object]], go
+) -> None:
+    """Attack pass (s5): a palette entry names a key only if that key works on the screen
+    (the home listed the kernel page's l and the heinzel page's K); "Stop the running turn…"
+    is offered on a heinzel's page only; no two entries for different keys share a
+    description (Turns: Transcript showed the composer's)."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await go(pilot)
+        await until(lambda: isinstance(app.screen, kind))
+        await settle(pilot)
+        screen = app.screen
+        listed = commands.palette_commands(app, screen)
+        held = screen_binding_ids(screen)
+        assert [c.title for c in listed if c.binding and c.binding not in held] == []
+        titles = {c.title for c in listed}
+        assert ("Stop the running turn…" in titles) is (kind is HeinzelScreen)
+        assert "Daemon log" in titles
+        about: dict[str, str] = {}
+        for command in listed:
+            if command.binding:
+                text = command.help.rpartition(" · ")[0]
+                assert about.setdefault(text, command.binding) == command.binding, text
+
+
 async def test_issue14_item6_the_palette_runs_a_page_key_the_key_bar_does_not_show(
     cockpit_home: Home, client: LocalClient
 ) -> None:
