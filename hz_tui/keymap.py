@@ -58,7 +58,7 @@ HEINZEL_TABLE = [
 ]
 
 FILTER_BAR = [
-    Binding("escape", "to_table", "Done", id="filter.dismiss"),
+    Binding("escape", "clear", "Clear", id="filter.dismiss"),
     Binding("down", "to_table", "To table", id="filter.to_table", show=False),
 ]
 
@@ -228,16 +228,21 @@ REVIEW = [
     ),
     Binding("e", "edit", "Edit in $EDITOR", id="review.edit"),
     Binding(
-        "n", "move(1)", "Next", id="review.next", show=False, tooltip="The next draft in the queue"
+        "n",
+        "move(1, True)",
+        "Next",
+        id="review.next",
+        show=False,
+        tooltip="The next draft in the queue (after the last, the first)",
     ),
     Binding(
         "N",
-        "move(-1)",
+        "move(-1, True)",
         "Previous",
         id="review.previous",
         key_display="N",
         show=False,
-        tooltip="The draft before in the queue",
+        tooltip="The draft before in the queue (before the first, the last)",
     ),
     Binding("escape", "back", "Back", id="review.back"),
 ]
