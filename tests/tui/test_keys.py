@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
@@ -263,3 +264,38 @@ async def test_issue14_item6_a_bad_keymap_override_is_one_coded_notice_not_a_tra
             assert isinstance(app.screen, HomeScreen)
     finally:
         await client.close()
+
+
+async def test_a_non_string_keymap_entry_is_skipped_with_one_coded_line_the_rest_kept(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """Attack pass (s5): ``{"keymap": {"home.filter": "f", "review.approve": 5}}`` with a
+    theme and the bell: the bad entry is one HZU236 line naming it; the theme, the bell and
+    the good override (f filters the home) are kept. It dropped every preference."""
+    wanted = {"home.filter": "f", "review.approve": 5}
+    prefs = {"theme": "hz-light", "bell": True, "keymap": wanted}
+    settings.prefs_path(cockpit_home).write_bytes(orjson.dumps(prefs))
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        notices = [n.message for n in app.notices.history]
+        assert len(notices) == 1 and notices[0].startswith("HZU236"), notices
+        assert "'review.approve'" in notices[0] and "\n" not in notices[0]
+        assert app.theme == "hz-light" and app.bell_on
+        await pilot.press("f")
+        await until(lambda: app.get_home().filter_bar.has_focus)
+
+
+def test_a_bad_preference_takes_its_default_and_keeps_the_others(home: Home) -> None:
+    """A theme that is not a string costs only the theme (HZU237, naming it); a file that
+    is not a JSON object gives the defaults with HZU238."""
+    path = settings.prefs_path(home)
+    path.write_bytes(orjson.dumps({"theme": 7, "bell": True, "keymap": {"home.filter": "f"}}))
+    prefs, problem = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs(bell=True, keymap={"home.filter": "f"})
+    assert problem is not None and problem.startswith("HZU237") and "theme" in problem
+    path.write_bytes(b"[1, 2]")
+    prefs, problem = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs()
+    assert problem is not None and problem.startswith("HZU238")
