@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from hz_kernel.clock import now_utc
@@ -73,6 +74,12 @@ def visible(text: str) -> str:
     if _MAY_JOIN.search(text) is None:
         return text
     return _JOINERS.sub(lambda match: match["kept"] or "\ufffd", text)
+
+
+def causes(names: Iterable[object]) -> str:
+    """A turn's causes as they read: each once, in order. The kernel lists one per wake the
+    turn answers, so two changed sources are "source-changed" twice there."""
+    return ", ".join(dict.fromkeys(str(name) for name in names if name))
 
 
 #: The order states sort in: what needs a look first.
