@@ -4,6 +4,10 @@ Every key of the screen the palette opened on is a command too: the fixed
 commands name the binding they stand for (``Command.binding``), and the
 screen's other keys are listed from the keymap (``screen_commands``), so
 no action needs its key to be known. Moving and leaving are keys only.
+
+The palette offers only what works on its screen: a fixed command whose
+key that screen does not hold is left out, unless it runs from anywhere
+(``Command.anywhere``); then it is listed without the key.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ KEY_ONLY = frozenset(
     {
         "app.commands",
         "home.interrupt",
+        "home.quit",
+        "heinzel.transcript",
         "heinzel.stop",
         "composer.stop_twice",
         "composer.newline",
@@ -44,6 +50,8 @@ class Command:
     run: Callable[[], object]
     binding: str | None = None
     """The id of the key binding this command stands for, if one does."""
+    anywhere: bool = False
+    """It works on any screen, where its key does not: listed there too, without the key."""
 
 
 def in_palette(binding_id: str) -> bool:
@@ -71,6 +79,7 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
             "From a template or a sentence; you approve its contract",
             partial(new_heinzel.start, app),
             "home.new",
+            anywhere=True,
         ),
         Command("Refresh", "Ask the kernel for every row again", app.reload, "home.refresh"),
         Command(
@@ -84,6 +93,7 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
             "The daemon's log, followed as it is written",
             app.action_logs,
             "daemon.logs",
+            anywhere=True,
         ),
         Command(
             "Notices",
@@ -164,6 +174,7 @@ def page_commands(app: CockpitApp) -> list[Command]:
             "Every message you sent this heinzel and the turn it reached",
             page.action_conversation,
             "heinzel.conversation",
+            anywhere=True,
         ),
     ]
 
@@ -185,10 +196,29 @@ def screen_commands(screen: Screen[object], covered: set[str]) -> list[Command]:
                 continue
             seen.add(binding.id)
             title = f"{scope_of[binding.id].short}: {binding.description}"
-            about = keymap.MEANING_OF[binding.id].capitalize()
+            about = binding.tooltip or keymap.MEANING_OF[binding.id].capitalize()
             run = partial(node.run_action, binding.action)
             commands.append(Command(title, about, run, binding.id))
     return commands
+
+
+def held_bindings(screen: Screen[object]) -> set[str]:
+    """The binding ids whose keys work on ``screen``: its own, its widgets' and the app's."""
+    held = {b.id for b in keymap.APP if b.id}
+    for node in [screen, *screen.query("*")]:
+        held |= {b.id for b in getattr(node, "BINDINGS", []) if isinstance(b, Binding) and b.id}
+    return held
+
+
+def here(commands: list[Command], held: set[str]) -> list[Command]:
+    """The commands that work where the keys ``held`` do; a key held elsewhere is not named."""
+    kept = []
+    for c in commands:
+        if c.binding is None or c.binding in held:
+            kept.append(c)
+        elif c.anywhere:
+            kept.append(Command(c.title, c.help, c.run))
+    return kept
 
 
 def with_keys(app: CockpitApp, commands: list[Command]) -> list[Command]:
@@ -207,8 +237,10 @@ def with_keys(app: CockpitApp, commands: list[Command]) -> list[Command]:
 
 
 def palette_commands(app: CockpitApp, screen: Screen[object]) -> list[Command]:
-    """What the palette lists on ``screen``: the fixed commands, then the screen's own keys."""
-    fixed = cockpit_commands(app)
+    """What the palette lists on ``screen``: the fixed commands that work there, then the
+    screen's own keys."""
+    held = held_bindings(screen)
+    fixed = here(cockpit_commands(app), held)
     covered = {c.binding for c in fixed if c.binding}
     return with_keys(app, fixed + screen_commands(screen, covered))
 
@@ -246,7 +278,7 @@ class CockpitCommands(Provider):
 
 
 def _ask_stop(app: CockpitApp) -> None:
-    """The page's ``K``; elsewhere there is no one turn to stop."""
+    """The page's ``K`` (the palette offers it there only)."""
     ask = getattr(app.screen, "action_ask_stop", None)
     if ask is None:
         app.notify("Open a heinzel's page to stop its running turn.", severity="warning")

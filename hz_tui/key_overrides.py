@@ -2,9 +2,10 @@
 
 An override names a binding id (F1 lists them) and the keys it should answer to,
 comma-separated. One that names no binding (``HZU230``), gives no key
-(``HZU231``), or would put two bindings of one screen or widget on one key
-(``HZU232``) is left out with a one-line notice and the binding keeps its
-default; the others apply. An id that was renamed (``keymap.ALIASES``) still
+(``HZU231``), gives something other than a string of keys (``HZU236``), or
+would put two bindings of one screen or widget on one key (``HZU232``) is
+left out with a one-line notice and the binding keeps its default; the
+others apply. An id that was renamed (``keymap.ALIASES``) still
 applies, to the binding it became.
 """
 
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import orjson
 from textual.binding import Binding
 
 from hz_tui import keymap
 
 
-def resolve(wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+def resolve(wanted: Mapping[str, object]) -> tuple[dict[str, str], list[str]]:
     """The overrides to apply (by current id) and a notice line for each one left out."""
     known = keymap.binding_ids()
     overrides: dict[str, str] = {}
@@ -28,6 +30,13 @@ def resolve(wanted: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
             problems.append(
                 f"HZU230: cockpit.json keymap: no binding has the id {given!r} "
                 "(F1 lists every id); ignored"
+            )
+            continue
+        if not isinstance(keys, str):
+            shown = orjson.dumps(keys, default=str).decode()[:40]
+            problems.append(
+                f"HZU236: cockpit.json keymap: {given!r} must be its keys as a string "
+                f'(e.g. "ctrl+y" or "j,down"), not {shown}; ignored'
             )
             continue
         parts = [key.strip() for key in keys.split(",")]

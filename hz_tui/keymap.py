@@ -1,8 +1,10 @@
 """Every key the cockpit answers to, in one place, each with a stable id.
 
 Screens and widgets take their ``BINDINGS`` from here; the help screen and
-the command palette list them from here; ``cockpit.json``'s ``keymap``
-overrides them by id (Textual's keymap), e.g. ``{"home.filter": "f"}``.
+the command palette list them from here (a binding's ``tooltip`` is its
+palette entry's description where its key's meaning is shared by others);
+``cockpit.json``'s ``keymap`` overrides them by id (Textual's keymap), e.g.
+``{"home.filter": "f"}``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ HEINZEL_ACTIONS = [
 ]
 
 HEINZEL_TABLE = [
-    Binding("enter", "open", "Open", id="table.open"),
+    Binding(
+        "enter", "open", "Open", id="table.open", tooltip="Open the highlighted heinzel's page"
+    ),
     Binding("s", "sort_next", "Sort", id="table.sort"),
     Binding("S", "sort_reverse", "Reverse", id="table.reverse", key_display="S", show=False),
     Binding("up,k", "cursor_up", "Up", id="table.up", show=False),
@@ -54,15 +58,22 @@ HEINZEL_TABLE = [
 ]
 
 FILTER_BAR = [
-    Binding("escape", "to_table", "Done", id="filter.dismiss"),
+    Binding("escape", "clear", "Clear", id="filter.dismiss"),
     Binding("down", "to_table", "To table", id="filter.to_table", show=False),
 ]
 
 HEINZEL = [
     Binding("escape", "back", "Back", id="heinzel.back"),
-    Binding("r", "refresh", "Refresh", id="heinzel.refresh", show=False),
+    Binding(
+        "r",
+        "refresh",
+        "Refresh",
+        id="heinzel.refresh",
+        show=False,
+        tooltip="Read this heinzel's page from the kernel again",
+    ),
     Binding("i", "compose", "Message", id="heinzel.compose"),
-    Binding("y", "answer", "Answer", id="heinzel.answer"),
+    Binding("y", "answer", "Answer", id="heinzel.answer", tooltip="Answer the heinzel's question"),
     Binding("t", "retry", "Retry…", id="heinzel.retry"),
     Binding("D", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
     Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
@@ -75,15 +86,37 @@ HEINZEL = [
 
 #: The timeline of turns on a heinzel's page.
 TIMELINE = [
-    Binding("enter", "open_turn", "Transcript", id="timeline.open"),
+    Binding(
+        "enter",
+        "open_turn",
+        "Transcript",
+        id="timeline.open",
+        tooltip="The highlighted turn's transcript: cause, context as sent, model calls, effects",
+    ),
 ]
 
 #: A turn's transcript and a heinzel's conversation: read-only, searchable pages.
 TRANSCRIPT = [
     Binding("escape", "back", "Back", id="transcript.back"),
-    Binding("slash", "search", "Search", id="transcript.search", key_display="/"),
-    Binding("n", "next_match", "Next match", id="transcript.next"),
-    Binding("N", "previous_match", "Previous match", id="transcript.previous", key_display="N"),
+    Binding(
+        "slash",
+        "search",
+        "Search",
+        id="transcript.search",
+        key_display="/",
+        tooltip="Search this page for words; n and N walk the matches",
+    ),
+    Binding(
+        "n", "next_match", "Next match", id="transcript.next", tooltip="The search's next match"
+    ),
+    Binding(
+        "N",
+        "previous_match",
+        "Previous match",
+        id="transcript.previous",
+        key_display="N",
+        tooltip="The search's previous match",
+    ),
     Binding("j", "scroll_lines(1)", "Down", id="transcript.down", show=False),
     Binding("k", "scroll_lines(-1)", "Up", id="transcript.up", show=False),
     Binding("g", "top", "Top", id="transcript.top", show=False),
@@ -98,16 +131,40 @@ SEARCH = [
 #: The contract page: versions, diffs, and the proposal that waits for approval.
 CONTRACT = [
     Binding("escape", "back", "Back", id="contract.back"),
-    Binding("d", "toggle_diff", "Diff/text", id="contract.diff"),
-    Binding("a", "decide('approve')", "Approve", id="contract.approve"),
-    Binding("x", "decide('reject')", "Decline", id="contract.reject"),
+    Binding(
+        "d",
+        "toggle_diff",
+        "Diff/text",
+        id="contract.diff",
+        tooltip="The change from the version before ⇄ the whole contract",
+    ),
+    Binding(
+        "a",
+        "decide('approve')",
+        "Approve",
+        id="contract.approve",
+        tooltip="Approve the contract that waits for you",
+    ),
+    Binding(
+        "x",
+        "decide('reject')",
+        "Decline",
+        id="contract.reject",
+        tooltip="Decline the contract that waits for you",
+    ),
 ]
 
 #: The composer on a heinzel's page (a text area: printable keys type). Enter sends; a new
 #: line is Ctrl+J everywhere, Shift+Enter where the terminal reports it (kitty's keyboard
 #: protocol: kitty, WezTerm, foot, Ghostty; elsewhere Shift+Enter arrives as Enter).
 COMPOSER = [
-    Binding("enter", "send", "Send", id="composer.send"),
+    Binding(
+        "enter",
+        "send",
+        "Send",
+        id="composer.send",
+        tooltip="Send what is typed to the heinzel (steering its turn or queued)",
+    ),
     Binding(
         "ctrl+j,shift+enter", "newline", "New line", id="composer.newline", key_display="Ctrl+J"
     ),
@@ -128,24 +185,71 @@ COMPOSER = [
 REVIEW = [
     Binding("j,down", "move(1)", "Down", id="review.down", show=False),
     Binding("k,up", "move(-1)", "Up", id="review.up", show=False),
-    Binding("enter", "show", "Diff", id="review.show", show=False),
-    Binding("a", "decide('approve')", "Approve", id="review.approve"),
-    Binding("x", "decide('reject')", "Reject", id="review.reject"),
+    Binding(
+        "enter",
+        "show",
+        "Diff",
+        id="review.show",
+        show=False,
+        tooltip="Show the highlighted draft's diff again",
+    ),
+    Binding(
+        "a",
+        "decide('approve')",
+        "Approve",
+        id="review.approve",
+        tooltip="Approve the highlighted draft",
+    ),
+    Binding(
+        "x",
+        "decide('reject')",
+        "Reject",
+        id="review.reject",
+        tooltip="Reject the highlighted draft (u undoes it for a few seconds)",
+    ),
     Binding("u", "undo", "Undo reject", id="review.undo", show=False),
     Binding("space", "select", "Select", id="review.select", key_display="space"),
     Binding("A", "approve_selected", "Approve selected", id="review.approve_selected", show=False),
     Binding("b", "switch_base", "Diff base", id="review.base"),
-    Binding("d", "toggle_markdown", "Markdown", id="review.markdown"),
-    Binding("slash", "filter", "Filter", id="review.filter", key_display="/"),
+    Binding(
+        "d",
+        "toggle_markdown",
+        "Markdown",
+        id="review.markdown",
+        tooltip="The diff ⇄ the draft rendered as Markdown",
+    ),
+    Binding(
+        "slash",
+        "filter",
+        "Filter",
+        id="review.filter",
+        key_display="/",
+        tooltip="Narrow the queue to drafts whose heinzel or document has every word",
+    ),
     Binding("e", "edit", "Edit in $EDITOR", id="review.edit"),
-    Binding("n", "move(1)", "Next", id="review.next", show=False),
-    Binding("N", "move(-1)", "Previous", id="review.previous", key_display="N", show=False),
+    Binding(
+        "n",
+        "move(1, True)",
+        "Next",
+        id="review.next",
+        show=False,
+        tooltip="The next draft in the queue (after the last, the first)",
+    ),
+    Binding(
+        "N",
+        "move(-1, True)",
+        "Previous",
+        id="review.previous",
+        key_display="N",
+        show=False,
+        tooltip="The draft before in the queue (before the first, the last)",
+    ),
     Binding("escape", "back", "Back", id="review.back"),
 ]
 
 #: A yes/no question before a destructive action (retire, daemon restart).
 CONFIRM = [
-    Binding("y", "confirm", "Yes", id="confirm.yes"),
+    Binding("y", "confirm", "Yes", id="confirm.yes", tooltip="Yes: do what is asked"),
     Binding("escape", "cancel", "Cancel", id="confirm.cancel"),
 ]
 
@@ -155,7 +259,9 @@ DIALOG = [
 
 DAEMON = [
     Binding("escape", "back", "Back", id="daemon.back"),
-    Binding("r", "refresh", "Refresh", id="daemon.refresh"),
+    Binding(
+        "r", "refresh", "Refresh", id="daemon.refresh", tooltip="Ask the kernel for its state again"
+    ),
     Binding("ctrl+r", "restart", "Restart daemon", id="daemon.restart"),
     Binding("l", "logs", "Daemon log", id="daemon.logs"),
 ]

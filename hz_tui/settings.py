@@ -2,7 +2,11 @@
 
 The kernel never reads this file; it is the cockpit's memory of the user's
 last choices. A damaged file must not keep the cockpit from starting, so it
-is read leniently: what does not validate falls back to the defaults.
+is read leniently: a preference that does not validate takes its default
+(``HZU237``, naming it) and the others are kept; a file that is not a JSON
+object gives the defaults (``HZU238``). A ``keymap`` entry is checked one by
+one where it is used (``hz_tui.key_overrides``), so one bad entry costs only
+itself.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ class CockpitPrefs(BaseModel):
     model_config = ConfigDict(defer_build=True, extra="ignore", frozen=True)
 
     theme: str | None = None
-    keymap: dict[str, str] = Field(default_factory=dict)
+    keymap: dict[str, object] = Field(default_factory=dict)
+    """Binding id -> keys; each value is checked in ``hz_tui.key_overrides`` (``HZU236``)."""
     bell: bool | None = None
     """Ring the terminal bell with a toast; None follows ``[cockpit] bell`` in hz.toml."""
 
@@ -45,9 +50,21 @@ def load_prefs(home: Home) -> tuple[CockpitPrefs, str | None]:
     if raw is None:
         return CockpitPrefs(), None
     try:
-        return CockpitPrefs.model_validate(orjson.loads(raw)), None
-    except (orjson.JSONDecodeError, ValidationError):
-        return CockpitPrefs(), f"{path}: not valid cockpit preferences; using defaults"
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        return CockpitPrefs(), f"HZU238: {path}: not a JSON object of preferences; using defaults"
+    try:
+        return CockpitPrefs.model_validate(data), None
+    except ValidationError as exc:
+        bad = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
+    kept = {name: value for name, value in data.items() if name not in bad}
+    try:
+        prefs = CockpitPrefs.model_validate(kept)
+    except ValidationError:
+        prefs = CockpitPrefs()
+    return prefs, f"HZU237: {path}: {', '.join(bad)} not valid; the default used, the rest kept"
 
 
 def save_prefs(home: Home, prefs: CockpitPrefs) -> None:

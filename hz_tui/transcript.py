@@ -173,7 +173,7 @@ class TranscriptModel:
         if started is None:
             return
         data = started["data"]
-        causes = ", ".join(data.get("causes") or [data.get("cause", "?")])
+        causes = display.causes(data.get("causes") or [data.get("cause", "?")])
         yield Line(f"started {_when(started['ts'])} · cause: {causes}", "body", "cause")
         for key in data.get("keys") or []:
             yield Line(f"key {key}", "body", "cause")

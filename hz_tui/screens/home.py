@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual import events, work
@@ -69,6 +69,8 @@ class HomeScreen(Screen[None]):
 
     CSS_PATH = "home.tcss"
     BINDINGS = keymap.HOME_SCREEN
+    KEY_PRIORITY: ClassVar[dict[str, int]] = {"app.daemon": 3, "app.review": 3}
+    """The kernel page and the review desk are where the home leads: they stay on a narrow bar."""
     #: The table has the keys from the start (the hidden filter never holds them, even briefly:
     #: each move of the focus restyles the widgets it leaves and enters).
     AUTO_FOCUS = "#heinzels"

@@ -76,6 +76,8 @@ class ReviewScreen(Screen[None]):
         self.markdown = False
         self.decided: set[str] = set()
         """Keys approved or rejected here, hidden until the kernel's listing drops them too."""
+        self.restored: str | None = None
+        """The draft an undo brought back: the cursor goes to it once the queue lists it."""
         self.undo_seconds = review.UNDO_SECONDS
         self.undoable: dict[str, Timer] = {}
         """Rejections held for undo, oldest first, each with the timer that sends it."""
@@ -191,7 +193,14 @@ class ReviewScreen(Screen[None]):
         drafts = [d for d in listed.items if d.key not in self.decided]
         before = self.queue.cursor_key()
         self.queue.show(drafts)
+        self.follow_restored()
         self.after_queue_change(before)
+
+    def follow_restored(self) -> None:
+        """The cursor goes to a draft whose reject was undone, once the queue lists it."""
+        if self.restored is not None and self.queue.draft(self.restored) is not None:
+            self.queue.move_to(self.restored)  # not shown when the filter hides it
+            self.restored = None
 
     def after_queue_change(self, before: str | None) -> None:
         self.update_status()
@@ -294,10 +303,14 @@ class ReviewScreen(Screen[None]):
             return queue is not None and queue.cursor_key() is not None
         return True
 
-    def action_move(self, delta: int) -> None:
+    def action_move(self, delta: int, wrap: bool = False) -> None:
+        """``j``/``k`` stop at the first and last draft (as Up/Down do); ``n``/``N`` wrap."""
         count = self.queue.row_count
-        if count:
-            self.queue.move_cursor(row=(self.queue.cursor_row + delta) % count, animate=False)
+        if not count:
+            return
+        row = self.queue.cursor_row + delta
+        row = row % count if wrap else max(0, min(count - 1, row))
+        self.queue.move_cursor(row=row, animate=False)
 
     def action_show(self) -> None:
         key = self.queue.cursor_key()
@@ -432,6 +445,7 @@ class ReviewScreen(Screen[None]):
             self.leave_queue(key)
             return
         self.decided.discard(key)
+        self.restored = key
         self.show_row(key, row)
         self.notify(f"{name}: reject undone; the draft still waits")
         if self.cockpit.link.attached:
@@ -445,6 +459,7 @@ class ReviewScreen(Screen[None]):
             at = next((n for n, d in enumerate(listed) if d.placed_at > row.placed_at), None)
             listed = [*listed, row] if at is None else [*listed[:at], row, *listed[at:]]
         self.queue.show(listed)
+        self.follow_restored()
         self.after_queue_change(before)
 
     def name_of_held(self, key: str) -> str:
@@ -560,6 +575,13 @@ class ReviewScreen(Screen[None]):
             return _run(command, capture=True)
 
     def action_back(self) -> None:
+        """Escape clears the queue's filter first (as on the home), then leaves the desk."""
+        bar = self.query_one(QueueFilter)
+        if bar.value or bar.has_class("-active"):
+            bar.clear()
+            bar.remove_class("-active")
+            self.queue.focus()
+            return
         self.dismiss()
 
 

@@ -127,6 +127,14 @@ class DraftQueue(DataTable[Cell]):
         """The marked drafts, in queue order (hidden by the filter or not)."""
         return [d for d in self.listed if d.key in self.selected]
 
+    def move_to(self, key: str) -> bool:
+        """Put the cursor on the draft ``key``; whether the queue shows it."""
+        keys = [d.key for d in self.drafts]
+        if key not in keys:
+            return False
+        self.move_cursor(row=keys.index(key), animate=False)
+        return True
+
     def cursor_key(self) -> str | None:
         """The key of the highlighted draft, if any."""
         if not self.row_count:

@@ -8,7 +8,8 @@ from hz_tui import keymap
 
 
 class FilterBar(Input):
-    """An input that filters as you type; Escape hands the keys back to the table."""
+    """An input that filters as you type; Escape clears it and hands the keys back to the
+    table, Enter or Down hands them back with the filter kept."""
 
     BINDINGS = keymap.FILTER_BAR
 
@@ -18,6 +19,12 @@ class FilterBar(Input):
     def on_mount(self) -> None:
         # A blinking cursor makes every screenshot differ; headless runs get a steady one.
         self.cursor_blink = not self.app.is_headless
+
+    def action_clear(self) -> None:
+        """One Escape clears the filter, as the empty table's hint says."""
+        self.action_to_table()
+        self.value = ""
+        self.remove_class("-active")
 
     def action_to_table(self) -> None:
         """Hand the keys back to the table; the filter stays until cleared."""

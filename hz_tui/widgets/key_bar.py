@@ -7,16 +7,20 @@ drawing the rest of the cockpit. This bar renders the same information
 on the right) as one line and redraws only when that line would change.
 A click on a key presses it.
 
-When the line is too narrow for every key (80 columns), keys go by
-priority, not by position: the least important (and the disabled) leave
-first, and Help (F1, which lists them all), leaving a page, quitting and the
-screen's main actions stay. A screen hides the keys it lists in
+When the line is too narrow for every key (80 columns), long labels take
+their short form (``SHORT``) first; then keys go by priority, not by
+position: the least important (and the disabled) leave first. Help (F1,
+which lists them all), leaving a page and the screen's own keys stay; the
+global keys that F1 and the palette list (F2, F4, quitting, the palette
+itself) give way to them. A screen raises or lowers a key's priority with
+``KEY_PRIORITY`` (the home keeps F2 and F4) and hides the keys it lists in
 ``KEYS_NOT_SHOWN`` (the review desk its own F4).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -29,11 +33,13 @@ from textual.widget import Widget
 GAP = 2
 #: Priority by binding id (``hz_tui.keymap``); a key not named here is ``NORMAL``.
 NORMAL = 1
+#: Keys at or below this (and the disabled) leave a narrow line before any label shortens.
+OPTIONAL = 0
 PRIORITY = {
     "app.help": 9,
-    "app.quit": 5,
-    "app.commands": 4,
-    "app.review": 4,
+    "app.quit": 2,
+    "app.commands": 2,
+    "app.review": 2,
     "table.open": 4,
     "home.filter": 4,
     "act.approve": 4,
@@ -47,14 +53,36 @@ PRIORITY = {
     "contract.approve": 4,
     "contract.reject": 4,
     "home.new": 3,
-    "act.wake": 2,
-    "heinzel.contract": 2,
+    "table.sort": 3,
+    "act.wake": 3,
+    "heinzel.answer": 3,
+    "heinzel.retry": 3,
+    "heinzel.contract": 3,
+    "heinzel.conversation": 3,
+    "transcript.search": 4,
+    "transcript.next": 3,
+    "transcript.previous": 3,
+    "transcript.end": 3,
+    "review.select": 3,
+    "review.edit": 3,
     "app.daemon": 0,
-    "table.sort": 0,
 }
 #: Any binding that leaves the page or dialog (``*.back``, ``*.close``, …) counts as this.
 LEAVE_PRIORITY = 5
 LEAVING = ("back", "close", "cancel", "dismiss")
+#: The short label of a key whose own does not fit a narrow line, by binding id.
+SHORT = {
+    "heinzel.retry": "Retry",
+    "heinzel.conversation": "Chat",
+    "transcript.next": "Next",
+    "transcript.previous": "Prev",
+    "transcript.end": "End",
+    "review.select": "Mark",
+    "review.base": "Base",
+    "review.edit": "Edit",
+}
+#: How a key shows on a narrow line where its name is long.
+SHORT_DISPLAY = {"space": "␣"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +92,8 @@ class _Key:
     description: str
     enabled: bool
     priority: int = NORMAL
+    short: str = ""
+    """The label on a narrow line ("" keeps ``description``)."""
 
 
 class KeyBar(Widget):
@@ -109,6 +139,7 @@ class KeyBar(Widget):
         keys: list[_Key] = []
         palette: _Key | None = None
         seen: set[str] = set()
+        raised: Mapping[str, int] = getattr(screen, "KEY_PRIORITY", {})
         for key, active in screen.active_bindings.items():
             binding = active.binding
             entry = _Key(
@@ -116,7 +147,8 @@ class KeyBar(Widget):
                 self.app.get_key_display(binding),
                 binding.description,
                 active.enabled,
-                _priority(binding.id, active.enabled),
+                _priority(binding.id, active.enabled, raised),
+                SHORT.get(binding.id or "", ""),
             )
             if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
                 palette = entry
@@ -144,7 +176,8 @@ class KeyBar(Widget):
             self._spans.append((start, line.cell_len, entry))
 
         shown, gap = self._fitting()
-        palette = next((entry for entry in shown if entry is self.palette_key), None)
+        key = self.palette_key.key if self.palette_key else None
+        palette = next((entry for entry in shown if entry.key == key), None)
         line.append(" ")
         for entry in shown:
             if entry is not palette:
@@ -158,16 +191,25 @@ class KeyBar(Widget):
     def _fitting(self) -> tuple[list[_Key], int]:
         """The keys that fit the width, in their order, and the gap between them.
 
-        All fit with the wide gap, or with a one-cell gap; else the least
-        important key (the last of equals) leaves, until the rest fit.
+        All fit with the wide gap, or with a one-cell gap; else the optional
+        keys (``OPTIONAL`` and below, the disabled ones) leave; then labels
+        shorten, and the least important key (the last of equals) leaves,
+        until the rest fit.
         """
+        width = self.size.width
         candidates = list(self.keys) + ([self.palette_key] if self.palette_key else [])
-        for gap in (GAP, 1):
-            if _line_width(candidates, gap) <= self.size.width:
-                return candidates, gap
-        while candidates and _line_width(candidates, 1) > self.size.width:
-            least = min(candidates, key=lambda e: (e.priority, -candidates.index(e)))
+        if _line_width(candidates, GAP) <= width:
+            return candidates, GAP
+        while _line_width(candidates, 1) > width:
+            least = _least(candidates)
+            if least.priority > OPTIONAL:
+                break
             candidates.remove(least)
+        else:
+            return candidates, 1
+        candidates = [_shortened(entry) for entry in candidates]
+        while candidates and _line_width(candidates, 1) > width:
+            candidates.remove(_least(candidates))
         return candidates, 1
 
     def on_click(self, event: events.Click) -> None:
@@ -180,10 +222,15 @@ class KeyBar(Widget):
                 return
 
 
-def _priority(binding_id: str | None, enabled: bool) -> int:
-    """How long a key stays on a narrow bar; a disabled key goes before every enabled one."""
+def _priority(binding_id: str | None, enabled: bool, raised: Mapping[str, int]) -> int:
+    """How long a key stays on a narrow bar; a disabled key goes before every enabled one.
+
+    ``raised``: the screen's own priorities, before the cockpit's.
+    """
     if binding_id is None:
         priority = NORMAL
+    elif binding_id in raised:
+        priority = raised[binding_id]
     elif binding_id in PRIORITY:
         priority = PRIORITY[binding_id]
     elif binding_id.rpartition(".")[2] in LEAVING:
@@ -191,6 +238,20 @@ def _priority(binding_id: str | None, enabled: bool) -> int:
     else:
         priority = NORMAL
     return priority if enabled else -1
+
+
+def _least(entries: list[_Key]) -> _Key:
+    """The key to leave first: the least important, the last of equals."""
+    return min(entries, key=lambda e: (e.priority, -entries.index(e)))
+
+
+def _shortened(entry: _Key) -> _Key:
+    """The key as a narrow line shows it: its short label, a short name for a long key."""
+    return replace(
+        entry,
+        display=SHORT_DISPLAY.get(entry.key, entry.display),
+        description=entry.short or entry.description,
+    )
 
 
 def _line_width(entries: list[_Key], gap: int) -> int:

@@ -7,7 +7,7 @@ from hz_tui.widgets.filter_bar import FilterBar
 
 
 class QueueFilter(FilterBar):
-    """Filters the queue as you type; Escape or Down hands the keys back to it."""
+    """Filters the queue as you type; Escape clears it, and it or Down hands the keys back."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -48,7 +48,7 @@ class StepLine(Static):
 
 
 def _status(live: LiveTurn, palette: Palette) -> Text:
-    causes = ", ".join(live.causes) or "?"
+    causes = display.causes(live.causes) or "?"
     started = display.ago(live.started_at) if live.started_at else "earlier"
     line = Text()
     if live.status == "finished":

@@ -133,7 +133,7 @@ def _cells(turn: TurnSummary, palette: Palette) -> dict[str, Cell]:
         outcome_text = turn.disposition or turn.status
         bad = outcome_text in ("failed", "abandoned")
         outcome = Cell(outcome_text, palette.bad if bad else Style())
-    causes = ", ".join(turn.causes) if turn.causes else (turn.cause or "—")
+    causes = display.causes(turn.causes) or turn.cause or "—"
     return {
         "started": Cell(display.clock(turn.started_at), order=(turn.started_at, turn.seq)),
         "cause": Cell(causes),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
@@ -146,6 +147,34 @@ async def test_issue14_item6_every_action_of_a_screen_is_in_its_palette_and_in_f
         assert sorted(i for i in keymap.binding_ids() if i not in shown) == []
 
 
+@pytest.mark.parametrize(("kind", "go"), SCREENS, ids=[kind.__name__ for kind, _ in SCREENS])
+async def test_a_screens_palette_offers_only_what_works_there_each_with_its_own_description(
+    cockpit_home: Home, client: LocalClient, kind: type[Screen[object]], go
+) -> None:
+    """Attack pass (s5): a palette entry names a key only if that key works on the screen
+    (the home listed the kernel page's l and the heinzel page's K); "Stop the running turn…"
+    is offered on a heinzel's page only; no two entries for different keys share a
+    description (Turns: Transcript showed the composer's)."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await go(pilot)
+        await until(lambda: isinstance(app.screen, kind))
+        await settle(pilot)
+        screen = app.screen
+        listed = commands.palette_commands(app, screen)
+        held = screen_binding_ids(screen)
+        assert [c.title for c in listed if c.binding and c.binding not in held] == []
+        titles = {c.title for c in listed}
+        assert ("Stop the running turn…" in titles) is (kind is HeinzelScreen)
+        assert "Daemon log" in titles
+        about: dict[str, str] = {}
+        for command in listed:
+            if command.binding:
+                text = command.help.rpartition(" · ")[0]
+                assert about.setdefault(text, command.binding) == command.binding, text
+
+
 async def test_issue14_item6_the_palette_runs_a_page_key_the_key_bar_does_not_show(
     cockpit_home: Home, client: LocalClient
 ) -> None:
@@ -235,3 +264,38 @@ async def test_issue14_item6_a_bad_keymap_override_is_one_coded_notice_not_a_tra
             assert isinstance(app.screen, HomeScreen)
     finally:
         await client.close()
+
+
+async def test_a_non_string_keymap_entry_is_skipped_with_one_coded_line_the_rest_kept(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """Attack pass (s5): ``{"keymap": {"home.filter": "f", "review.approve": 5}}`` with a
+    theme and the bell: the bad entry is one HZU236 line naming it; the theme, the bell and
+    the good override (f filters the home) are kept. It dropped every preference."""
+    wanted = {"home.filter": "f", "review.approve": 5}
+    prefs = {"theme": "hz-light", "bell": True, "keymap": wanted}
+    settings.prefs_path(cockpit_home).write_bytes(orjson.dumps(prefs))
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        notices = [n.message for n in app.notices.history]
+        assert len(notices) == 1 and notices[0].startswith("HZU236"), notices
+        assert "'review.approve'" in notices[0] and "\n" not in notices[0]
+        assert app.theme == "hz-light" and app.bell_on
+        await pilot.press("f")
+        await until(lambda: app.get_home().filter_bar.has_focus)
+
+
+def test_a_bad_preference_takes_its_default_and_keeps_the_others(home: Home) -> None:
+    """A theme that is not a string costs only the theme (HZU237, naming it); a file that
+    is not a JSON object gives the defaults with HZU238."""
+    path = settings.prefs_path(home)
+    path.write_bytes(orjson.dumps({"theme": 7, "bell": True, "keymap": {"home.filter": "f"}}))
+    prefs, problem = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs(bell=True, keymap={"home.filter": "f"})
+    assert problem is not None and problem.startswith("HZU237") and "theme" in problem
+    path.write_bytes(b"[1, 2]")
+    prefs, problem = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs()
+    assert problem is not None and problem.startswith("HZU238")

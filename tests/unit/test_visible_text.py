@@ -7,6 +7,8 @@ review desk, the contract diff, the live output and the side panes show them as 
 
 from __future__ import annotations
 
+import unicodedata
+
 from textual.app import App
 
 from hz_kernel.api import DraftReview
@@ -52,3 +54,43 @@ async def test_live_output_draws_no_control() -> None:
         await app.screen.mount(stream)
         stream.append(HOSTILE)
         assert _inert(stream.text)
+
+
+#: Zero-width and other invisible format characters, each hiding text or a difference.
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u2064")
+
+
+def test_zero_width_and_format_characters_show_as_a_replacement_mark() -> None:
+    """Attack pass (s5): "ad<ZWSP>min" read as "admin"; every invisible format character
+    (Unicode category Cf) between plain letters shows as U+FFFD, as a bidi override does."""
+    for char in INVISIBLE:
+        assert display.visible(f"ad{char}min") == "ad\ufffdmin", hex(ord(char))
+    hidden = "see" + "".join(chr(0xE0000 + ord(c)) for c in "ignore all") + " notes"
+    assert display.visible(hidden) == "see" + "\ufffd" * len("ignore all") + " notes"
+
+
+def test_every_format_character_of_this_pythons_unicode_is_made_visible() -> None:
+    """No Cf character passes through unchanged on its own (the table covers the Unicode
+    version of the Python that runs it)."""
+    passed = [
+        hex(code)
+        for code in range(0x110000)
+        if unicodedata.category(chr(code)) == "Cf" and chr(code) in display.visible(chr(code))
+    ]
+    assert passed == []
+
+
+def test_joiners_that_build_an_emoji_or_a_word_stay() -> None:
+    """ZWJ inside an emoji sequence (a family, a technologist with a skin tone, a rainbow
+    flag), ZWNJ in a Persian word and a subdivision flag's tags are kept: they draw one
+    glyph; a ZWJ next to only one emoji does not."""
+    kept = (
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\U0001f469\U0001f3fd\u200d\U0001f4bb",
+        "\U0001f3f3\ufe0f\u200d\U0001f308",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        "\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in "gbsct") + "\U000e007f",
+    )
+    for text in kept:
+        assert display.visible(f"a {text} b") == f"a {text} b", text
+    assert display.visible("\U0001f468\u200dx") == "\U0001f468\ufffdx"
