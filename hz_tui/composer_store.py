@@ -123,12 +123,15 @@ def reconcile(
     window's own save whose answer was lost, or left the text as it was, or
     is the same text); ``conflict``: both changed the text; the user chooses.
     Two windows that pressed Enter on one message at once: the one whose
-    save came second takes the first's request id, so the message goes once.
+    save came second takes the first's request id, so the message goes once;
+    on two different messages, each goes (the second save rebases).
     """
     if theirs.window == window:
         return "rebase"
     if mine.outgoing is not None and same_message(mine.outgoing, theirs.outgoing):
         return "take"
+    if mine.outgoing is not None and theirs.outgoing is not None:
+        return "rebase"  # each window sends its own message: both go, once each
     if mine.text == base.text:
         return "take" if mine.same_as(base) or theirs.text != base.text else "rebase"
     if theirs.text in (base.text, mine.text):

@@ -458,10 +458,11 @@ class Composer(Horizontal):
     def _ask(self, theirs: ComposerText) -> None:
         """Both windows changed the text: the user keeps one, or both (nothing is lost)."""
         self.conflict_open = True
+        # Both first: an Enter that lands as the dialog opens keeps every word.
         choices: list[tuple[str, str]] = [
-            ("theirs", f"Take theirs: {_first_line(theirs.text)}"),
-            ("mine", f"Keep mine: {_first_line(self.state.text)}"),
             ("both", "Both: theirs, then mine"),
+            ("mine", f"Keep mine: {_first_line(self.state.text)}"),
+            ("theirs", f"Take theirs: {_first_line(theirs.text)}"),
         ]
         title = "HZU220: another window changed this message. Which text stays?"
         self.app.push_screen(
@@ -486,7 +487,11 @@ class Composer(Horizontal):
         self.base = theirs
         self.walk.stop()
         self.show(self.state.resolved(cast("Choice", choice), theirs))
-        self.save_soon(0)
+        outgoing = self.state.outgoing
+        if choice == "mine" and outgoing is not None:
+            self.deliver(outgoing)  # the Enter that met the other text still sends it
+        else:
+            self.save_soon(0)
 
     def toggle_mode(self) -> None:
         mode = "queue" if self.state.mode == "steer" else "steer"

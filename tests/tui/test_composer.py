@@ -141,7 +141,7 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
         await until(lambda: isinstance(w.second.screen, ChooseScreen))
         assert (await kept(client, heinzel)).text == "from the first window and more"
         await w.keys(w.two, *" (typed on)")
-        await w.keys(w.two, "down", "down", "enter")
+        await w.keys(w.two, "enter")  # Both, the choice highlighted first
         both = "from the first window and more\n\nfrom the first window, said the second (typed on)"
         await until(lambda: w.theirs.input.text == both and not w.theirs.dirty)
         assert (await kept(client, heinzel)).text == both
@@ -152,7 +152,7 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
         await until(lambda: not w.mine.dirty and w.mine.base.text.endswith("(agreed)"))
         await w.keys(w.two, *"!")
         await until(lambda: isinstance(w.second.screen, ChooseScreen))
-        await w.keys(w.two, "enter")
+        await w.keys(w.two, "down", "down", "enter")  # Take theirs
         await until(lambda: w.theirs.input.text == both + " (agreed)" and not w.theirs.dirty)
         assert (await kept(client, heinzel)).text == both + " (agreed)"
 
@@ -360,9 +360,8 @@ def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
     sent_there = theirs.model_copy(update={"text": "draft", "outgoing": first_sender})
     assert reconcile(base, sending, sent_there, "w-me") == "take", "Enter in two windows: once"
     other_words = first_sender.model_copy(update={"message": "other"})
-    assert reconcile(
-        base, sending, sent_there.model_copy(update={"outgoing": other_words}), "w-me"
-    ) == ("rebase")
+    two_sends = sent_there.model_copy(update={"text": "other", "outgoing": other_words})
+    assert reconcile(base, sending, two_sends, "w-me") == "rebase", "two messages: each goes"
     both = typed.resolved("both", theirs)
     assert both.text == "draft, theirs\n\ndraft, mine" and both.outgoing is None
     assert typed.resolved("theirs", theirs).text == "draft, theirs"

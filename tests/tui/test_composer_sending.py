@@ -130,7 +130,7 @@ async def test_issue14_item4_a_sent_message_never_comes_back_into_the_composer(
         await until(lambda: not w.mine.dirty and w.mine.base.text.endswith("more"))
         await w.keys(w.two, *", second")
         await until(lambda: isinstance(w.second.screen, ChooseScreen))
-        await w.two.press("down", "down", "enter")
+        await w.two.press("enter")  # Both, the choice highlighted first
         both = "first and more\n\nfirst, second"
         await until(lambda: w.theirs.input.text == both and not w.theirs.dirty)
         await w.two.press("escape")
@@ -279,3 +279,45 @@ async def test_issue14_item4_a_damaged_or_old_composer_file_is_a_coded_line(
         await pilot.press("i", *"!")
         await until(lambda: any(m.startswith("HZU228") for m in messages_of(app)))
         assert composer.input.text == "from before!"
+
+
+async def test_attack_enter_in_two_windows_at_once_on_different_texts_sends_each_once(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Two windows each typed their own message and press Enter at the same moment: both
+    messages reach the inbox once each, and neither window is left asking which text stays."""
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"GAMMA one")
+        await w.keys(w.two, "i", *"DELTA two")
+        w.into(w.first)
+        w.mine.send()
+        w.into(w.second)
+        w.theirs.send()
+        await until_chats(
+            client,
+            heinzel,
+            lambda sent: sorted(sent) == [("DELTA two", "queue"), ("GAMMA one", "queue")],
+        )
+        await until(lambda: not (w.mine.sending_now or w.theirs.sending_now))
+        await until(lambda: w.mine.input.text == "" and w.theirs.input.text == "")
+        assert not isinstance(w.second.screen, ChooseScreen)
+        assert not isinstance(w.first.screen, ChooseScreen)
+
+
+async def test_attack_keep_mine_after_enter_met_another_windows_text_still_sends_it(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Enter meets text another window saved meanwhile; "Keep mine" sends the message the
+    Enter was for, once, without a second Enter."""
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.loaded and w.theirs.base.revision == 0)
+        await w.keys(w.one, "i", *"draft in the first window")
+        await until(lambda: not w.mine.dirty and w.mine.base.revision > 0)
+        w.into(w.second)
+        w.theirs.input.insert("mine to send")  # typed and sent before any save or tick
+        w.theirs.send()
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        await w.keys(w.two, "down", "enter")
+        await until_chats(client, heinzel, lambda sent: sent == [("mine to send", "queue")])
+        await until(lambda: not w.theirs.sending_now and w.theirs.input.text == "")
