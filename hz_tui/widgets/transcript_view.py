@@ -2,14 +2,16 @@
 
 A turn's transcript may run to thousands of lines; a ``Static`` would lay
 all of them out on every change. This view keeps them as ``Line``s, wraps
-them to its width into rows (slices of a line, so a line's text is never
-altered), and renders only the rows in sight (Textual's line API, as its
-``Log`` does). Matches of a search are marked in place, the current one
+them to its width into rows (slices of a line), and renders only the rows
+in sight (Textual's line API, as its ``Log`` does). Text from others is
+drawn inert (``display.visible``): controls as symbols, hidden characters
+as U+FFFD. Matches of a search are marked in place, the current one
 apart; while the view sits at its end it follows what is added.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from rich.cells import cell_len, get_character_cell_size
@@ -19,10 +21,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hz_tui import display
 from hz_tui.transcript import Line, Match
-
-#: Control characters are drawn as their Unicode pictures: content never drives the terminal.
-_VISIBLE = {code: 0x2400 + code for code in range(32)} | {0x7F: 0x2421, 0x09: 0x20}
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -74,7 +74,7 @@ class TranscriptView(ScrollView, can_focus=True):
         # read in several pages stays at its top.
         at_end = self.max_scroll_y > 0 and self.scroll_y >= self.max_scroll_y
         follow = self.following or (bool(self.rows) and at_end)
-        self.lines = lines
+        self.lines = [line if line.text.isprintable() else _inert(line) for line in lines]
         self._wrap()
         if follow:
             self.following = True
@@ -159,7 +159,7 @@ class TranscriptView(ScrollView, can_focus=True):
         style = base
         if line.tone != "body":
             style = base + self.get_component_rich_style(f"transcript--{line.tone}")
-        text = line.text[start:end].translate(_VISIBLE)
+        text = line.text[start:end]
         segments = self._segments(text, number, start, end, style)
         return Strip(segments).crop_extend(0, width, base)
 
@@ -185,6 +185,12 @@ class TranscriptView(ScrollView, can_focus=True):
         if at < len(text):
             segments.append(Segment(text[at:], style))
         return segments
+
+
+def _inert(line: Line) -> Line:
+    """``line`` with what would drive the terminal or hide words made visible, one character
+    for one (search offsets stay right); a tab is a space."""
+    return dataclasses.replace(line, text=display.visible(line.text).replace("\t", " "))
 
 
 def _spans(text: str, width: int) -> list[tuple[int, int]]:

@@ -328,3 +328,27 @@ async def test_enter_on_the_page_opens_the_highlighted_turn_wherever_the_focus_i
         await pilot.press("enter")
         screen = await opened(pilot, TranscriptScreen)
         await until(lambda: screen.model.loaded and screen.model.turn == turn)
+
+
+async def test_attack_the_conversation_shows_hidden_and_control_characters_inert(
+    world: worlds.World, client: LocalClient
+) -> None:
+    """A message with an escape sequence, a zero-width space and a right-to-left override:
+    the conversation page shows each as a visible mark, never the raw character, and
+    search still finds the words around them."""
+    heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
+    said = "hi \x1b[2J ad\u200bmin \u202eRTL\u202c end"
+    await client.call(ops.CHAT, ops.ChatRequest(ref=heinzel, message=said, mode="queue"))
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel)
+        await pilot.press("m")
+        screen = await opened(pilot, ConversationScreen)
+        view = screen.view
+        await until(lambda: "RTL" in view.text_shown())
+        shown = view.text_shown()
+        assert "hi ␛[2J ad\ufffdmin \ufffdRTL\ufffd end" in shown
+        assert not any(c in shown for c in "\x1b\u200b\u202e\u202c")
+        await pilot.press("slash", *"end", "enter")
+        assert len(view.matches) == 1
