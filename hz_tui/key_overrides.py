@@ -11,6 +11,8 @@ applies, to the binding it became.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping
 
 import orjson
@@ -40,15 +42,43 @@ def resolve(wanted: Mapping[str, object]) -> tuple[dict[str, str], list[str]]:
             )
             continue
         parts = [key.strip() for key in keys.split(",")]
-        if not all(parts):
+        if not all(map(_is_key, parts)):
             problems.append(
-                f"HZU231: cockpit.json keymap: {given!r} names no key ({keys!r}); ignored"
+                f"HZU231: cockpit.json keymap: {given!r} names no key "
+                f"({_shown(keys)}; a key is e.g. j, ?, f5, ctrl+y or shift+enter); ignored"
             )
             continue
         overrides[binding_id] = ",".join(dict.fromkeys(parts))  # a key named twice counts once
     for node in keymap.NODES:
-        problems += _drop_clashes(node, overrides)
+        # The app's keys work on every screen: a screen's key on one of them hides it there.
+        scope = node if node is keymap.APP else [*node, *keymap.APP]
+        problems += _drop_clashes(scope, overrides)
     return overrides, problems
+
+
+#: A key as Textual names it: modifiers joined by ``+`` before a key's name (``ctrl+y``,
+#: ``f5``, ``question_mark``); a single printable character stands for itself.
+_KEY_NAME = re.compile(r"(?:(?:ctrl|shift|alt|meta|super|hyper)\+)*[a-z0-9_]{1,24}", re.I)
+
+
+def _is_key(part: str) -> bool:
+    return bool(_KEY_NAME.fullmatch(part)) or (len(part) == 1 and part.isprintable())
+
+
+def _named(key: str) -> str:
+    """A key by the name Textual gives it: ``?`` is ``question_mark`` (as a binding's is)."""
+    if len(key) != 1 or key.isalnum():
+        return key
+    try:
+        return unicodedata.name(key).lower().replace("-", "_").replace(" ", "_")
+    except ValueError:
+        return key
+
+
+def _shown(keys: str) -> str:
+    """The value as a notice may show it: escaped (never drawn raw) and cut short."""
+    quoted = repr(keys)
+    return quoted if len(quoted) <= 40 else quoted[:39] + "…"
 
 
 def _drop_clashes(node: list[Binding], overrides: dict[str, str]) -> list[str]:
@@ -59,7 +89,7 @@ def _drop_clashes(node: list[Binding], overrides: dict[str, str]) -> list[str]:
         for binding in node:
             if binding.id:
                 keys = overrides.get(binding.id, binding.key).split(",")
-                for key in dict.fromkeys(key.strip() for key in keys):
+                for key in dict.fromkeys(_named(key.strip()) for key in keys):
                     holders.setdefault(key, []).append(binding.id)
         clash = next(
             (

@@ -91,3 +91,33 @@ def test_attack_an_override_that_names_one_key_twice_applies_once() -> None:
     assert key_overrides.resolve({"table.open": "enter, enter"}) == ({"table.open": "enter"}, [])
     applied, problems = key_overrides.resolve({"home.quit": "slash,slash"})
     assert applied == {} and [line[:6] for line in problems] == ["HZU232"]
+
+
+def test_attack_keys_that_are_no_key_names_are_left_out_and_never_shown_raw() -> None:
+    """Escape sequences, a bell, a space or a 5,000-letter value are no key: HZU231, quoted
+    with its controls escaped and cut short, so the notice itself drives no terminal."""
+    hostile = {
+        "review.select": "\x1b[2J",
+        "home.filter": "\x1b]0;PWNED\x07",
+        "table.sort": "S" * 5000,
+        "review.approve": " ",
+    }
+    applied, problems = key_overrides.resolve(hostile)
+    assert applied == {}
+    assert [line[:6] for line in problems] == ["HZU231"] * 4
+    assert not any(c in line for line in problems for c in "\x1b\x07")
+    assert all(len(line) < 200 for line in problems)
+    fine = {"review.select": "ctrl+shift+space", "home.filter": "%", "review.approve": "Y"}
+    assert key_overrides.resolve(fine) == (fine, [])
+
+
+def test_attack_a_screen_key_on_one_of_the_apps_keys_is_a_clash() -> None:
+    """F1 is help everywhere: a screen binding moved onto it would hide help there (and an
+    app binding moved onto a screen's key would never run there): HZU232, left out."""
+    applied, problems = key_overrides.resolve({"table.reverse": "f1"})
+    assert applied == {} and [line[:6] for line in problems] == ["HZU232"]
+    applied, problems = key_overrides.resolve({"app.quit": "j"})
+    assert applied == {} and [line[:6] for line in problems] == ["HZU232"]
+    assert key_overrides.resolve({"app.quit": "ctrl+x"}) == ({"app.quit": "ctrl+x"}, [])
+    applied, problems = key_overrides.resolve({"home.filter": "?"})
+    assert applied == {} and "HZU232" in problems[0], "? is question_mark, help's key"
