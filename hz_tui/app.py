@@ -518,9 +518,12 @@ class CockpitApp(App[int]):
 
     def save_prefs(self) -> None:
         try:
-            settings.save_prefs(self.home, self.prefs)
+            note = settings.save_prefs(self.home, self.prefs)
         except HzError as exc:
             self.notify(exc.one_line(), severity="warning")
+            return
+        if note:
+            self.notify(note, severity="warning", timeout=10)
 
 
 async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()) -> int:

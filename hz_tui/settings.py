@@ -4,22 +4,28 @@ The kernel never reads this file; it is the cockpit's memory of the user's
 last choices. A damaged file must not keep the cockpit from starting, so it
 is read leniently: a preference that does not validate takes its default
 (``HZU237``, naming it) and the others are kept; a file that is not a JSON
-object gives the defaults (``HZU238``). A ``keymap`` entry is checked one by
-one where it is used (``hz_tui.key_overrides``), so one bad entry costs only
-itself.
+object gives the defaults (``HZU238``, saying where its JSON broke), and is
+kept aside, never written over, when a preference is next saved
+(``HZU239``). A ``keymap`` entry is checked one by one where it is used
+(``hz_tui.key_overrides``), so one bad entry costs only itself.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hz_kernel.clock import now_utc
+from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_tui.files import NotRegular, read_private, write_private
 
 PREFS_NAME = "cockpit.json"
+#: A preferences file is a few hundred bytes; one this large is not read as one.
+PREFS_MAX_BYTES = 1 << 20
 
 
 class CockpitPrefs(BaseModel):
@@ -42,19 +48,16 @@ def load_prefs(home: Home) -> tuple[CockpitPrefs, str | None]:
     """The saved preferences and, when the file was unusable, a one-line reason."""
     path = prefs_path(home)
     try:
-        raw = read_private(path)
+        raw = read_private(path, PREFS_MAX_BYTES)
     except NotRegular as exc:
         return CockpitPrefs(), exc.one_line()
     except OSError as exc:
         return CockpitPrefs(), f"{path}: {exc.strerror}"
     if raw is None:
         return CockpitPrefs(), None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict):
-        return CockpitPrefs(), f"HZU238: {path}: not a JSON object of preferences; using defaults"
+    data, why = _parsed(raw)
+    if data is None:
+        return CockpitPrefs(), f"HZU238: {path}: {why}; using defaults"
     try:
         return CockpitPrefs.model_validate(data), None
     except ValidationError as exc:
@@ -67,7 +70,43 @@ def load_prefs(home: Home) -> tuple[CockpitPrefs, str | None]:
     return prefs, f"HZU237: {path}: {', '.join(bad)} not valid; the default used, the rest kept"
 
 
-def save_prefs(home: Home, prefs: CockpitPrefs) -> None:
-    """Write the preferences atomically as a private file (0600)."""
+def save_prefs(home: Home, prefs: CockpitPrefs) -> str | None:
+    """Write the preferences atomically as a private file (0600); a line to show, if any.
+
+    A file there that did not read as preferences (``HZU238``: a typo the user
+    is about to fix) is never written over: it is kept aside, and the line
+    (``HZU239``) says where.
+    """
+    path = prefs_path(home)
+    note = None
+    try:
+        raw = read_private(path, PREFS_MAX_BYTES)
+    except OSError:
+        raw = None  # not a file one could read: nothing of the user's to keep
+    if raw is not None and _parsed(raw)[0] is None:
+        aside = path.with_name(f"{path.name}.bad-{now_utc():%Y%m%dT%H%M%SZ}")
+        try:
+            os.replace(path, aside)
+        except OSError as exc:
+            raise HzError(
+                "HZS080", f"cannot keep the unread preferences aside ({exc.strerror})", str(path)
+            ) from None
+        note = (
+            f"HZU239: {path} did not read as preferences: kept as {aside.name}; a new one is saved"
+        )
     data = orjson.dumps(prefs.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
-    write_private(prefs_path(home), data, code="HZS080", what="cockpit preferences")
+    write_private(path, data, code="HZS080", what="cockpit preferences")
+    return note
+
+
+def _parsed(raw: bytes) -> tuple[dict[str, object] | None, str]:
+    """The file's JSON object, or None and why it is none (where JSON broke, or its size)."""
+    if len(raw) >= PREFS_MAX_BYTES:
+        return None, f"larger than {PREFS_MAX_BYTES // 1024} KiB, not read"
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return None, f"not JSON ({exc})"
+    if not isinstance(data, dict):
+        return None, "not a JSON object of preferences"
+    return data, ""

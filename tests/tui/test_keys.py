@@ -299,3 +299,23 @@ def test_a_bad_preference_takes_its_default_and_keeps_the_others(home: Home) -> 
     prefs, problem = settings.load_prefs(home)
     assert prefs == settings.CockpitPrefs()
     assert problem is not None and problem.startswith("HZU238")
+
+
+def test_attack_saving_a_preference_never_writes_over_a_file_that_did_not_read(
+    home: Home,
+) -> None:
+    """A trailing comma makes the file no JSON: HZU238 says where; the next save (F3's theme)
+    keeps the user's file aside, byte for byte, says where (HZU239), and writes a new one."""
+    path = settings.prefs_path(home)
+    typo = b'{"keymap": {"home.filter": "f", "review.approve": "Y"}, "bell": true,}'
+    path.write_bytes(typo)
+    prefs, problem = settings.load_prefs(home)
+    assert problem is not None and problem.startswith("HZU238") and "column" in problem
+    note = settings.save_prefs(home, prefs.model_copy(update={"theme": "hz-light"}))
+    assert note is not None and note.startswith("HZU239")
+    kept = [p for p in path.parent.iterdir() if p.name.startswith("cockpit.json.bad-")]
+    assert len(kept) == 1 and kept[0].read_bytes() == typo and kept[0].name in note
+    assert settings.load_prefs(home) == (settings.CockpitPrefs(theme="hz-light"), None)
+    assert settings.save_prefs(home, settings.CockpitPrefs(theme="hz-dark")) is None
+    path.write_bytes(b"x" * settings.PREFS_MAX_BYTES)
+    assert "larger than" in str(settings.load_prefs(home)[1])
