@@ -21,7 +21,8 @@ from hz_kernel.errors import HzError
 
 
 class NotRegular(OSError):
-    """A cockpit file is a FIFO, socket, device or directory: refused (HZS090), never read."""
+    """A cockpit file is a FIFO, socket, device, directory or symbolic link: refused (HZS090),
+    never read."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(errno.EINVAL, "refused: it is not a regular file", str(path))
@@ -71,7 +72,7 @@ def open_regular(path: Path, flags: int) -> int:
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV):
+        if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ENODEV, errno.ELOOP):
             raise NotRegular(path) from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):

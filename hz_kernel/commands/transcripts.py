@@ -59,13 +59,13 @@ class TranscriptCommands(WatchCommands):
         )
         records, cut_at = body.records, None
         if page is not None:
-            lines, offset, more, torn = page
+            lines, offset, more, torn, before = page
             records = [checked_record(number, raw) for number, raw in lines if raw.strip()]
             ended = finished is not None or any(
                 e.turn == started.turn and e.kind == "turn.skipped" for e in events
             )
             if ended and not more:
-                cut_at = _cut_line(lines, torn, offset, finished)
+                cut_at = _cut_line(lines, before, torn, offset, finished)
             body = body.model_copy(update={"offset": offset, "more": more})
         return api.TurnTranscript(
             **body.model_dump(exclude={"records"}),
@@ -119,11 +119,12 @@ class TranscriptCommands(WatchCommands):
 
 
 def _cut_line(
-    lines: list[tuple[int, bytes]], torn: bool, size: int, finished: Event | None
+    lines: list[tuple[int, bytes]], before: int, torn: bool, size: int, finished: Event | None
 ) -> int | None:
     """The line a finished turn's body was cut at: a torn last line, or shorter than the spine
-    says it was written (``body_size``); None when it is whole."""
-    last = lines[-1][0] if lines else 0
+    says it was written (``body_size``); None when it is whole. ``before``: the lines ahead
+    of this page (a page may hold none: a torn last line longer than a page)."""
+    last = lines[-1][0] if lines else before
     if torn:
         return last + 1
     written = int(finished.data.get("body_size") or 0) if finished is not None else 0

@@ -156,12 +156,13 @@ def read_body_page(
 
 def read_body_lines(
     heinzel_dir: Path, turn: str, offset: int, limit: int
-) -> tuple[list[tuple[int, bytes]], int, bool, bool] | None:
+) -> tuple[list[tuple[int, bytes]], int, bool, bool, int] | None:
     """``read_body_page``'s page as raw lines with their 1-based line numbers, for checking.
 
     Returns the numbered whole lines, the offset after them, whether the
-    page limit stopped it, and whether the file ends in a line with no
-    newline (being written, or torn); None when the body is gone.
+    page limit stopped it, whether the file ends in a line with no newline
+    (being written, or torn), and how many lines come before the page;
+    None when the body is gone.
     """
     fd = _open_body(heinzel_dir, turn)
     if fd is None:
@@ -179,7 +180,7 @@ def read_body_lines(
     more = len(data) < left
     torn = not more and len(whole) < len(data)
     lines = [(before + n + 1, line) for n, line in enumerate(whole.split(b"\n")[:-1])]
-    return lines, offset + len(whole), more, torn
+    return lines, offset + len(whole), more, torn, before
 
 
 def _open_body(heinzel_dir: Path, turn: str) -> int | None:
@@ -190,7 +191,7 @@ def _open_body(heinzel_dir: Path, turn: str) -> int | None:
     path = body_path(heinzel_dir, turn)
     try:
         return open_regular(path, os.O_RDONLY)
-    except NotRegularFile as exc:
-        raise store_error(exc, path) from None
-    except OSError:
+    except FileNotFoundError:
         return None
+    except OSError as exc:  # a FIFO, a directory, a symbolic link: refused, never "gone"
+        raise store_error(exc, path) from None

@@ -16,6 +16,7 @@ import pytest
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
+from hz_kernel.commands.watching import BODY_PAGE_BYTES
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import body_path
 from hz_tui.app import CockpitApp
@@ -90,16 +91,20 @@ async def test_attack4_a_torn_body_says_where_it_was_cut(client: LocalClient) ->
         await until(lambda: f"the body was cut at line {lines}" in screen.view.text_shown())
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory"])
+@pytest.mark.parametrize("kind", ["fifo", "directory", "symlink"])
 async def test_attack_a_body_that_is_no_file_still_opens_the_page_and_says_so(
     client: LocalClient, kind: str
 ) -> None:
-    """A FIFO or a directory where the newest turn's body goes: the page opens, the
-    transcript shows the coded refusal instead of loading for ever, and nothing blocks."""
+    """A FIFO, a directory or a symbolic link where the newest turn's body goes: the page
+    opens, the transcript shows the coded refusal (never "expired", never loading for ever),
+    and nothing blocks."""
     world, turn, body = await finished_turn(client)
     body.unlink()
     if kind == "fifo":
         os.mkfifo(body)
+    elif kind == "symlink":
+        (body.parent / "elsewhere.jsonl").write_bytes(b'{"type": "chunk", "text": "not here"}\n')
+        body.symlink_to(body.parent / "elsewhere.jsonl")
     else:
         body.mkdir()
     body_read = await client.call(ops.TURN_BODY, ops.TurnBodyRequest(ref="notes-digest"))
@@ -115,3 +120,26 @@ async def test_attack_a_body_that_is_no_file_still_opens_the_page_and_says_so(
         await until(lambda: "HZS090" in screen.view.text_shown())
         assert "Outcome" in screen.view.text_shown(), "what the spine keeps is still shown"
     assert app.return_code in (None, 0)
+
+
+async def test_attack_a_torn_last_line_longer_than_a_page_is_cut_after_the_whole_lines(
+    client: LocalClient,
+) -> None:
+    """The body's last line, torn, is larger than one page of reading: the cut is named at
+    the line after the whole ones, not at line 1."""
+    _, turn, body = await finished_turn(client)
+    whole = body.read_bytes()
+    lines = whole.count(b"\n")
+    body.write_bytes(whole + b'{"type": "chunk", "text": "' + b"x" * (BODY_PAGE_BYTES + 10))
+    answers = []
+    offset = 0
+    while True:
+        answer = await client.call(
+            ops.TRANSCRIPT,
+            ops.TranscriptRequest(ref="notes-digest", turn=turn, after_offset=offset),
+        )
+        answers.append(answer)
+        if not answer.more:
+            break
+        offset = answer.offset
+    assert answers[-1].cut_at_line == lines + 1
