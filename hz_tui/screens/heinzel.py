@@ -9,6 +9,7 @@ and the turn's body itself, or the wire when attached with ``--connect``
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, cast
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Header, Static
@@ -140,13 +142,14 @@ class HeinzelScreen(Screen[None]):
             detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
             inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError as exc:
-            if self.is_open:
+            with contextlib.suppress(NoMatches):  # the answer came as the page closed
                 self.query_one(Facts).show([("Error", exc.one_line())])
             return
         if not self.is_open:
             return
         self.inbox = inbox.items
-        self.show(detail)
+        with contextlib.suppress(NoMatches):  # the cockpit closing takes the page apart
+            self.show(detail)
 
     def show(self, detail: HeinzelDetail) -> None:
         self.detail = detail

@@ -19,6 +19,7 @@ the link is attached again (``on_link_changed``), without leaving the desk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual import events, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
@@ -175,7 +177,8 @@ class ReviewScreen(Screen[None]):
             return  # the next change or tick asks again; Enter shows the error
         if self.review is shown and fresh != shown:
             self.review = fresh
-            await self.draw()
+            with contextlib.suppress(NoMatches):  # the answer came as the desk closed
+                await self.draw()
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
@@ -186,11 +189,16 @@ class ReviewScreen(Screen[None]):
         try:
             listed = await self.cockpit.client.call(ops.DRAFTS, ops.Empty())
         except HzError as exc:
-            self.pane.say(exc.one_line())
+            with contextlib.suppress(NoMatches):  # the answer came as the desk closed
+                self.pane.say(exc.one_line())
             return
-        pending = {d.key for d in listed.items}
-        self.decided &= pending
-        drafts = [d for d in listed.items if d.key not in self.decided]
+        with contextlib.suppress(NoMatches):  # the cockpit closing takes the desk apart
+            self.show_queue(listed.items)
+
+    def show_queue(self, items: list[DraftSummary]) -> None:
+        """The pending drafts the kernel listed, less the ones decided here but not yet sent."""
+        self.decided &= {d.key for d in items}
+        drafts = [d for d in items if d.key not in self.decided]
         before = self.queue.cursor_key()
         self.queue.show(drafts)
         self.follow_restored()
@@ -242,9 +250,10 @@ class ReviewScreen(Screen[None]):
         except HzError as exc:
             self.review = None
             self.shown = None
-            self.pane.say(exc.one_line())
+            with contextlib.suppress(NoMatches):  # the answer came as the desk closed
+                self.pane.say(exc.one_line())
             return
-        if self.queue.cursor_key() != key:
+        if not self.is_attached or not self.queue.is_attached or self.queue.cursor_key() != key:
             return
         self.review = shown
         if not self.cockpit.client.remote and shown.path != self.watched:

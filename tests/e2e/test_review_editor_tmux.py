@@ -47,7 +47,8 @@ def test_attack2_e_with_an_editor_that_cannot_start_keeps_the_cockpit_answering(
         tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", command)
         tmux.wait_for(lambda s: "notes-digest" in s, "the home table")
         tmux.keys("F4")
-        tmux.wait_for(lambda s: "draft 1 of 1" in s, "the review desk")
+        # ``e`` edits the draft shown: its diff must be on screen, not only the queue.
+        tmux.wait_for(lambda s: "draft 1 of 1" in s and "+++ this draft" in s, "the draft's diff")
         tmux.keys("e")
         if kind == "path with spaces":
             called = folder / "called"

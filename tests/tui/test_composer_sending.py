@@ -287,11 +287,15 @@ async def test_attack_enter_in_two_windows_at_once_on_different_texts_sends_each
     """Two windows each typed their own message and press Enter at the same moment: both
     messages reach the inbox once each, and neither window is left asking which text stays."""
     async with two_windows(world, client, heinzel) as w:
-        await w.keys(w.one, "i", *"GAMMA one")
-        await w.keys(w.two, "i", *"DELTA two")
+        await w.keys(w.one, "i")
+        await w.keys(w.two, "i")
+        await until(lambda: w.mine.loaded and w.theirs.loaded)
+        # Typed and sent in one go in each window: no save of the typing lands in between.
         w.into(w.first)
+        w.mine.input.insert("GAMMA one")
         w.mine.send()
         w.into(w.second)
+        w.theirs.input.insert("DELTA two")
         w.theirs.send()
         await until_chats(
             client,
