@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from hz_kernel.tick.report import HeinzelFailure as HeinzelFailure
 from hz_kernel.tick.report import TickDeferred as TickDeferred
@@ -289,7 +289,7 @@ class HeinzelDetail(_Shape):
     amendments: list[AmendmentSummary] = []
     questions: list[QuestionSummary] = []
     pending_requests: int = 0
-    cost_month: CostByCause = CostByCause(total=0.0, by_cause={})
+    cost_month: CostByCause = Field(default_factory=lambda: CostByCause(total=0.0, by_cause={}))
     caps: TurnCaps | None = None
     model: str | None = None
     """The model this heinzel's turns use: its contract's ``agent.model``, else the home's."""

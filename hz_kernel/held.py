@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from ulid import ULID
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
@@ -82,6 +81,8 @@ def queue(
     home: Home, heinzel_id: str, operation: Operation[Any, Any], request: Any
 ) -> InboxRequest:
     """Admit ``operation`` with ``request`` to the heinzel's inbox, for the next tick."""
+    from ulid import ULID  # its import reads its own metadata: not on every start's path
+
     stored, _ = Inbox(home.heinzel_dir(heinzel_id)).admit(
         InboxRequest(
             request_id=str(ULID()),

@@ -64,7 +64,9 @@ class CockpitApp(App[int]):
     """The hz cockpit."""
 
     TITLE = "hz"
-    CSS_PATH = "app.tcss"
+    # The home's own file too: read with the app's, it is parsed once at start; read when
+    # the home is pushed, Textual would parse every rule again just before the first frame.
+    CSS_PATH = ["app.tcss", "screens/home.tcss"]
     BINDINGS = keymap.APP
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {_cockpit_commands}
 

@@ -141,9 +141,10 @@ class HomeScreen(Screen[None]):
         self.set_class(themes.no_color(), "-mono")
         self.table.replace_all(self.cockpit.rows.values())
         self.lay_out()
-        self.after_rows(full=True)
         if self.cockpit.listed:
-            self.call_after_refresh(self.cockpit.first_frame_drawn)  # this frame has the rows
+            # This frame has the rows; said before the side panes fill in, after the same frame.
+            self.call_after_refresh(self.cockpit.first_frame_drawn)
+        self.after_rows(full=True)
 
     # -- live data ---------------------------------------------------------------------
 
