@@ -81,7 +81,9 @@ async def test_issue13_item4_the_header_says_adopted_after_a_reconnect_and_resta
             await until(lambda: app.sub_title.startswith(f"daemon (pid {second})"), ATTACH_S)
             assert app.sub_title == f"daemon (pid {second}) at {found.address} · adopted"
 
-            await pilot.press("f2", "ctrl+r")
+            await pilot.press("f2")
+            await until(lambda: isinstance(app.screen, DaemonScreen))  # Ctrl+R is its key
+            await pilot.press("ctrl+r")
             await until(lambda: isinstance(app.screen, ConfirmScreen))
             await pilot.press("y")
             await until(lambda: f"(pid {second})" not in app.sub_title, ATTACH_S)
