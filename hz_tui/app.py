@@ -14,6 +14,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import PurePath
 from typing import ClassVar
 
 from textual import events, work
@@ -66,7 +67,7 @@ class CockpitApp(App[int]):
     TITLE = "hz"
     # The home's own file too: read with the app's, it is parsed once at start; read when
     # the home is pushed, Textual would parse every rule again just before the first frame.
-    CSS_PATH = ["app.tcss", "screens/home.tcss"]
+    CSS_PATH: ClassVar[list[str | PurePath]] = ["app.tcss", "screens/home.tcss"]
     BINDINGS = keymap.APP
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {_cockpit_commands}
 
