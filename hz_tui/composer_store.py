@@ -130,8 +130,10 @@ def reconcile(
         return "rebase"
     if mine.outgoing is not None and same_message(mine.outgoing, theirs.outgoing):
         return "take"
-    if mine.outgoing is not None and theirs.outgoing is not None:
-        return "rebase"  # each window sends its own message: both go, once each
+    if mine.outgoing is not None and (theirs.outgoing is not None or not theirs.text.strip()):
+        # Each window sends its own message (both go, once each); or the other window's text
+        # has gone out already and left nothing of theirs in the composer to lose.
+        return "rebase"
     if mine.text == base.text:
         return "take" if mine.same_as(base) or theirs.text != base.text else "rebase"
     if theirs.text in (base.text, mine.text):

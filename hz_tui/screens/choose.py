@@ -24,6 +24,7 @@ class ChooseScreen(ModalScreen[str | None]):
 
     CSS_PATH = "choose.tcss"
     BINDINGS = keymap.DIALOG
+    AUTO_FOCUS = "OptionList"
 
     def __init__(
         self,
@@ -40,9 +41,6 @@ class ChooseScreen(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(self.heading, id="dialog-title")
             yield OptionList(*(Option(label, id=ident) for ident, label in self.items))
-
-    def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
 
     def on_key(self, event: events.Key) -> None:
         if self.typed is not None and event.is_printable and event.character:

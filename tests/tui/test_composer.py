@@ -362,6 +362,8 @@ def test_issue14_item4_reconcile_takes_rebases_or_asks() -> None:
     other_words = first_sender.model_copy(update={"message": "other"})
     two_sends = sent_there.model_copy(update={"text": "other", "outgoing": other_words})
     assert reconcile(base, sending, two_sends, "w-me") == "rebase", "two messages: each goes"
+    theirs_went = two_sends.model_copy(update={"text": "", "outgoing": None, "revision": 5})
+    assert reconcile(two_sends, sending, theirs_went, "w-me") == "rebase", "theirs went first"
     both = typed.resolved("both", theirs)
     assert both.text == "draft, theirs\n\ndraft, mine" and both.outgoing is None
     assert typed.resolved("theirs", theirs).text == "draft, theirs"
