@@ -51,7 +51,6 @@ class QuitScreen(ChooseScreen):
         super().__init__(*wording(self.running))
 
     def on_mount(self) -> None:
-        super().on_mount()
         self.set_interval(RECOUNT_S, self.recount)
 
     def recount(self) -> None:
