@@ -4,8 +4,10 @@ overridable on any screen and a bad override is one coded notice. Pilot over rea
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -116,19 +118,27 @@ SCREENS: list[tuple[type[Screen[object]], Callable[[Pilot[int]], Awaitable[None]
 ]
 
 
+@contextlib.asynccontextmanager
+async def on_screen(
+    home: Home, client: LocalClient, kind: type[Screen[object]], go: Any
+) -> AsyncIterator[tuple[CockpitApp, Pilot[None], Screen[object]]]:
+    """A cockpit brought to a screen of ``kind`` by ``go``, settled there."""
+    app = CockpitApp(home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await go(pilot)
+        await until(lambda: isinstance(app.screen, kind))
+        await settle(pilot)
+        yield app, pilot, app.screen
+
+
 @pytest.mark.parametrize(("kind", "go"), SCREENS, ids=[kind.__name__ for kind, _ in SCREENS])
 async def test_issue14_item6_every_action_of_a_screen_is_in_its_palette_and_in_f1(
     cockpit_home: Home, client: LocalClient, kind: type[Screen[object]], go
 ) -> None:
     """On every screen, each key that does something (all but moving and going back) is a
     command of the palette, which names its key; F1 lists every binding id, there too."""
-    app = CockpitApp(cockpit_home, client, live=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.loaded.wait()
-        await go(pilot)
-        await until(lambda: isinstance(app.screen, kind))
-        await settle(pilot)
-        screen = app.screen
+    async with on_screen(cockpit_home, client, kind, go) as (app, pilot, screen):
         listed = commands.palette_commands(app, screen)
         offered = {c.binding for c in listed if c.binding}
         actions = {
@@ -155,13 +165,7 @@ async def test_a_screens_palette_offers_only_what_works_there_each_with_its_own_
     (the home listed the kernel page's l and the heinzel page's K); "Stop the running turn…"
     is offered on a heinzel's page only; no two entries for different keys share a
     description (Turns: Transcript showed the composer's)."""
-    app = CockpitApp(cockpit_home, client, live=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.loaded.wait()
-        await go(pilot)
-        await until(lambda: isinstance(app.screen, kind))
-        await settle(pilot)
-        screen = app.screen
+    async with on_screen(cockpit_home, client, kind, go) as (app, _, screen):
         listed = commands.palette_commands(app, screen)
         held = screen_binding_ids(screen)
         assert [c.title for c in listed if c.binding and c.binding not in held] == []
