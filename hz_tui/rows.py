@@ -179,7 +179,7 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
         "contract": contract,
         "next_due": Cell(display.due(item.next_due, now), order=item.next_due or "~"),
         "last_turn": last_turn,
-        "waits": Cell(", ".join(waits) or "", palette.warn, order=-len(waits)),
+        "waits": Cell(", ".join(waits), palette.warn if waits else PLAIN, order=-len(waits)),
         "cost": Cell(display.usd(item.cost_today), order=-item.cost_today),
     }
 
