@@ -21,6 +21,7 @@ from textual import events, work
 from textual.app import App
 from textual.command import Provider
 from textual.notifications import Notify, SeverityLevel
+from textual.screen import Screen
 from textual.signal import Signal
 
 from hz_kernel import operations as ops
@@ -35,6 +36,7 @@ from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
 from hz_tui.screens.home import HomeScreen
 from hz_tui.sources import live_source
+from hz_tui.toast_place import keep_toasts_clear
 from hz_tui.watcher import SpineBatch
 
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
@@ -128,7 +130,7 @@ class CockpitApp(App[int]):
         self.held_at_start = HeldRejects(self.home).claim_left_behind()
         self.show_where()
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
-        self.screen_change_signal.subscribe(self, lambda _: self.show_where())
+        self.screen_change_signal.subscribe(self, self.on_screen_change)
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
         for problem in [self.prefs_problem, *self.keymap_problems]:
@@ -160,6 +162,10 @@ class CockpitApp(App[int]):
             if sent.outcome == "unreachable":
                 self.unsent_rejects.add(sent.key)
             self.notify(sent.line, severity=sent.severity, timeout=10)
+
+    def on_screen_change(self, screen: Screen[object]) -> None:
+        self.show_where()
+        keep_toasts_clear(self, screen)
 
     def on_resize(self, event: events.Resize) -> None:
         self.show_where(event.size.width)
