@@ -150,18 +150,26 @@ class CockpitApp(App[int]):
 
     def on_link_changed(self, link: Link) -> None:
         self.show_where()
-        if link.attached and self.unsent_rejects:
+        if link.attached and (self.unsent_rejects or self.warmed.is_set()):
             self.send_unsent_rejects()
 
     @work(group="held")
     async def send_unsent_rejects(self) -> None:
+        """The link is back: send what this cockpit's desks could not, and what a cockpit
+        that quit while the daemon was away left behind (claimed as at the start)."""
         from hz_tui.review import HeldRejects
 
+        held = HeldRejects(self.home)
         keys, self.unsent_rejects = self.unsent_rejects, set()
-        for sent in await HeldRejects(self.home).send_mine(self.client, keys):
+        for sent in await held.send_mine(self.client, keys):
             if sent.outcome == "unreachable":
                 self.unsent_rejects.add(sent.key)
             self.notify(sent.line, severity=sent.severity, timeout=10)
+        try:
+            for line in await held.send_left_behind(self.client, held.claim_left_behind()):
+                self.notify(line)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
 
     def on_screen_change(self, screen: Screen[object]) -> None:
         self.show_where()
