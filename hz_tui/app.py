@@ -21,6 +21,7 @@ from textual import events, work
 from textual.app import App
 from textual.command import Provider
 from textual.notifications import Notify, SeverityLevel
+from textual.screen import Screen
 from textual.signal import Signal
 
 from hz_kernel import operations as ops
@@ -35,6 +36,7 @@ from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
 from hz_tui.screens.home import HomeScreen
 from hz_tui.sources import live_source
+from hz_tui.toast_place import keep_toasts_clear
 from hz_tui.watcher import SpineBatch
 
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
@@ -128,7 +130,7 @@ class CockpitApp(App[int]):
         self.held_at_start = HeldRejects(self.home).claim_left_behind()
         self.show_where()
         self.link.changed.subscribe(self, self.on_link_changed, immediate=True)
-        self.screen_change_signal.subscribe(self, lambda _: self.show_where())
+        self.screen_change_signal.subscribe(self, self.on_screen_change)
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
         for problem in [self.prefs_problem, *self.keymap_problems]:
@@ -148,18 +150,30 @@ class CockpitApp(App[int]):
 
     def on_link_changed(self, link: Link) -> None:
         self.show_where()
-        if link.attached and self.unsent_rejects:
+        if link.attached and (self.unsent_rejects or self.warmed.is_set()):
             self.send_unsent_rejects()
 
     @work(group="held")
     async def send_unsent_rejects(self) -> None:
+        """The link is back: send what this cockpit's desks could not, and what a cockpit
+        that quit while the daemon was away left behind (claimed as at the start)."""
         from hz_tui.review import HeldRejects
 
+        held = HeldRejects(self.home)
         keys, self.unsent_rejects = self.unsent_rejects, set()
-        for sent in await HeldRejects(self.home).send_mine(self.client, keys):
+        for sent in await held.send_mine(self.client, keys):
             if sent.outcome == "unreachable":
                 self.unsent_rejects.add(sent.key)
             self.notify(sent.line, severity=sent.severity, timeout=10)
+        try:
+            for line in await held.send_left_behind(self.client, held.claim_left_behind()):
+                self.notify(line)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+
+    def on_screen_change(self, screen: Screen[object]) -> None:
+        self.show_where()
+        keep_toasts_clear(self, screen)
 
     def on_resize(self, event: events.Resize) -> None:
         self.show_where(event.size.width)

@@ -14,9 +14,9 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from textual.dom import DOMNode
+from textual.app import App
 from textual.notifications import Notification
 from textual.signal import Signal
 
@@ -95,7 +95,8 @@ class NoticeBoard:
     expired notifications when the next one is added.
     """
 
-    def __init__(self, owner: DOMNode) -> None:
+    def __init__(self, owner: App[Any]) -> None:
+        self.owner = owner
         self.history: deque[Notice] = deque(maxlen=HISTORY)
         self.changed: Signal[Notice] = Signal(owner, "notices-changed")
 
@@ -132,6 +133,15 @@ class NoticeBoard:
         self.history.append(notice)
         self.changed.publish(notice)
         return notice.toast
+
+    def withdraw(self, message: str, *, severity: Severity = "information") -> None:
+        """Take down the toast that shows ``message`` now (what it offered is gone: an undo
+        used or over); the history keeps the notice."""
+        for notice in self.showing:
+            if (notice.message, notice.severity) == (message, severity) and notice.toast:
+                toast = notice.toast
+                _retire(notice)
+                self.owner._unnotify(toast)
 
 
 def _retire(notice: Notice) -> None:

@@ -83,6 +83,9 @@ class ReviewScreen(Screen[None]):
         self.undo_seconds = review.UNDO_SECONDS
         self.undoable: dict[str, Timer] = {}
         """Rejections held for undo, oldest first, each with the timer that sends it."""
+        self.undo_toasts: dict[str, str] = {}
+        """The toast offering each held rejection's undo: taken down once the undo is used or
+        its window ends, so no toast offers an undo that is gone."""
         self.held_here: set[str] = set()
         """Rejections this desk held and has not seen sent: sent when the desk closes."""
         self.waiting: dict[str, None] = {}
@@ -421,7 +424,8 @@ class ReviewScreen(Screen[None]):
         if draft is not None:
             self.rejected_rows[key] = draft
         self.undoable[key] = self.set_timer(self.undo_seconds, partial(self.send_held, key))
-        self.notify(f"{name}: draft rejected · u undoes it", timeout=max(self.undo_seconds, 1.0))
+        self.undo_toasts[key] = f"{name}: draft rejected · u undoes it"
+        self.notify(self.undo_toasts[key], timeout=max(self.undo_seconds, 1.0))
         self.leave_queue(key)
 
     def action_undo(self) -> None:
@@ -443,6 +447,7 @@ class ReviewScreen(Screen[None]):
         timer = self.undoable.pop(key, None)
         if timer is not None:
             timer.stop()
+        self.undo_over(key)
         self.waiting.pop(key, None)
         self.queue.waiting.discard(key)
         self.held_here.discard(key)
@@ -471,6 +476,12 @@ class ReviewScreen(Screen[None]):
         self.follow_restored()
         self.after_queue_change(before)
 
+    def undo_over(self, key: str) -> None:
+        """Take down the toast offering ``key``'s undo (unless it offers another's too)."""
+        message = self.undo_toasts.pop(key, None)
+        if message is not None and message not in self.undo_toasts.values():
+            self.cockpit.notices.withdraw(message)
+
     def name_of_held(self, key: str) -> str:
         return next((h.name for h in self.held.load() if h.key == key), "draft")
 
@@ -478,6 +489,7 @@ class ReviewScreen(Screen[None]):
     async def send_held(self, key: str) -> None:
         """The undo window closed: send the rejection (unless it was undone meanwhile)."""
         self.undoable.pop(key, None)
+        self.undo_over(key)
         await self.deliver(key)
 
     def on_link_changed(self, link: Link) -> None:
@@ -529,8 +541,9 @@ class ReviewScreen(Screen[None]):
         """Leaving the desk (or quitting) ends the undo window: send what is still held; what
         finds no kernel is left to the cockpit, which sends it when the link is back."""
         self.stop_watching.set()
-        for timer in self.undoable.values():
+        for key, timer in self.undoable.items():
             timer.stop()
+            self.undo_over(key)
         self.undoable.clear()
         for held in self.held.load():
             if held.key in self.held_here and held.key not in self.sending:

@@ -1,30 +1,47 @@
-"""Issue 14 item 5 (attack): toasts never cover the composer, the key bar or the review keys.
+"""Issue 14 item 5 (attack): toasts never cover what the user needs at that moment.
 
 Textual docks its toasts at the bottom right, over the heinzel page's
-composer (where the user types) and the review desk's key bar; hz stacks
-them at the top right, under the header. A repeat still groups (``×N``), and
-under ``NO_COLOR`` a toast is framed, told apart from the page.
+composer (where the user types) and the key bar; at the top right they
+covered the review desk's document header, the table's column names and the
+preview's name. hz stands them on whatever is under the page's body and
+keeps them out of the body's first rows (``hz_tui.toast_place``). The rule
+is checked as a property on the home, the review desk and a heinzel page at
+80×24 and 120×40: no toast meets the header, the body's head rows, the
+focused widget, or anything under the body. A repeat still groups (``×N``),
+and under ``NO_COLOR`` a toast is framed, told apart from the page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Header, Input, TextArea
 from textual.widgets._toast import Toast
 
 from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
+from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.screens.home import HomeScreen
+from hz_tui.screens.review import ReviewScreen
+from hz_tui.toast_place import HEAD_ROWS
 from hz_tui.widgets.key_bar import KeyBar
 from tests.tui import homes, worlds
 from tests.tui.cells import screen_cells, unreadable
 from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.test_review_desk import THREE, client_for, open_desk
-from tests.tui.test_snapshots import cockpit, open_weekly, then
+from tests.tui.test_review_snapshots import desk, world_root
+from tests.tui.test_snapshots import cockpit, then
+
+__all__ = ["desk", "world_root"]  # fixtures of the review desk's pictures, shared
 
 MESSAGE = "a toast long enough to wrap over two lines of its own, as errors often are"
+SIZES = [SIZE, (80, 24)]
 
 
 def toasts(app: CockpitApp) -> list[Toast]:
@@ -42,41 +59,88 @@ async def show_toasts(app: CockpitApp) -> list[Region]:
     return [toast.region for toast in toasts(app)]
 
 
-@pytest.mark.parametrize("size", [SIZE, (80, 24)])
-async def test_issue14_item5_toasts_on_a_heinzel_page_leave_the_composer_and_keys_clear(
+def head(widget: Widget) -> Region:
+    """The first rows of a widget: the names of a table's columns, a document's header."""
+    region = widget.region
+    return Region(region.x, region.y, region.width, min(HEAD_ROWS, region.height))
+
+
+def needed(screen: Screen[object]) -> Iterable[tuple[str, Region]]:
+    """What a toast must leave clear on ``screen``: the header, the key bar, the focused
+    input, the head of the body and everything under the body."""
+    yield "header", screen.query_one(Header).region
+    yield "key bar", screen.query_one(KeyBar).region
+    if isinstance(screen.focused, Input | TextArea):
+        yield "focused input", screen.focused.region
+    if isinstance(screen, HeinzelScreen):
+        yield "composer", screen.query_one("#composer").region
+        yield "page head", head(screen.query_one("#page"))
+    elif isinstance(screen, ReviewScreen):
+        yield "status", screen.query_one("#review-status").region
+        yield "document header", head(screen.query_one("#diff"))
+        yield "queue head", head(screen.query_one("#queue"))
+    elif isinstance(screen, HomeScreen):
+        yield "status", screen.query_one("#status").region
+        yield "activity line", screen.query_one("#activity-line").region
+        yield "column names", head(screen.query_one("#heinzels"))
+        if screen.query_one("#side").display:
+            yield "preview head", head(screen.query_one("#preview"))
+
+
+def assert_clear(app: CockpitApp, regions: list[Region]) -> None:
+    width, height = app.size
+    for region in regions:
+        assert region.right <= width and region.bottom <= height, region
+        for what, clear in needed(app.screen):
+            assert not region.overlaps(clear), (what, region, clear)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_issue14_item5_toasts_on_a_heinzel_page_leave_the_composer_keys_and_head_clear(
+    cockpit_home: Home, client, size: tuple[int, int]
+) -> None:
+    """Also while the user types a message of several lines: the composer grows and the
+    toasts move up with it."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, homes.heinzel_id(1))
+        app.clear_notifications()
+        assert_clear(app, await show_toasts(app))
+        composer = app.screen.query_one("#composer")
+        short = composer.region.height
+        await pilot.press("i", *"one", "ctrl+j", *"two", "ctrl+j", *"three", "ctrl+j", *"four")
+        await until(lambda: composer.region.height > short)
+        await pilot.pause()
+        await until(lambda: all(t.region.bottom <= composer.region.y for t in toasts(app)))
+        assert_clear(app, [toast.region for toast in toasts(app)])
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_issue14_item5_toasts_on_the_home_leave_the_columns_preview_and_keys_clear(
     cockpit_home: Home, client, size: tuple[int, int]
 ) -> None:
     app = CockpitApp(cockpit_home, client, live=False)
     async with app.run_test(size=size, notifications=True) as pilot:
         await app.loaded.wait()
-        page = await open_page(pilot, homes.heinzel_id(1))
+        await pilot.pause()
         app.clear_notifications()
-        regions = await show_toasts(app)
-        composer = page.query_one("#composer").region
-        keys = page.query_one(KeyBar).region
-        for region in regions:
-            assert not region.overlaps(composer), (region, composer)
-            assert not region.overlaps(keys), (region, keys)
-            assert region.y >= 1  # under the header
-            assert region.right <= size[0] and region.bottom <= size[1]
+        assert_clear(app, await show_toasts(app))
 
 
-async def test_issue14_item5_toasts_on_the_review_desk_leave_its_key_bar_clear(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("size", SIZES)
+async def test_issue14_item5_toasts_on_the_review_desk_leave_its_header_and_keys_clear(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
 ) -> None:
     monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00+00:00")
     world = await worlds.build(tmp_path, THREE)
     client = await client_for(world)
     try:
         app = CockpitApp(world.home, client)
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            screen = await open_desk(pilot, 3)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await open_desk(pilot, 3)
             app.clear_notifications()
-            regions = await show_toasts(app)
-            keys = screen.query_one(KeyBar).region
-            status = screen.query_one("#review-status").region
-            for region in regions:
-                assert not region.overlaps(keys) and not region.overlaps(status), region
+            assert_clear(app, await show_toasts(app))
     finally:
         await client.close()
 
@@ -107,17 +171,51 @@ async def test_issue14_item5_under_no_color_a_toast_is_framed(
             assert not any(mark in row for row in rows for mark in "▌▐▊▎"), rows
 
 
-def test_issue14_item5_toasts_at_the_top_right_of_a_heinzel_page(
-    snap_compare, snapshot_client
+async def toasted(pilot: Pilot[int]) -> None:
+    pilot.app.clear_notifications()
+    await show_toasts(pilot.app)  # type: ignore[arg-type]
+    await pilot.pause()
+
+
+async def on_weekly(pilot: Pilot[int]) -> None:
+    await open_page(pilot, homes.heinzel_id(1))
+
+
+async def on_desk(pilot: Pilot[int]) -> None:
+    await pilot.app.loaded.wait()  # type: ignore[attr-defined]
+    await pilot.press("f4")
+    screen = pilot.app.screen
+    assert isinstance(screen, ReviewScreen)
+    await until(lambda: screen.shown is not None and screen.queue.row_count == 2)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["120x40", "80x24"])
+def test_issue14_item5_toasts_on_a_heinzel_page(
+    snap_compare, snapshot_client, size: tuple[int, int]
 ) -> None:
-    """issue 14 item 5: a grouped toast (×3) and two others stack under the header, the
-    composer and the key bar stay clear."""
+    """issue 14 item 5: a grouped toast (×3) and two others stand on the composer; the
+    header, the facts, the composer and the key bar stay clear."""
     home, client = snapshot_client
     app = cockpit(home, client, "hz-dark")
+    assert snap_compare(app, terminal_size=size, run_before=then(on_weekly, toasted))
 
-    async def toasted(pilot: Pilot[int]) -> None:
-        pilot.app.clear_notifications()
-        await show_toasts(pilot.app)  # type: ignore[arg-type]
-        await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_weekly, toasted))
+@pytest.mark.parametrize("size", SIZES, ids=["120x40", "80x24"])
+def test_issue14_item5_toasts_on_the_home(
+    snap_compare, snapshot_client, size: tuple[int, int]
+) -> None:
+    """issue 14 item 5: toasts stand on the activity and status lines; the column names and
+    the preview's head stay clear."""
+    home, client = snapshot_client
+    app = cockpit(home, client, "hz-dark")
+    assert snap_compare(app, terminal_size=size, run_before=then(toasted))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["120x40", "80x24"])
+def test_issue14_item5_toasts_on_the_review_desk(snap_compare, desk, size: tuple[int, int]) -> None:
+    """issue 14 item 5: toasts stand on the status line; the document header down to "since
+    last approved" stays clear."""
+    home, client = desk
+    app = cockpit(home, client, "hz-dark")
+    assert snap_compare(app, terminal_size=size, run_before=then(on_desk, toasted))

@@ -1,0 +1,70 @@
+"""Where toasts go on a page: bottom right, above everything under the page's body.
+
+A page is a header, a body (the table, the diff, the heinzel's page) and what
+sits under the body: the composer where the user types, the review desk's
+status line, the key bar. Textual docks toasts at the bottom right, over that
+floor; at the top right they covered the first rows of the body instead (the
+review desk's document header and its "since last approved" line, the
+table's column names, the preview's name). So the toasts stand on the floor,
+and the stack never reaches the body's first ``HEAD_ROWS`` rows: what they
+cover is the end of the body, beside the newest lines, and only while they
+show. The floor moves (a multi-line composer grows), so the place is worked
+out again after every layout of the page.
+"""
+
+from __future__ import annotations
+
+from weakref import WeakSet
+
+from textual.app import App
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets._toast import ToastRack
+from textual.widgets._tooltip import Tooltip
+
+from hz_tui.widgets.key_bar import KeyBar
+
+#: The body rows toasts leave clear: the review desk's document header is four lines
+#: (its last says what the diff is against), a table's column names one.
+HEAD_ROWS = 4
+
+_followed: WeakSet[Screen[object]] = WeakSet()
+
+
+def keep_toasts_clear(app: App[object], screen: Screen[object]) -> None:
+    """Keep the toasts of ``screen`` off its floor and its head, from its next layout on (a
+    screen just pushed has no children yet: ``app`` listens for it)."""
+    if screen in _followed:
+        return
+    _followed.add(screen)
+    screen.screen_layout_refresh_signal.subscribe(app, place)
+
+
+def body(screen: Screen[object]) -> Widget | None:
+    """The page's body: its tallest child not docked to an edge (Textual's own aside)."""
+    laid = [
+        child
+        for child in screen.children
+        if child.display
+        and child.styles.dock == "none"
+        and not isinstance(child, ToastRack | Tooltip)
+    ]
+    return max(laid, key=lambda child: child.region.height, default=None)
+
+
+def place(screen: Screen[object]) -> None:
+    """Stand the toast rack of a page (a screen with a key bar; a dialog keeps Textual's
+    place) on the floor and cap its height below the body's head."""
+    if not screen.query_children(KeyBar):
+        return
+    main = body(screen)
+    racks = screen.query_children(ToastRack)
+    if main is None or not racks or not main.region:
+        return
+    floor = screen.size.height - main.region.bottom
+    room = max(main.region.height - HEAD_ROWS, 0)
+    styles = racks.first().styles
+    if styles.margin.bottom != floor:
+        styles.margin = (0, 0, floor, 0)
+    if styles.max_height is None or styles.max_height.value != room:
+        styles.max_height = room
