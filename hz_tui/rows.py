@@ -91,6 +91,8 @@ NAME_MIN = 14
 NAME_MAX = 24
 #: The columns whose text gets cut, in the order they get spare width back.
 GROWING = ("name", "last_turn", "waits", "contract")
+#: The most a growing column asks for when the table yields its spare width to what is beside it.
+GROWN_MAX = 40
 
 
 def table_min_width(padding: int) -> int:
@@ -121,6 +123,17 @@ def column_widths(
         rest -= more
     widths["contract"] += max(0, rest)
     return widths
+
+
+def natural_width(padding: int, wanted: Mapping[str, int]) -> int:
+    """How wide the table is when no text is cut: every column at its wide width or its
+    longest text (``wanted``), whichever is more, each growing column at most
+    ``GROWN_MAX`` (a long report is cut rather than squeezing what stands beside it)."""
+    widths = {c.key: c.wide for c in COLUMNS}
+    widths["name"] = max(NAME_MIN, min(wanted.get("name", 0), GROWN_MAX))
+    for key in GROWING:
+        widths[key] = max(widths[key], min(wanted.get(key, 0), GROWN_MAX))
+    return sum(widths.values()) + 2 * padding * len(COLUMNS)
 
 
 def waits_on_user(item: HeinzelSummary) -> list[str]:

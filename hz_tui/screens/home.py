@@ -51,6 +51,8 @@ SIDE_WIDTH = 44
 BESIDE_FROM = rows.table_min_width(CELL_PADDING) + SIDE_WIDTH
 #: From this width on, the preview and activity take what the table's columns leave.
 WIDE_FROM = 180
+#: The side panes' least width from ``WIDE_FROM`` on (``home.tcss``: ``HomeScreen.-wide #side``).
+SIDE_WIDE = 60
 #: The preview redraws at most this often while the cursor moves (a held key).
 PREVIEW_EVERY_S = 0.05
 #: Spending is asked again this long after a row's cost moved (a burst asks once).
@@ -160,6 +162,7 @@ class HomeScreen(Screen[None]):
         costs moved) today's spending."""
         self.update_status()
         self.show_empty()
+        self.fit_side()
         if not self._side_due:
             # The rows go on screen first: the preview and the activity (a table of their own
             # to lay out) follow in the next frame, once for any number of updates meanwhile.
@@ -171,6 +174,21 @@ class HomeScreen(Screen[None]):
             self.ask_spend()
         elif moved:
             self.ask_spend_soon()
+
+    def fit_side(self) -> None:
+        """On a wide terminal, what the table's columns leave goes to the preview and the
+        activity (their lines are cut too), never less than the CSS's width, at most half."""
+        side = self.query_one("#side")
+        width = self.size.width
+        if width < WIDE_FROM or not self._beside:
+            side.styles.width = None
+            return
+        table = self.table
+        edges = table.outer_size.width - table.scrollable_content_region.width
+        left = width - rows.natural_width(CELL_PADDING, table.wanted) - max(edges, 0)
+        wanted = min(max(left, SIDE_WIDE), width // 2)
+        if side.styles.width is None or side.styles.width.value != wanted:
+            side.styles.width = wanted
 
     def fill_side(self) -> None:
         """The preview of the highlighted row, and the activity seeded from the rows."""
@@ -306,6 +324,7 @@ class HomeScreen(Screen[None]):
         self.set_class(not beside, "-narrow")
         self.set_class(full, "-full")
         self.set_class(self.size.width >= WIDE_FROM, "-wide")
+        self.fit_side()
         self.query_one("#list").display = not full
         self.query_one("#side").display = beside or full
         self.preview.display = preview

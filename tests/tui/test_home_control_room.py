@@ -20,9 +20,10 @@ from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
+from hz_tui import rows
 from hz_tui.app import CockpitApp
 from hz_tui.notices import MAX_TOASTS
-from hz_tui.screens.home import HomeScreen
+from hz_tui.screens.home import SIDE_WIDE, SIDE_WIDTH, HomeScreen
 from hz_tui.screens.notices import NoticesScreen
 from hz_tui.widgets.activity import ActivityPane
 from hz_tui.widgets.preview import HeinzelPreview
@@ -146,6 +147,28 @@ async def test_issue14_item1_at_80_columns_the_preview_gives_way_and_o_shows_it_
         await pilot.press("o")
         await pilot.pause()
         assert home.table.region.width == 80 and home.table.has_focus
+
+
+async def test_issue14_item1_at_240_columns_the_spare_width_goes_to_what_was_cut(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """issue 14 item 1: at 240 columns the table keeps every column whole and what it does not
+    need goes to the preview and the activity, whose lines were cut at their fixed width."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(240, 70)) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        home = home_of(app)
+        table = home.table
+        for key in rows.GROWING:
+            assert table.widths[key] >= min(table.wanted.get(key, 0), rows.GROWN_MAX), key
+        side = home.query_one("#side")
+        assert side.region.width > SIDE_WIDE, "the side panes got none of the spare width"
+        assert side.region.width <= 120
+        assert "failed: the model stream ended early" in text_of(home.activity)
+        await pilot.resize_terminal(*SIZE)
+        await pilot.pause()
+        assert side.region.width == SIDE_WIDTH, "below the wide width the CSS's width is back"
 
 
 def text_of_table_header(home: HomeScreen) -> str:
