@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_tui.app import CockpitApp
 from hz_tui.screens.heinzel import HeinzelScreen
@@ -40,8 +41,8 @@ async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
 
 #: The keys that matter on each main screen, as an 80-column bar shows them.
 HOME_KEYS = ("⏎ Open", "s Sort", "/ Filter", "^n New", "a Approve", "w Wake", "f2 Kernel")
-PAGE_KEYS = ("esc Back", "i Message", "y Answer", "t Retry", "v Contract", "m Chat", "a Approve")
-PAGE_KEYS += ("w Wake",)
+PAGE_KEYS = ("esc Back", "i Write", "t Retry", "v Contract", "m Chat", "a Approve", "w Wake")
+PAGE_KEYS += ("f4 Review",)
 TRANSCRIPT_KEYS = ("esc Back", "/ Search", "n Next", "N Prev")
 DESK_KEYS = ("a Approve", "x Reject", "␣ Mark", "b Base", "d Markdown", "/ Filter", "e Edit")
 DESK_KEYS += ("esc Back",)
@@ -57,7 +58,9 @@ async def test_at_80x24_every_main_screen_keeps_its_own_keys_on_the_key_bar(
     world: worlds.World, client: LocalClient
 ) -> None:
     """Attack pass (s5): at 80×24 the home keeps s and F2 (and F4), the heinzel page m, w
-    and t, the transcript its search keys, the review desk every draft key; F1 everywhere."""
+    and t (and F4, s6), the transcript its search keys, the review desk every draft key; F1
+    everywhere. y (answer) and K (stop) apply only with a question or a running turn: idle,
+    they are the first to give way."""
     app = CockpitApp(world.home, client)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.loaded.wait()
@@ -80,3 +83,43 @@ async def test_at_80x24_every_main_screen_keeps_its_own_keys_on_the_key_bar(
         await until(lambda: desk.queue.row_count == 3 and desk.review is not None)
         await pilot.pause()
         assert_on_bar(app, DESK_KEYS)
+
+
+async def test_s6_item4_at_80x24_stop_send_undo_and_batch_approve_show_when_they_apply(
+    world: worlds.World, client: LocalClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """s6 item 4: at 80×24 the review desk shows A once drafts are marked and u once a
+    reject can be undone, beside approve and reject; a heinzel's page shows K (stop) and F4
+    while a turn runs, and its composer Send, Ctrl+C stop, Esc and quit. F1 everywhere."""
+    monkeypatch.setenv("HZ_MODEL_DELAY_MS", "1500")
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f4")
+        await until(lambda: isinstance(app.screen, ReviewScreen))
+        desk = app.screen
+        assert isinstance(desk, ReviewScreen)
+        desk.undo_seconds = 3600
+        await until(lambda: desk.queue.row_count == 3 and desk.review is not None)
+        assert "A Batch" not in key_bar_text(app) and "u Undo" not in key_bar_text(app)
+        await pilot.press("x")
+        await until(lambda: desk.queue.row_count == 2)
+        await until(lambda: "u Undo" in key_bar_text(app))
+        await pilot.press("space")
+        await until(lambda: "A Batch" in key_bar_text(app))
+        assert_on_bar(app, ("a Approve", "x Reject", "A Batch", "u Undo", "esc Back"))
+        await pilot.press("u")
+        await until(lambda: desk.queue.row_count == 3)
+        await until(lambda: "u Undo" not in key_bar_text(app))
+        await pilot.press("escape")
+        page = await open_page(pilot, world.ids["ops-digest"])
+        assert "K Stop" not in key_bar_text(app)
+        await client.call(ops.WAKE, ops.WakeRequest(ref=world.ids["ops-digest"]))
+        await until(lambda: page.turn_panel.running)
+        await until(lambda: "K Stop" in key_bar_text(app))
+        assert_on_bar(app, ("esc Back", "i Write", "a Approve", "K Stop", "f4 Review"))
+        await pilot.press("i")
+        await until(lambda: "^c Stop" in key_bar_text(app))
+        assert_on_bar(app, ("⏎ Send", "^j New line", "esc Leave", "^c Stop", "^q Quit"))
+        await pilot.press("escape")
+        await until(lambda: page.turn_panel.live.status == "finished")
