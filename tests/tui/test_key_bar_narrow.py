@@ -13,12 +13,13 @@ import pytest
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.screens.transcript import TranscriptScreen
 from hz_tui.widgets.timeline import Timeline
-from tests.tui import worlds
+from tests.tui import homes, worlds
 from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import open_page, until
 from tests.tui.test_terminals import key_bar_text
@@ -123,3 +124,27 @@ async def test_s6_item4_at_80x24_stop_send_undo_and_batch_approve_show_when_they
         assert_on_bar(app, ("⏎ Send", "^j New line", "esc Leave", "^c Stop", "^q Quit"))
         await pilot.press("escape")
         await until(lambda: page.turn_panel.live.status == "finished")
+
+
+async def test_s6_item4_at_80x24_a_waiting_question_puts_y_answer_on_the_page_bar(
+    cockpit_home: Home,
+) -> None:
+    """s6 item 4: ``y`` (answer) is on an 80-column page bar while the heinzel's question
+    waits (oncall-digest), and gives way on a page with none; Esc, i, a, F4, F1 stay."""
+    opened = await LocalClient.open(cockpit_home)
+    try:
+        app = CockpitApp(cockpit_home, opened, live=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.loaded.wait()
+            page = await open_page(pilot, homes.heinzel_id(3))
+            await until(lambda: page.detail is not None)
+            await until(lambda: "y Answer" in key_bar_text(app))
+            assert_on_bar(app, ("esc Back", "i Write", "a Approve", "f4 Review"))
+            await pilot.press("escape")
+            page = await open_page(pilot, homes.heinzel_id(1))
+            await until(lambda: page.detail is not None)
+            await pilot.pause()
+            assert "y Answer" not in key_bar_text(app)
+            assert_on_bar(app, ("esc Back", "i Write", "a Approve", "f4 Review"))
+    finally:
+        await opened.close()
