@@ -28,7 +28,7 @@ from hz_kernel import remote, tail_cli
 from hz_kernel.client import DeferredClient, KernelClient
 from hz_kernel.connect import connect, connect_ticker, may_start
 from hz_kernel.daemon.cli import register as register_daemon
-from hz_kernel.errors import HzError, UsageError
+from hz_kernel.errors import HzError, UsageError, echoed
 from hz_kernel.held import Queued
 from hz_kernel.home import Home
 from hz_kernel.store.fsutil import open_regular
@@ -133,7 +133,7 @@ class _Parser(argparse.ArgumentParser):
         raise argparse.ArgumentError(action, message)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(shown(f"HZU000: {self.prog}: {message}") + "\n")
+        sys.stderr.write(echoed(f"HZU000: {self.prog}: {message}") + "\n")
         raise SystemExit(2)
 
 
@@ -562,7 +562,7 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
         sys.stdout.flush()
         for problem in report.problems:
             where = f"{problem.place}: " if problem.place else ""
-            sys.stderr.write(f"{problem.code}: {where}{problem.message}\n")
+            sys.stderr.write(echoed(f"{problem.code}: {where}{problem.message}") + "\n")
         if args.once:
             return 1 if report.problems else 0
         if (failed := await prune()) is not None:
@@ -925,7 +925,7 @@ def _internal_error(exc: Exception) -> int:
     if os.environ.get("HZ_DEBUG"):
         raise exc
     sys.stderr.write(
-        shown(
+        echoed(
             f"HZX001: internal error: {type(exc).__name__}: {str(exc)[:300]} "
             "(run with HZ_DEBUG=1 for the traceback, and please report it)"
         )

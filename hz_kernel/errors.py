@@ -17,16 +17,36 @@ reused for another meaning. ``docs/error-codes.md`` lists them all.
 from __future__ import annotations
 
 
+def echoed(text: str, keep: str = "") -> str:
+    """``text`` safe to echo in an error line: every character that is not printable (C0 and
+    C1 controls, bidi overrides and isolates, zero-width and other format characters, line
+    separators, non-breaking and other odd spaces) shown as its ``\\uXXXX`` escape.
+
+    Names, paths and keys in an error are the user's (or a document's) words; printed raw,
+    U+202E would reverse the rest of the line and an escape sequence would drive the
+    terminal. ``keep``: characters left as they are (a message's own newlines).
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() or char in keep else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 class HzError(Exception):
     """A failure with a stable code, an optional place and a sentence for people."""
 
     exit_code = 1
 
     def __init__(self, code: str, message: str, place: str | None = None) -> None:
+        message = echoed(str(message), keep="\n")
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
-        self.place = place
+        self.place = None if place is None else echoed(str(place))
 
     def one_line(self) -> str:
         """The single line the CLI prints on stderr."""

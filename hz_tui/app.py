@@ -102,9 +102,9 @@ class CockpitApp(App[int]):
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
-        prefs, problem = settings.load_prefs(home)
+        prefs, problems = settings.load_prefs(home)
         self.prefs = prefs
-        self.prefs_problem = problem
+        self.prefs_problems = problems
         self.keymap_overrides, self.keymap_problems = key_overrides.resolve(prefs.keymap)
         for theme in themes.load_themes():
             self.register_theme(theme)
@@ -133,7 +133,7 @@ class CockpitApp(App[int]):
         self.screen_change_signal.subscribe(self, self.on_screen_change)
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
-        for problem in [self.prefs_problem, *self.keymap_problems]:
+        for problem in [*self.prefs_problems, *self.keymap_problems]:
             if problem:
                 self.notify(problem, severity="warning")
         # The first frame waits (a little) for the rows, so it is drawn once, with them.

@@ -77,7 +77,7 @@ HEINZEL = [
     Binding("t", "retry", "Retry…", id="heinzel.retry"),
     Binding("D", "dismiss_lesson", "Dismiss lesson", id="heinzel.dismiss", show=False),
     Binding("ctrl+c", "stop_turn", "Stop turn (twice)", id="heinzel.stop", show=False),
-    Binding("K", "ask_stop", "Stop turn…", id="heinzel.stop_ask", key_display="K", show=False),
+    Binding("K", "ask_stop", "Stop turn…", id="heinzel.stop_ask", key_display="K"),
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
     Binding("v", "contract", "Contract", id="heinzel.contract"),
     Binding("m", "conversation", "Conversation", id="heinzel.conversation"),
@@ -177,7 +177,6 @@ COMPOSER = [
         "screen.stop_turn",
         "Stop turn (twice)",
         id="composer.stop_twice",
-        show=False,
         priority=True,
     ),
 ]
@@ -207,9 +206,11 @@ REVIEW = [
         id="review.reject",
         tooltip="Reject the highlighted draft (u undoes it for a few seconds)",
     ),
-    Binding("u", "undo", "Undo reject", id="review.undo", show=False),
+    Binding("u", "undo", "Undo reject", id="review.undo"),
     Binding("space", "select", "Select", id="review.select", key_display="space"),
-    Binding("A", "approve_selected", "Approve selected", id="review.approve_selected", show=False),
+    Binding(
+        "A", "approve_selected", "Approve selected", id="review.approve_selected", key_display="A"
+    ),
     Binding("b", "switch_base", "Diff base", id="review.base"),
     Binding(
         "d",

@@ -22,7 +22,7 @@ from hz_kernel import api
 from hz_kernel.commands.watching import BODY_PAGE_BYTES, WatchCommands
 from hz_kernel.engine.context import active_lessons
 from hz_kernel.errors import UsageError
-from hz_kernel.store.bodies import read_body_lines
+from hz_kernel.store.bodies import BODY_LINE_MAX_BYTES, read_body_lines
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.inbox import Inbox
 
@@ -60,7 +60,13 @@ class TranscriptCommands(WatchCommands):
         records, cut_at = body.records, None
         if page is not None:
             lines, offset, more, torn, before = page
-            records = [checked_record(number, raw) for number, raw in lines if raw.strip()]
+            records = [
+                checked_record(number, raw)
+                if raw is not None
+                else _damaged(number, f"longer than {BODY_LINE_MAX_BYTES} bytes, not read")
+                for number, raw in lines
+                if raw is None or raw.strip()
+            ]
             ended = finished is not None or any(
                 e.turn == started.turn and e.kind == "turn.skipped" for e in events
             )
@@ -119,7 +125,11 @@ class TranscriptCommands(WatchCommands):
 
 
 def _cut_line(
-    lines: list[tuple[int, bytes]], before: int, torn: bool, size: int, finished: Event | None
+    lines: list[tuple[int, bytes | None]],
+    before: int,
+    torn: bool,
+    size: int,
+    finished: Event | None,
 ) -> int | None:
     """The line a finished turn's body was cut at: a torn last line, or shorter than the spine
     says it was written (``body_size``); None when it is whole. ``before``: the lines ahead

@@ -58,6 +58,7 @@ class HeinzelScreen(Screen[None]):
 
     CSS_PATH = "heinzel.tcss"
     BINDINGS = keymap.HEINZEL_SCREEN
+    KEY_PRIORITY: ClassVar[dict[str, int]] = {"app.review": 4}
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [
         (0, "-narrow"),
         (110, "-wide"),
@@ -134,6 +135,22 @@ class HeinzelScreen(Screen[None]):
 
     def on_spines(self, batch: SpineBatch) -> None:
         self.turn_panel.take(batch)
+        self.refresh_bindings()
+
+    def key_applies(self, binding_id: str) -> bool:
+        """For the key bar: K and the composer's Ctrl+C (stop) apply while a turn runs, y
+        (answer) while a question waits; otherwise they show dimmed and are the first to
+        leave a narrow bar (pressed, they still say why they do nothing)."""
+        if binding_id in ("heinzel.stop_ask", "composer.stop_twice"):
+            panel = next(iter(self.query(LiveTurnPanel)), None)  # None as the page closes
+            return panel is not None and panel.running
+        if binding_id == "heinzel.answer":
+            return bool(self._pending_questions())
+        return True
+
+    def _pending_questions(self) -> list[str]:
+        questions = self.detail.questions if self.detail else []
+        return [q.question or "" for q in questions if q.status == "pending"]
 
     @work(exclusive=True, group="heinzel-page")
     async def load(self) -> None:
@@ -158,10 +175,12 @@ class HeinzelScreen(Screen[None]):
         self.query_one(Timeline).show(detail.turns)
         self.query_one(LessonList).show(detail.lessons)
         self.query_one(CostPanel).show(detail.cost_month)
+        self.refresh_bindings()
 
     def on_tick(self, now: datetime) -> None:
         self.show_times(now)
         self.turn_panel.redraw()
+        self.refresh_bindings()  # a turn seen ending over the wire
 
     def show_times(self, now: datetime) -> None:
         """What reads the clock ("last 3m ago", "placed now", "in 2h"), drawn again on every
@@ -266,13 +285,11 @@ class HeinzelScreen(Screen[None]):
     # -- answer, retry, dismiss ----------------------------------------------------------
 
     def action_answer(self) -> None:
-        questions = [
-            q for q in (self.detail.questions if self.detail else []) if q.status == "pending"
-        ]
+        questions = self._pending_questions()
         if not questions:
             self.notify("No question waits for an answer.", severity="warning")
             return
-        prompt = PromptScreen("Answer", questions[-1].question or "", placeholder="your answer")
+        prompt = PromptScreen("Answer", questions[-1], placeholder="your answer")
         self.app.push_screen(prompt, self.send_answer)
 
     def send_answer(self, text: str | None) -> None:

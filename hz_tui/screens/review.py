@@ -245,6 +245,7 @@ class ReviewScreen(Screen[None]):
             switch = keymap.shown_keys("review.base", self.cockpit.keymap_overrides)
             parts.append(f"diff {review.BASE_NAMES[self.base]} ({switch} switches)")
         self.query_one("#review-status", Static).update(" · ".join(parts))
+        self.refresh_bindings()  # u and A apply or no longer (``key_applies``)
 
     @work(exclusive=True, group="review-diff")
     async def show_review(self, key: str) -> None:
@@ -307,6 +308,16 @@ class ReviewScreen(Screen[None]):
         self.queue.focus()
 
     # -- moving, looking ---------------------------------------------------------------
+
+    def key_applies(self, binding_id: str) -> bool:
+        """For the key bar: u applies while a reject can be undone, A while drafts are marked;
+        otherwise they show dimmed and are the first to leave a narrow bar."""
+        if binding_id == "review.undo":
+            return bool(self.undoable or self.waiting)
+        if binding_id == "review.approve_selected":
+            queue = next(iter(self.query(DraftQueue)), None)  # None before the desk is composed
+            return queue is not None and bool(queue.selected)
+        return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A draft's actions leave the key bar (and do nothing) while no draft is shown."""

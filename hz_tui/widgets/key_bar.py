@@ -13,13 +13,17 @@ position: the least important (and the disabled) leave first. Help (F1,
 which lists them all), leaving a page and the screen's own keys stay; the
 global keys that F1 and the palette list (F2, F4, quitting, the palette
 itself) give way to them. A screen raises or lowers a key's priority with
-``KEY_PRIORITY`` (the home keeps F2 and F4) and hides the keys it lists in
-``KEYS_NOT_SHOWN`` (the review desk its own F4).
+``KEY_PRIORITY`` (the home keeps F2 and F4, a heinzel page F4) and hides
+the keys it lists in ``KEYS_NOT_SHOWN`` (the review desk its own F4). A
+screen's ``key_applies``
+names the keys that do nothing in its present state (K with no turn
+running, u with nothing to undo): they are drawn dimmed and leave a narrow
+line first, so the keys that apply fit at 80 columns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -55,7 +59,7 @@ PRIORITY = {
     "home.new": 3,
     "table.sort": 3,
     "act.wake": 3,
-    "heinzel.answer": 3,
+    "heinzel.answer": 4,
     "heinzel.retry": 3,
     "heinzel.contract": 3,
     "heinzel.conversation": 3,
@@ -65,14 +69,23 @@ PRIORITY = {
     "transcript.end": 3,
     "review.select": 3,
     "review.edit": 3,
+    "review.undo": 4,
+    "review.approve_selected": 4,
+    "heinzel.stop_ask": 4,
+    "composer.stop_twice": 4,
+    "composer.newline": 4,
+    "composer.mode": 3,
     "app.daemon": 0,
 }
 #: Any binding that leaves the page or dialog (``*.back``, ``*.close``, …) counts as this.
 LEAVE_PRIORITY = 5
-LEAVING = ("back", "close", "cancel", "dismiss")
+LEAVING = ("back", "close", "cancel", "dismiss", "leave")
 #: The short label of a key whose own does not fit a narrow line, by binding id.
 SHORT = {
+    "heinzel.compose": "Write",
     "heinzel.retry": "Retry",
+    "heinzel.stop_ask": "Stop",
+    "composer.stop_twice": "Stop",
     "heinzel.conversation": "Chat",
     "transcript.next": "Next",
     "transcript.previous": "Prev",
@@ -80,9 +93,12 @@ SHORT = {
     "review.select": "Mark",
     "review.base": "Base",
     "review.edit": "Edit",
+    "review.undo": "Undo",
+    "review.approve_selected": "Batch",
+    "composer.leave": "Leave",
 }
 #: How a key shows on a narrow line where its name is long.
-SHORT_DISPLAY = {"space": "␣"}
+SHORT_DISPLAY = {"space": "␣", "ctrl+j": "^j"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,8 @@ class _Key:
     priority: int = NORMAL
     short: str = ""
     """The label on a narrow line ("" keeps ``description``)."""
+    applies: bool = True
+    """False while the key would do nothing here (drawn dimmed; pressed, it says why)."""
 
 
 class KeyBar(Widget):
@@ -140,15 +158,18 @@ class KeyBar(Widget):
         palette: _Key | None = None
         seen: set[str] = set()
         raised: Mapping[str, int] = getattr(screen, "KEY_PRIORITY", {})
+        applies: Callable[[str], bool] = getattr(screen, "key_applies", lambda _: True)
         for key, active in screen.active_bindings.items():
             binding = active.binding
+            applying = active.enabled and applies(binding.id or "")
             entry = _Key(
                 key,
                 self.app.get_key_display(binding),
                 binding.description,
                 active.enabled,
-                _priority(binding.id, active.enabled, raised),
+                _priority(binding.id, applying, raised),
                 SHORT.get(binding.id or "", ""),
+                applying,
             )
             if key == self.app.COMMAND_PALETTE_BINDING and self.app.ENABLE_COMMAND_PALETTE:
                 palette = entry
@@ -169,7 +190,7 @@ class KeyBar(Widget):
 
         def add(entry: _Key) -> None:
             start = line.cell_len
-            dim = Style() if entry.enabled else Style(dim=True)
+            dim = Style() if entry.applies else Style(dim=True)
             line.append(entry.display, key_style + dim)
             if entry.description:
                 line.append(f" {entry.description}", description_style + dim)

@@ -397,3 +397,30 @@ def test_a_turn_failed_by_the_model_says_why_in_show(tmp_path: Path) -> None:
     reason = shown["turns"][-1]["reason"]
     assert reason.startswith("HZE020: think: ") and len(reason) > len("HZE020: think: "), reason
     assert reason in hz(world.home, "heinzel", "show", "digest").stdout
+
+
+#: What may never reach a terminal raw from the user's own words in an error: controls, and
+#: the bidi overrides, isolates and zero-width characters that would hide or reorder text.
+RAW_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "escaped"),
+    [
+        (("heinzel", "rename", "notes-digest", "\u202eevil"), "HZU041", "\\u202eevil"),
+        (("heinzel", "show", "na\u202eme\u200b"), "HZU", "na\\u202eme\\u200b"),
+        (("heinzel", "list", "--where", "ke\u2066y"), "HZU022", "ke\\u2066y"),
+        (("heinzel", "rename", "\x1b[2Jold", "new-name"), "HZU", "\\u001b[2Jold"),
+        (("heinzel", "list", "--bogus\u202e"), "HZU000", "--bogus\\u202e"),
+    ],
+    ids=["rename-new-name", "unknown-ref", "where-key", "escape-in-ref", "unknown-flag"],
+)
+def test_s6_item2_user_words_echoed_in_an_error_are_shown_escaped(
+    shared: World, args: tuple[str, ...], code: str, escaped: str
+) -> None:
+    """s6 item 2: a name, ref, key or flag echoed in an error line shows its control, bidi and
+    format characters as ``\\uXXXX`` escapes (U+202E never reverses the rest of the line)."""
+    result = hz(shared.home, *args)
+    line = _one_coded_line(result, code)
+    assert escaped in line
+    assert not RAW_UNSAFE.search(result.stderr), result.stderr

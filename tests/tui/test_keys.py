@@ -291,18 +291,77 @@ async def test_a_non_string_keymap_entry_is_skipped_with_one_coded_line_the_rest
         await until(lambda: app.get_home().filter_bar.has_focus)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "shown"),
+    [
+        ("bell", "yes", '"yes" is not true or false'),
+        ("bell", 1, "1 is not true or false"),
+        ("theme", 7, "7 is not one of hz-dark"),
+        ("theme", "solarised", '"solarised" is not one of hz-dark'),
+        ("keymap", ["f"], '["f"] is not an object of binding ids to keys'),
+    ],
+)
+def test_s6_item3_a_wrong_value_is_one_line_naming_file_and_key_the_rest_kept(
+    home: Home, key: str, value: object, shown: str
+) -> None:
+    """s6 item 3: ``"bell": "yes"`` (read as true before, silently) and every other wrong value
+    is one HZU237 line naming the file, the key and the value; the other preferences apply."""
+    good: dict[str, object] = {
+        "theme": "hz-light",
+        "bell": False,
+        "keymap": {"home.filter": "f"},
+    }
+    settings.prefs_path(home).write_bytes(orjson.dumps(good | {key: value}))
+    prefs, problems = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs.model_validate(
+        {name: kept for name, kept in good.items() if name != key}
+    )
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"HZU237: {settings.prefs_path(home)}: {key}: {shown}")
+    assert "\n" not in problems[0]
+
+
+def test_s6_item3_a_key_that_is_no_preference_is_named_and_ignored(home: Home) -> None:
+    """s6 item 3: a typo (``"bel"``) is not silently dropped: one HZU243 line names it."""
+    settings.prefs_path(home).write_bytes(orjson.dumps({"bel": True, "theme": "hz-light"}))
+    prefs, problems = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs(theme="hz-light")
+    assert problems == [
+        f"HZU243: {settings.prefs_path(home)}: bel: not a preference (theme, keymap, bell); ignored"
+    ]
+
+
+async def test_s6_item3_the_cockpit_shows_a_wrong_bell_and_applies_the_rest(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """s6 item 3: started with ``"bell": "yes"``, the cockpit shows the HZU237 notice naming
+    cockpit.json and bell, keeps the bell off (hz.toml's default) and applies the theme."""
+    prefs = {"theme": "hz-light", "bell": "yes", "keymap": {"home.filter": "f"}}
+    settings.prefs_path(cockpit_home).write_bytes(orjson.dumps(prefs))
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        notices = [n.message for n in app.notices.history]
+        assert len(notices) == 1 and notices[0].startswith("HZU237"), notices
+        assert "cockpit.json: bell:" in notices[0] and '"yes"' in notices[0]
+        assert app.theme == "hz-light" and not app.bell_on
+        await pilot.press("f")
+        await until(lambda: app.get_home().filter_bar.has_focus)
+
+
 def test_a_bad_preference_takes_its_default_and_keeps_the_others(home: Home) -> None:
     """A theme that is not a string costs only the theme (HZU237, naming it); a file that
     is not a JSON object gives the defaults with HZU238."""
     path = settings.prefs_path(home)
     path.write_bytes(orjson.dumps({"theme": 7, "bell": True, "keymap": {"home.filter": "f"}}))
-    prefs, problem = settings.load_prefs(home)
+    prefs, problems = settings.load_prefs(home)
     assert prefs == settings.CockpitPrefs(bell=True, keymap={"home.filter": "f"})
-    assert problem is not None and problem.startswith("HZU237") and "theme" in problem
+    assert len(problems) == 1 and problems[0].startswith("HZU237") and "theme" in problems[0]
     path.write_bytes(b"[1, 2]")
-    prefs, problem = settings.load_prefs(home)
+    prefs, problems = settings.load_prefs(home)
     assert prefs == settings.CockpitPrefs()
-    assert problem is not None and problem.startswith("HZU238")
+    assert len(problems) == 1 and problems[0].startswith("HZU238")
 
 
 def test_attack_saving_a_preference_never_writes_over_a_file_that_did_not_read(
@@ -313,13 +372,13 @@ def test_attack_saving_a_preference_never_writes_over_a_file_that_did_not_read(
     path = settings.prefs_path(home)
     typo = b'{"keymap": {"home.filter": "f", "review.approve": "Y"}, "bell": true,}'
     path.write_bytes(typo)
-    prefs, problem = settings.load_prefs(home)
-    assert problem is not None and problem.startswith("HZU238") and "column" in problem
+    prefs, problems = settings.load_prefs(home)
+    assert len(problems) == 1 and problems[0].startswith("HZU238") and "column" in problems[0]
     note = settings.save_prefs(home, prefs.model_copy(update={"theme": "hz-light"}))
     assert note is not None and note.startswith("HZU239")
     kept = [p for p in path.parent.iterdir() if p.name.startswith("cockpit.json.bad-")]
     assert len(kept) == 1 and kept[0].read_bytes() == typo and kept[0].name in note
-    assert settings.load_prefs(home) == (settings.CockpitPrefs(theme="hz-light"), None)
+    assert settings.load_prefs(home) == (settings.CockpitPrefs(theme="hz-light"), [])
     assert settings.save_prefs(home, settings.CockpitPrefs(theme="hz-dark")) is None
     path.write_bytes(b"x" * settings.PREFS_MAX_BYTES)
     assert "larger than" in str(settings.load_prefs(home)[1])

@@ -158,14 +158,14 @@ async def test_refresher_asks_for_the_moved_heinzels_and_notices_gone_and_laggin
 
 
 def test_prefs_are_private_and_survive_damage(home: Home) -> None:
-    assert settings.load_prefs(home) == (settings.CockpitPrefs(), None)
+    assert settings.load_prefs(home) == (settings.CockpitPrefs(), [])
     settings.save_prefs(home, settings.CockpitPrefs(theme="hz-light", keymap={"home.filter": "f"}))
     path = settings.prefs_path(home)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert settings.load_prefs(home)[0].theme == "hz-light"
     path.write_text("{not json")
-    prefs, problem = settings.load_prefs(home)
-    assert prefs == settings.CockpitPrefs() and problem and "cockpit.json" in problem
+    prefs, problems = settings.load_prefs(home)
+    assert prefs == settings.CockpitPrefs() and len(problems) == 1 and "cockpit.json" in problems[0]
 
 
 def test_prefs_that_cannot_be_saved_are_a_coded_error(home: Home, tmp_path: Path) -> None:

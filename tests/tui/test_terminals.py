@@ -187,7 +187,7 @@ async def test_at_80_columns_the_key_bar_keeps_the_keys_that_matter(
         await open_page(pilot, homes.heinzel_id(1))
         await pilot.pause()
         bar = key_bar_text(app)
-        for key in ("esc Back", "i Message", "a Approve", "f1 Help"):
+        for key in ("esc Back", "i Write", "a Approve", "f1 Help", "f4 Review"):
             assert key in bar, (key, bar)
         await pilot.resize_terminal(120, 40)
         await pilot.pause()

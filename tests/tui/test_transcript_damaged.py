@@ -9,21 +9,26 @@ by its line, and says where a torn body was cut.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.commands.watching import BODY_PAGE_BYTES
 from hz_kernel.kernel import Kernel
-from hz_kernel.store.bodies import body_path
+from hz_kernel.store.bodies import BODY_LINE_MAX_BYTES, READ_CHUNK_BYTES, body_path
 from hz_tui.app import CockpitApp
 from hz_tui.widgets.live_turn import FileTurnPanel
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.test_transcript import open_transcript, settled
+
+T = TypeVar("T")
 
 BAD = {
     "outcome str": b'{"ts":"2026-12-01T09:00:00Z","type":"outcome","outcome":"str"}',
@@ -143,3 +148,61 @@ async def test_attack_a_torn_last_line_longer_than_a_page_is_cut_after_the_whole
             break
         offset = answer.offset
     assert answers[-1].cut_at_line == lines + 1
+
+
+async def _with_peak(read: Awaitable[T]) -> tuple[T, int]:
+    """What ``read`` answers and the most memory Python held while it ran."""
+    tracemalloc.start()
+    try:
+        return await read, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+async def _all_pages(client: LocalClient, turn: str) -> list[api.TurnTranscript]:
+    answers = []
+    offset = 0
+    while True:
+        answer = await client.call(
+            ops.TRANSCRIPT,
+            ops.TranscriptRequest(ref="notes-digest", turn=turn, after_offset=offset),
+        )
+        answers.append(answer)
+        if not answer.more:
+            return answers
+        offset = answer.offset
+
+
+async def test_attack_a_huge_torn_last_line_is_never_read_whole(client: LocalClient) -> None:
+    """s6 item 1: a torn last line many times a read chunk (here 48 MiB, sparse) is looked
+    through in bounded chunks, never held whole; the transcript still says where it was cut."""
+    _, turn, body = await finished_turn(client)
+    lines = body.read_bytes().count(b"\n")
+    with body.open("ab") as out:
+        out.write(b'{"type": "chunk", "text": "')
+        out.truncate(out.tell() + (48 << 20))
+    answers, peak = await _with_peak(_all_pages(client, turn))
+    assert answers[-1].cut_at_line == lines + 1
+    assert peak < 8 * READ_CHUNK_BYTES, f"reading held {peak} bytes"
+
+
+async def test_attack_a_line_over_the_cap_is_damaged_and_the_lines_after_it_are_read(
+    client: LocalClient,
+) -> None:
+    """s6 item 1: a whole line longer than the store's body line cap is named damaged at its
+    line without being loaded, and the records after it still come."""
+    _, turn, body = await finished_turn(client)
+    lines = body.read_bytes().count(b"\n")
+    with body.open("ab") as out:
+        out.write(b'{"type": "chunk", "text": "')
+        out.truncate(out.tell() + BODY_LINE_MAX_BYTES + 10)
+        out.seek(0, os.SEEK_END)
+        out.write(b'"}\n{"ts": "2026-12-01T09:00:00Z", "type": "chunk", "text": "after"}\n')
+    answers, peak = await _with_peak(_all_pages(client, turn))
+    records = [r for answer in answers for r in answer.records]
+    damaged = [r for r in records if r["type"] == "damaged"]
+    assert [r["line"] for r in damaged] == [lines + 1]
+    assert "longer than" in damaged[0]["reason"]
+    assert records[-1] == {"ts": "2026-12-01T09:00:00Z", "type": "chunk", "text": "after"}
+    assert answers[-1].cut_at_line is None
+    assert peak < 8 * READ_CHUNK_BYTES, f"reading held {peak} bytes"

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
+import tracemalloc
 from pathlib import Path
 
 from ulid import ULID
 
-from hz_kernel.store.bodies import BodyWriter, body_path, read_body
+from hz_kernel.store.bodies import READ_CHUNK_BYTES, BodyWriter, body_path, read_body
 from hz_kernel.store.inbox import Inbox, InboxRequest, undelivered
 
 
@@ -39,6 +40,33 @@ def test_body_reopen_drops_a_torn_record(tmp_path: Path) -> None:
     body.write("input", name="b")
     body.close()
     assert [r["name"] for r in read_body(tmp_path, turn) or []] == ["a", "b"]
+
+
+def test_s6_item1_a_huge_torn_tail_is_read_and_cut_in_bounded_memory(tmp_path: Path) -> None:
+    """s6 item 1: the engine's whole-body read and a writer reopening after a crash look
+    through a torn tail many chunks long (sparse, 96 MiB) without holding it; a record
+    longer than a chunk is still read whole (orjson takes a multiple of it while parsing)."""
+    turn = str(ULID())
+    body = BodyWriter(tmp_path, turn)
+    body.write("input", name="a", content="x" * (READ_CHUNK_BYTES + 100))
+    body.write("input", name="b")
+    whole_hash, whole_size = body.hash, body.size
+    body.close()
+    with body_path(tmp_path, turn).open("ab") as f:
+        f.write(b'{"ts": "2026-')
+        f.truncate(f.tell() + (96 << 20))
+    tracemalloc.start()
+    try:
+        records = read_body(tmp_path, turn) or []
+        reopened = BodyWriter(tmp_path, turn)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    reopened.close()
+    assert [r["name"] for r in records] == ["a", "b"]
+    assert (reopened.hash, reopened.size) == (whole_hash, whole_size)
+    assert body_path(tmp_path, turn).stat().st_size == whole_size
+    assert peak < 32 * READ_CHUNK_BYTES, f"reading held {peak} bytes"
 
 
 def test_missing_body_reads_as_none(tmp_path: Path) -> None:
