@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import PurePath
@@ -556,9 +557,12 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     stop = asyncio.Event()
     tasks = [asyncio.create_task(job(stop)) for job in beside]
     app = CockpitApp(home, client)
+    ended_by = _quit_on_signals(app)
     try:
         await app.run_async()
     finally:
+        for signum in ended_by:
+            asyncio.get_running_loop().remove_signal_handler(signum)
         from hz_tui.widgets.composer import settle
 
         await settle()
@@ -586,3 +590,16 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
         handed = f"handed {turns} to" if running else "started"
         sys.stdout.write(f"{handed} the daemon (pid {report.pid}) at {report.address}\n")
     return app.return_code or 0
+
+
+def _quit_on_signals(app: CockpitApp) -> tuple[signal.Signals, ...]:
+    """A closed terminal (SIGHUP) or a polite kill (SIGTERM) quits as ``q`` does, without the
+    question (nobody is there to answer it: running turns are cut at a checkpoint and resumed
+    by the next kernel). So the composer keeps its unsent text and the terminal gets its
+    screen back, instead of the process dying mid-frame. The exit status is the shell's for
+    that signal (128 + its number)."""
+    loop = asyncio.get_running_loop()
+    handled = (signal.SIGTERM, signal.SIGHUP)
+    for signum in handled:
+        loop.add_signal_handler(signum, app.exit, None, 128 + signum)
+    return handled

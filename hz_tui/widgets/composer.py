@@ -408,7 +408,7 @@ class Composer(Horizontal):
                 except NotConnected as exc:
                     self.after_reconnect = True
                     self.notify(
-                        f"Not saved yet: {exc.one_line()}; kept here until the cockpit is back",
+                        f"Not saved yet: {exc.one_line()}; kept here until the daemon is back",
                         severity="warning",
                         timeout=10,
                     )
@@ -556,7 +556,7 @@ class Composer(Horizontal):
             self.save_timer = None
         if not await self._save():
             if self.after_reconnect:
-                self.notify("Not sent yet: it goes out once the cockpit is back", timeout=10)
+                self.notify("Not sent yet: it goes out once the daemon is back", timeout=10)
             return
         if self.state.outgoing == outgoing:
             await self._deliver(outgoing)
@@ -593,7 +593,7 @@ class Composer(Horizontal):
         except NotConnected as exc:
             self.after_reconnect = True
             self.notify(
-                f"Not sent yet: {exc.one_line()}; it goes out once the cockpit is back",
+                f"Not sent yet: {exc.one_line()}; it goes out once the daemon is back",
                 severity="warning",
                 timeout=10,
             )
