@@ -14,9 +14,9 @@ import contextlib
 import gc
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import PurePath
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, work
 from textual.app import App
@@ -40,12 +40,17 @@ from hz_tui.sources import live_source
 from hz_tui.toast_place import keep_toasts_clear
 from hz_tui.watcher import SpineBatch
 
+if TYPE_CHECKING:
+    from hz_tui.review import Sent
+
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
 #: event that is set when the cockpit closes.
 Beside = Callable[[asyncio.Event], Awaitable[None]]
 #: How long after the first rows the client loads what it put off (an embedded kernel): the
 #: first frame is on screen by then, and the loading does not compete with drawing it.
 WARM_AFTER_S = 0.3
+#: How often a running cockpit looks for rejections a killed cockpit left held.
+LEFT_BEHIND_EVERY_S = 30.0
 #: How long the first frame waits for the first rows: a listing from the index takes
 #: milliseconds, and a frame drawn once with the rows is cheaper than an empty one and a redraw;
 #: a slower kernel (a remote daemon) gets the frame first.
@@ -162,15 +167,27 @@ class CockpitApp(App[int]):
 
         held = HeldRejects(self.home)
         keys, self.unsent_rejects = self.unsent_rejects, set()
-        for sent in await held.send_mine(self.client, keys):
-            if sent.outcome == "unreachable":
-                self.unsent_rejects.add(sent.key)
-            self.notify(sent.line, severity=sent.severity, timeout=10)
         try:
-            for line in await held.send_left_behind(self.client, held.claim_left_behind()):
-                self.notify(line)
+            self.said_sent(await held.send_mine(self.client, keys))
+            self.said_sent(await held.send_left_behind(self.client, held.claim_left_behind()))
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
+
+    def said_sent(self, sent: Iterable[Sent]) -> None:
+        """Say how each held rejection went; one the daemon was away for is tried again when
+        the link is back."""
+        for one in sent:
+            if one.outcome == "unreachable":
+                self.unsent_rejects.add(one.key)
+            self.notify(one.line, severity=one.severity, timeout=10)
+
+    def look_for_left_behind(self) -> None:
+        """A cockpit may end (killed) while this one runs, holding a rejection: now and then,
+        while linked, claim and send what such a cockpit left (only when the file exists)."""
+        from hz_tui.review import HeldRejects
+
+        if self.link.attached and self.warmed.is_set() and HeldRejects(self.home).path.exists():
+            self.send_unsent_rejects()
 
     def on_screen_change(self, screen: Screen[object]) -> None:
         self.show_where()
@@ -221,6 +238,8 @@ class CockpitApp(App[int]):
         gc.freeze()
         gc.enable()
         self.set_timer(WARM_AFTER_S, self.warm_client)
+        if self.live:
+            self.set_interval(LEFT_BEHIND_EVERY_S, self.look_for_left_behind)
 
     @work(exclusive=True, group="warm")
     async def warm_client(self) -> None:
@@ -230,8 +249,8 @@ class CockpitApp(App[int]):
         try:
             await self.client.warm()
             held = HeldRejects(self.home)
-            for line in await held.send_left_behind(self.client, self.held_at_start):
-                self.notify(line)  # a rejection held for undo when the last cockpit ended
+            # Rejections held for undo when the last cockpit ended.
+            self.said_sent(await held.send_left_behind(self.client, self.held_at_start))
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
         finally:

@@ -418,7 +418,7 @@ class HeldRejects:
             await self.send(client, held, again=True) for held in self.mine() if held.key in keys
         ]
 
-    async def send_left_behind(self, client: KernelClient, keys: Collection[str]) -> list[str]:
+    async def send_left_behind(self, client: KernelClient, keys: Collection[str]) -> list[Sent]:
         """Send what a cockpit that ended early still held (``keys``, read at this cockpit's
         start), if the draft still waits; a rejection held since then has its own undo window.
 
@@ -429,13 +429,13 @@ class HeldRejects:
         if not items:
             return []
         pending = {d.key for d in (await client.call(ops.DRAFTS, ops.Empty())).items}
-        lines = []
+        sent = []
         for held in items:
             if held.key in pending:
-                lines.append((await self.send(client, held)).line)
+                sent.append(await self.send(client, held))
             else:
                 self.release(held.key)
-        return lines
+        return sent
 
 
 async def _rejected_already(client: KernelClient, key: str) -> bool:

@@ -73,3 +73,33 @@ async def test_issue14_item3_a_running_cockpit_sends_what_a_quit_cockpit_left_on
     finally:
         await app.link.close()
     assert rejections(world, "notes-digest") == 1
+
+
+async def test_attack_a_running_cockpit_sends_what_a_killed_cockpit_left_while_linked(
+    world: worlds.World,
+) -> None:
+    """attack pass, session 6: a cockpit killed in a reject's undo window left it held while
+    another cockpit ran with its link intact; it waited for the next cockpit's start. The
+    running cockpit now looks for such rejections now and then (``look_for_left_behind``,
+    every ``LEFT_BEHIND_EVERY_S``) and sends each once."""
+    app = await open_app(world)
+    try:
+        async with app.run_test(size=SIZE):
+            await app.warmed.wait()
+            drafts = (await app.client.call(ops.DRAFTS, ops.Empty())).items
+            first = next(d for d in drafts if d.heinzel_name == "notes-digest")
+            killed_cockpit = subprocess.run(
+                [sys.executable, "-c", QUIT_COCKPIT, str(world.home.root), first.key, "x"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert killed_cockpit.returncode == 0, killed_cockpit.stderr
+            assert app.link.attached and HeldRejects(world.home).load()[0].left_behind()
+            app.look_for_left_behind()
+            await until(lambda: not HeldRejects(world.home).load(), ATTACH_S)
+            await until(lambda: "x: draft rejected" in messages(app))
+            app.look_for_left_behind()  # nothing is held now: nothing more is sent
+    finally:
+        await app.link.close()
+    assert rejections(world, "notes-digest") == 1
