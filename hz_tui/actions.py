@@ -21,11 +21,27 @@ class HeinzelAction:
     name: str
     label: str
     help: str
+    acts_on: str = "the selected heinzel"
+    """What the palette says it acts on: approving approves what the heinzel waits for."""
+
+    @property
+    def title(self) -> str:
+        return f"{self.label} {self.acts_on}"
 
 
 ACTIONS = (
-    HeinzelAction("approve", "Approve", "Approve what waits: a draft, a contract, an amendment"),
-    HeinzelAction("reject", "Reject", "Reject the waiting draft or decline the amendment"),
+    HeinzelAction(
+        "approve",
+        "Approve",
+        "Approve what waits: a draft, a contract, an amendment",
+        "what the selected heinzel waits for",
+    ),
+    HeinzelAction(
+        "reject",
+        "Reject",
+        "Reject the waiting draft or decline the amendment",
+        "what the selected heinzel waits for",
+    ),
     HeinzelAction("wake", "Wake", "Run a turn now (cause: asked)"),
     HeinzelAction("resume", "Continue", "Continue a turn that was cut off or is parked"),
     HeinzelAction("pause", "Pause or unpause", "Stop or restart its wakes"),

@@ -446,6 +446,9 @@ class CockpitApp(App[int]):
     def sort_home(self, column: str) -> None:
         self.home_screen().sort_by(column, reverse=False)
 
+    def sort_next(self) -> None:
+        self.home_screen().table.action_sort_next()
+
     def reverse_home(self) -> None:
         table = self.home_screen().table
         table.sort_by(table.sort_column, reverse=not table.sort_reverse)

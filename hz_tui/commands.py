@@ -115,12 +115,16 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
         ),
         Command("Help: every key", "List every binding", app.action_help, "app.help"),
     ]
+    commands.append(
+        Command(
+            "Sort by the next column", "Move the table's sort along", app.sort_next, "table.sort"
+        )
+    )
     commands += [
         Command(
             f"Sort by {c.label.lower()}",
-            "Order the table",
+            "Order the table by this column",
             partial(app.sort_home, c.key),
-            "table.sort",
         )
         for c in rows.COLUMNS
     ]
@@ -129,7 +133,7 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
     )
     commands += [
         Command(
-            f"{a.label} the selected heinzel",
+            a.title,
             a.help,
             partial(app.act_on_selected, a.name),
             f"act.{a.name}",
@@ -196,7 +200,8 @@ def screen_commands(screen: Screen[object], covered: set[str]) -> list[Command]:
                 continue
             seen.add(binding.id)
             title = f"{scope_of[binding.id].short}: {binding.description}"
-            about = binding.tooltip or keymap.MEANING_OF[binding.id].capitalize()
+            meaning = keymap.MEANING_OF[binding.id]
+            about = binding.tooltip or meaning[:1].upper() + meaning[1:]  # "$EDITOR" stays
             run = partial(node.run_action, binding.action)
             commands.append(Command(title, about, run, binding.id))
     return commands

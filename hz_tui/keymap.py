@@ -505,7 +505,26 @@ MEANING_OF: dict[str, str] = {
 ALIASES = {"home.review": "app.review"}
 
 #: How a key name reads on screen where Textual's name is not what the key shows.
-_SHOWN = {"question_mark": "?", "slash": "/"}
+_SHOWN = {
+    "question_mark": "?",
+    "slash": "/",
+    "escape": "Esc",
+    "enter": "Enter",
+    "space": "Space",
+    "tab": "Tab",
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "home": "Home",
+    "end": "End",
+    "up": "↑",
+    "down": "↓",
+    "left": "←",
+    "right": "→",
+    "delete": "Del",
+    "backspace": "Backspace",
+}
+#: Modifiers as the help screen writes them (``ctrl+j`` is Ctrl+J, as the composer says).
+_MODIFIERS = {"ctrl": "Ctrl", "shift": "Shift", "alt": "Alt"}
 
 
 def binding_ids() -> set[str]:
@@ -526,14 +545,16 @@ def keys_for(binding: Binding, overrides: dict[str, str]) -> str:
 
 
 def _shown(key: str) -> str:
-    """``ctrl+n`` as Ctrl+N, ``f1`` as F1, ``slash`` as /; other names as they are."""
-    if key in _SHOWN:
-        return _SHOWN[key]
-    if key.startswith("ctrl+"):
-        return "Ctrl+" + key.removeprefix("ctrl+").upper()
-    if key[:1] == "f" and key[1:].isdigit():
-        return key.upper()
-    return key
+    """One way of writing keys everywhere: ``ctrl+n`` as Ctrl+N, ``shift+tab`` as Shift+Tab,
+    ``f1`` as F1, ``escape`` as Esc, ``pageup`` as PgUp, ``slash`` as /; letters as they are."""
+    *modifiers, name = key.split("+") if key != "+" else [key]
+    if name in _SHOWN:
+        shown = _SHOWN[name]
+    elif (name[:1] == "f" and name[1:].isdigit()) or (modifiers and len(name) == 1):
+        shown = name.upper()
+    else:
+        shown = name
+    return "+".join([*(_MODIFIERS.get(m, m) for m in modifiers), shown])
 
 
 def shown_keys(binding_id: str, overrides: dict[str, str]) -> str:

@@ -34,8 +34,8 @@ _followed: WeakSet[Screen[object]] = WeakSet()
 def keep_toasts_clear(app: App[object], screen: Screen[object]) -> None:
     """Keep the toasts of ``screen`` off its floor and its head, from its next layout on (a
     screen just pushed has no children yet: ``app`` listens for it)."""
-    if screen in _followed:
-        return
+    if screen in _followed or not app.is_running:
+        return  # an app that is closing changes screens as it pops them: nothing to place
     _followed.add(screen)
     screen.screen_layout_refresh_signal.subscribe(app, place)
 
