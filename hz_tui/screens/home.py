@@ -265,6 +265,8 @@ class HomeScreen(Screen[None]):
         table = self.table
         empty = self.query_one("#empty", Static)
         blank = self.cockpit.listed and not table.order
+        if blank != empty.display:
+            self.refresh_bindings()  # the row keys leave the key bar, or come back
         empty.display = blank
         self.query_one("#list").set_class(blank, "-empty")
         if not blank:
@@ -342,6 +344,9 @@ class HomeScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
             return bool(self.filter_bar.value) or self.filter_bar.has_focus or self.preview_full
+        if action == "act":
+            table = next(iter(self.query(HeinzelTable)), None)  # None before the home is composed
+            return table is not None and bool(table.order)  # no row, no heinzel to act on
         return True
 
     def action_toggle_preview(self) -> None:

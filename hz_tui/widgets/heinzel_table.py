@@ -282,6 +282,12 @@ class HeinzelTable(ScrollView, can_focus=True):
 
     # -- actions -----------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Opening and sorting leave the key bar (and do nothing) while no row shows."""
+        if action in ("open", "sort_next", "sort_reverse"):
+            return bool(self.order)
+        return True
+
     def action_open(self) -> None:
         key = self.cursor_key()
         if key is not None:

@@ -31,6 +31,7 @@ from hz_tui.widgets.status_line import StatusLine
 from tests.tui import homes, worlds
 from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_terminals import key_bar_text
 
 
 class CountsCalls(PassThrough):
@@ -313,6 +314,10 @@ async def test_issue14_item5_an_empty_home_says_how_to_begin(home: Home, monkeyp
             assert empty.display
             shown = " ".join(text_of(empty).split())
             assert "No heinzels yet" in shown and "Press Ctrl+N" in shown and "hz demo" in shown
+            bar = key_bar_text(app)
+            assert "New" in bar and "Help" in bar
+            for gone in ("Open", "Sort", "Approve", "Wake"):
+                assert gone not in bar, f"{gone} is offered with no heinzel to act on: {bar}"
     finally:
         await opened.close()
 
