@@ -238,7 +238,9 @@ class ReviewScreen(Screen[None]):
             parts.insert(0, f"{len(self.waiting)} reject waiting for the kernel (✗): u undoes")
         if self.undoable:
             parts.insert(0, f"{len(self.undoable)} rejected: u undoes")
-        if self.markdown:
+        if not count:
+            pass  # no draft shown: no view of one to switch
+        elif self.markdown:
             back = keymap.shown_keys("review.markdown", self.cockpit.keymap_overrides)
             parts.append(f"{review.MARKDOWN_MODE} ({back} returns to the diff)")
         else:

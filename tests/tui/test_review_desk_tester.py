@@ -104,7 +104,9 @@ async def test_issue14_item3_an_empty_queue_offers_no_draft_actions(
         await pilot.press("a")
         await until(lambda: screen.queue.row_count == 0)
         await pilot.pause()
-        assert "nothing waits for review" in text_of(screen.query_one("#review-status", Static))
+        status = text_of(screen.query_one("#review-status", Static))
+        assert "nothing waits for review" in status
+        assert "switches" not in status, "no draft, no view of one to switch"
         assert not draft_keys & key_bar(screen), key_bar(screen)
         assert "Back" in key_bar(screen)
         notices = len(app.notices.history)
