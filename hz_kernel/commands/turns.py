@@ -271,19 +271,23 @@ class TurnCommands(KernelCore):
     def _follow_ups(self, held: HeldSession) -> list[Wake]:
         """Wakes for everything that arrived while the last turn ran: one follow-up turn."""
         requests = held.projection.requests
+        inbox = Inbox(held.dir)
         wakes: list[Wake] = []
         for row in requests.values():
-            if row.get("status") == "requested" and row.get("key") not in held.projection.keys:
-                wakes.append(
-                    Wake(
-                        cause=row.get("cause") or "asked",
-                        key=str(row["key"]),
-                        request_id=row.get("request_id")
-                        if row.get("request_id") != row.get("key")
-                        else None,
-                    )
+            if row.get("status") != "requested" or row.get("key") in held.projection.keys:
+                continue
+            if inbox.withdrawn(str(row.get("request_id"))):
+                continue  # a stop handed it back: its turn.requested delivers nothing
+            wakes.append(
+                Wake(
+                    cause=row.get("cause") or "asked",
+                    key=str(row["key"]),
+                    request_id=row.get("request_id")
+                    if row.get("request_id") != row.get("key")
+                    else None,
                 )
-        for request in Inbox(held.dir).all():
+            )
+        for request in inbox.all():
             if request.kind in ("chat", "wake") and request.request_id not in requests:
                 key = request_key(held.id, request.request_id)
                 if key not in held.projection.keys:
@@ -535,8 +539,14 @@ class TurnCommands(KernelCore):
         ]
         return api.InboxList(items=items)
 
-    async def stop(self, *, ref: str) -> api.TurnReport:
-        """Cancel the running step; the turn ends abandoned (``stopped``), the queue stays."""
+    async def stop(self, *, ref: str, hand_back: bool = False) -> api.TurnReport:
+        """Cancel the running step; the turn ends abandoned (``stopped``).
+
+        The queue stays as the next turn's input, unless ``hand_back``: then,
+        under the turn lock (before any follow-up turn can start), the chat
+        messages still waiting and those steered into the stopped turn are
+        withdrawn from the inbox and answered in ``handed_back``.
+        """
         row = await self.resolve(ref)
         heinzel_id = row["id"]
         runner = self._running.get(heinzel_id)
@@ -544,15 +554,22 @@ class TurnCommands(KernelCore):
             runner.stopping = True
             runner.task.cancel()
             async with self._turn_lock(heinzel_id):
-                pass
-            return await self.turn_report(heinzel_id, runner.turn)
+                given = await self._hand_back(heinzel_id, runner.turn) if hand_back else []
+            report = await self.turn_report(heinzel_id, runner.turn)
+            return report.model_copy(update={"handed_back": given})
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             open_turns = [t for t, r in held.projection.turns.items() if r["status"] == "running"]
             for turn in open_turns:
                 state = _load_state(held, turn)
                 if state is not None:
                     await _runner(self, held).abandon(state, "stopped")  # type: ignore[arg-type]
-        return await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+            given = _withdraw(held, open_turns[-1]) if hand_back and open_turns else []
+        report = await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+        return report.model_copy(update={"handed_back": given})
+
+    async def _hand_back(self, heinzel_id: str, turn: str) -> list[api.InboxItem]:
+        async with self.holding(heinzel_id) as held:
+            return _withdraw(held, turn)
 
     async def retry(
         self, *, ref: str, hint: str | None = None, request_id: str | None = None
@@ -843,6 +860,32 @@ _log = logging.getLogger("hz.turns")
 def _seconds_since(moment: datetime, now: datetime) -> float:
     """Seconds from ``moment`` to ``now`` on the kernel's clock (never negative if it stepped)."""
     return round(max(0.0, (now - moment).total_seconds()), 3)
+
+
+def _withdraw(held: HeldSession, turn: str) -> list[api.InboxItem]:
+    """Withdraw the chat messages a stopped ``turn`` leaves: those no turn took yet (pending
+    or requested) and those steered into it (it came to nothing, so they were not answered)."""
+    requests = held.projection.requests
+    inbox = Inbox(held.dir)
+    chosen: dict[str, str] = {}
+    for request in inbox.all():
+        if request.kind != "chat":
+            continue
+        row = requests.get(request.request_id) or {}
+        status = str(row.get("status") or "pending")
+        if status in ("pending", "requested") or (status == "steered" and row["turn"] == turn):
+            chosen[request.request_id] = status
+    return [
+        api.InboxItem(
+            request_id=request.request_id,
+            kind=request.kind,
+            mode=request.mode,
+            message=request.message,
+            admitted_at=request.admitted_at,
+            status=chosen[request.request_id],
+        )
+        for request in inbox.withdraw([r for r in inbox.all() if r.request_id in chosen])
+    ]
 
 
 def _uncancel() -> None:
