@@ -178,14 +178,20 @@ class TurnCommands(KernelCore):
             return None
         async with lock, self.holding(heinzel_id) as held:
             self._check_may_run(held)
-            Inbox(held.dir).unmark()
-            last = await self._resume_open_turns(held)
-            keys = held.projection.keys
-            fresh = [w for w in wakes if w.key not in keys]
-            if not fresh:
-                done = [keys[w.key]["turn"] for w in wakes if w.key in keys]
-                last = done[-1] if done else last
+            inbox = Inbox(held.dir)
+            inbox.unmark()
             try:
+                last = await self._resume_open_turns(held)
+                keys = held.projection.keys
+                fresh = [
+                    w
+                    for w in wakes
+                    if w.key not in keys
+                    and not (w.request_id and inbox.withdrawn(w.request_id))  # handed back
+                ]
+                if not fresh:
+                    done = [keys[w.key]["turn"] for w in wakes if w.key in keys]
+                    last = done[-1] if done else last
                 if fresh:
                     last = await self._run_turn(
                         held, fresh, parent_turn=parent_turn, from_step=from_step
@@ -340,6 +346,8 @@ class TurnCommands(KernelCore):
                     raise
                 _uncancel()
                 await runner.abandon(state, "stopped")
+        if runner.stopping:
+            raise _Stopped(turn)
 
     def _steering(self, held: HeldSession, turn: str) -> Callable[[], Awaitable[list[str]]]:
         """The think step's steering queue: pending ``steer`` messages, journalled on delivery."""
@@ -367,17 +375,21 @@ class TurnCommands(KernelCore):
         heinzel_id = row["id"]
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             self._check_may_run(held)
-            turn = await self._resume_open_turns(held)
-            if turn is None and held.projection.heinzel["waiting_turn"]:
-                turn = str(held.projection.heinzel["waiting_turn"])
-                await self._resume_turn(held, turn, "asked")
+            try:
+                turn = await self._resume_open_turns(held)
+                if turn is None and held.projection.heinzel["waiting_turn"]:
+                    turn = str(held.projection.heinzel["waiting_turn"])
+                    await self._resume_turn(held, turn, "asked")
+            except _Stopped as stopped:
+                turn = stopped.turn
         return await self.turn_report(heinzel_id, turn)
 
     async def resume_waiting(self, heinzel_id: str, turn: str, woken_by: WokenBy) -> None:
         """The tick's entry: a waiting turn whose time came or whose condition holds."""
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             if held.projection.turns.get(turn, {}).get("status") == "waiting":
-                await self._resume_turn(held, turn, woken_by)
+                with contextlib.suppress(_Stopped):
+                    await self._resume_turn(held, turn, woken_by)
 
     async def skip_wakes(
         self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
@@ -640,7 +652,8 @@ class TurnCommands(KernelCore):
                 waiting = held.projection.heinzel["waiting_turn"]
                 on = held.projection.heinzel["waiting_on"] or {}
                 if waiting and on.get("kind") == "answer" and on.get("key") == key:
-                    await self._resume_turn(held, str(waiting), "answer")
+                    with contextlib.suppress(_Stopped):
+                        await self._resume_turn(held, str(waiting), "answer")
                     return str(waiting)
             wake = Wake(
                 cause="asked",

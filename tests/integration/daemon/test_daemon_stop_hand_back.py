@@ -201,3 +201,40 @@ async def test_s6_item1_a_crash_mid_withdrawal_never_delivers_the_withdrawn_one(
     }
     assert set(_turns_given(world, heinzel_id, "s-1")) <= stopped
     assert len(_turns_given(world, heinzel_id, "q-1")) == 1
+
+
+async def test_s6_item1_a_stopped_resumed_turn_runs_no_wake_waiting_behind_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """s6 item 1: a turn cut off by a crash is resumed by the next message's wake; stopped
+    with hand-back, neither that message nor a steer runs afterwards: both come back."""
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world)
+    cut = world.hz("heinzel", "wake", heinzel_id, check=False, HZ_CRASH_AT="step.done:gather")
+    assert cut.returncode != 0 and "turn.started" in [e["kind"] for e in _spine(world, heinzel_id)]
+    hold = tmp_path / "hold"
+    hold.touch()
+    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    local = LocalClient(await Kernel.open(Home.resolve(world.home), long_lived=True))
+    try:
+        first = ops.ChatRequest(ref=heinzel_id, message="after the crash", request_id="a-1")
+        await local.call(ops.CHAT, first)
+        await _until(
+            lambda: any(e["kind"] == "turn.resumed" for e in _spine(world, heinzel_id)),
+            "the cut turn resumes",
+        )
+        steer = ops.ChatRequest(ref=heinzel_id, message="S3 steer", mode="steer", request_id="s-1")
+        await local.call(ops.CHAT, steer)
+        stop = ops.StopRequest(ref=heinzel_id, hand_back=True)
+        # Guarded: were the waiting wake run before the stop answers, it would hold forever.
+        report = await asyncio.wait_for(local.call(ops.STOP, stop), WAIT_S)
+        hold.unlink()
+        assert [i.request_id for i in report.handed_back] == ["a-1", "s-1"]
+        done = _finished(world, heinzel_id)
+        nxt = ops.ChatRequest(ref=heinzel_id, message="next one", request_id="n-1")
+        await local.call(ops.CHAT, nxt)
+        await _until(lambda: _finished(world, heinzel_id) > done, "the next turn ends")
+        assert _turns_given(world, heinzel_id, "a-1") == []
+        assert set(_turns_given(world, heinzel_id, "s-1")) <= {report.turn}
+    finally:
+        await local.close()
