@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -176,6 +177,13 @@ class Inbox:
         moved: list[InboxRequest] = []
         with store_io(aside):
             ensure_private_dir(aside)
+            if not stat.S_ISDIR(os.lstat(aside).st_mode):
+                raise HzError(
+                    "HZS090",
+                    "refused: not a directory (a symbolic link, a file or a special entry); "
+                    "nothing was withdrawn",
+                    str(aside),
+                )
             for request in requests:
                 name = f"{check_request_id(request.request_id)}.json"
                 try:

@@ -25,6 +25,7 @@ from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.inbox import WITHDRAWN_DIR, Inbox, InboxRequest
 from tests.integration.daemon.daemon_helpers import Daemons, discovery
 from tests.integration.daemon.test_daemon_turns import _heinzel, _spine
 from tests.support.homes import World, make_world
@@ -238,3 +239,24 @@ async def test_s6_item1_a_stopped_resumed_turn_runs_no_wake_waiting_behind_it(
         assert set(_turns_given(world, heinzel_id, "s-1")) <= {report.turn}
     finally:
         await local.close()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "file"])
+def test_s6_item1_a_withdrawn_folder_that_is_no_folder_is_refused_and_moves_nothing(
+    tmp_path: Path, kind: str
+) -> None:
+    """s6 item 1 (hostile files): ``inbox/withdrawn`` as a symbolic link (to a folder outside
+    the home) or a file is refused (HZS090); the request stays in the inbox, nothing moves."""
+    inbox = Inbox(tmp_path / "hz-x")
+    request, _ = inbox.admit(InboxRequest(request_id="r-1", heinzel="hz-x", message="hi"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    aside = inbox.dir / WITHDRAWN_DIR
+    if kind == "symlink":
+        aside.symlink_to(outside)
+    else:
+        aside.write_text("not a folder")
+    with pytest.raises(HzError) as refused:
+        inbox.withdraw([request])
+    assert refused.value.code == "HZS090"
+    assert (inbox.dir / "r-1.json").exists() and list(outside.iterdir()) == []
