@@ -364,6 +364,9 @@ class TurnReport(_Shape):
     report: str | None = None
     usd: float = 0.0
     tokens: int = 0
+    handed_back: list[InboxItem] = []
+    """A stop with ``hand_back``: the chat messages it withdrew from the inbox, oldest first;
+    no turn gets them, they are the user's to send again."""
 
 
 class Admitted(_Shape):

@@ -500,7 +500,7 @@ async def cmd_chat(client: KernelClient, args: argparse.Namespace) -> int:
 async def cmd_turn_command(client: KernelClient, args: argparse.Namespace) -> int:
     """stop, retry and answer: each ends in a turn report."""
     if args.command == "stop":
-        report = await client.call(ops.STOP, ops.HeinzelRef(ref=args.name))
+        report = await client.call(ops.STOP, ops.StopRequest(ref=args.name))
     elif args.command == "retry":
         report = await client.call(ops.RETRY, ops.RetryRequest(ref=args.name, hint=args.hint))
     else:

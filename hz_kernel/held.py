@@ -103,7 +103,8 @@ class QueueingClient(LocalClient):
             return await super().call(operation, request)
         except SpineBusy as busy:
             heinzel_id = Path(busy.place or "").parent.name
-            if operation.name not in QUEUEABLE or not MARKER_NAME.match(heinzel_id):
+            handing_back = getattr(request, "hand_back", False)  # its answer is the messages
+            if operation.name not in QUEUEABLE or handing_back or not MARKER_NAME.match(heinzel_id):
                 raise
             stored = queue(self.kernel.home, heinzel_id, operation, request)
             raise Queued(stored, busy.holder) from None

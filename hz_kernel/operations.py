@@ -133,6 +133,13 @@ class RenameRequest(Request):
     name: str
 
 
+class StopRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    hand_back: bool = False
+    """Also withdraw the chat messages the stopped turn would leave to the next one and answer
+    them (``handed_back``): the cockpit puts them back in the composer, unsent."""
+
+
 class WakeRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     request_id: RequestId | None = None
@@ -269,7 +276,7 @@ RESUME = Operation(
 )
 CHAT = Operation("heinzel.chat", ChatRequest, api.Admitted, "chat", True, "Send a message")
 INBOX = Operation("heinzel.inbox", HeinzelRef, api.InboxList, "inbox", False, "The inbox")
-STOP = Operation("heinzel.stop", HeinzelRef, api.TurnReport, "stop", True, "Stop the turn")
+STOP = Operation("heinzel.stop", StopRequest, api.TurnReport, "stop", True, "Stop the turn")
 RETRY = Operation("heinzel.retry", RetryRequest, api.TurnReport, "retry", True, "Try again")
 ANSWER = Operation("heinzel.answer", AnswerRequest, api.TurnReport, "answer", True, "Answer")
 DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", True, "Dismiss")

@@ -26,8 +26,6 @@ from hz_kernel.api import ComposerText, InboxItem
 Mode = Literal["steer", "queue"]
 Choice = Literal["mine", "theirs", "both"]
 Reconciled = Literal["take", "rebase", "conflict"]
-#: Inbox statuses of a message no turn has taken yet.
-STILL_WAITING = ("pending", "requested")
 
 __all__ = [
     "Choice",
@@ -82,26 +80,22 @@ class ComposerState(BaseModel):
         text = "" if self.text.strip() == sent.message else self.text
         return self.model_copy(update={"outgoing": None, "text": text})
 
-    def given_back(self, items: list[InboxItem]) -> ComposerState:
-        """The messages a stopped turn gives back, before what was typed, in the mode they had.
+    def given_back(self, items: list[InboxItem], typed: str) -> ComposerState:
+        """The messages a stopped turn gave back, before ``typed`` (the text on screen now),
+        in the mode they had.
 
         When they all had one mode, that is the mode; otherwise the mode the
-        user had chosen stays. One message alone that still waits in the inbox,
-        with nothing typed, keeps its request id: sent again unchanged it is
-        taken once, not twice. One the stopped turn had taken (steered into
-        it) is sent again under a new id, or the inbox would answer "had it".
+        user had chosen stays. The kernel withdrew them (``heinzel.stop`` with
+        ``hand_back``), so none is sent unless the user sends it again, under
+        a new request id.
         """
-        typed = self.text.strip()
-        messages = [item.message for item in items]
+        messages = "\n\n".join(item.message for item in items)
         modes = {item.mode for item in items}
         mode: Mode = self.mode
         if modes == {"steer"} or modes == {"queue"}:
             mode = "steer" if modes == {"steer"} else "queue"
-        outgoing = None
-        if len(items) == 1 and not typed and items[0].status in STILL_WAITING:
-            outgoing = Outgoing(request_id=items[0].request_id, message=messages[0], mode=mode)
-        text = "\n\n".join([*messages, typed] if typed else messages)
-        return ComposerState(text=text, mode=mode, outgoing=outgoing)
+        text = f"{messages}\n\n{typed}" if typed else messages
+        return ComposerState(text=text, mode=mode)
 
     def resolved(self, choice: Choice, theirs: ComposerText) -> ComposerState:
         """The text the user chose when another window's newer text met this one's."""

@@ -178,14 +178,20 @@ class TurnCommands(KernelCore):
             return None
         async with lock, self.holding(heinzel_id) as held:
             self._check_may_run(held)
-            Inbox(held.dir).unmark()
-            last = await self._resume_open_turns(held)
-            keys = held.projection.keys
-            fresh = [w for w in wakes if w.key not in keys]
-            if not fresh:
-                done = [keys[w.key]["turn"] for w in wakes if w.key in keys]
-                last = done[-1] if done else last
+            inbox = Inbox(held.dir)
+            inbox.unmark()
             try:
+                last = await self._resume_open_turns(held)
+                keys = held.projection.keys
+                fresh = [
+                    w
+                    for w in wakes
+                    if w.key not in keys
+                    and not (w.request_id and inbox.withdrawn(w.request_id))  # handed back
+                ]
+                if not fresh:
+                    done = [keys[w.key]["turn"] for w in wakes if w.key in keys]
+                    last = done[-1] if done else last
                 if fresh:
                     last = await self._run_turn(
                         held, fresh, parent_turn=parent_turn, from_step=from_step
@@ -271,19 +277,23 @@ class TurnCommands(KernelCore):
     def _follow_ups(self, held: HeldSession) -> list[Wake]:
         """Wakes for everything that arrived while the last turn ran: one follow-up turn."""
         requests = held.projection.requests
+        inbox = Inbox(held.dir)
         wakes: list[Wake] = []
         for row in requests.values():
-            if row.get("status") == "requested" and row.get("key") not in held.projection.keys:
-                wakes.append(
-                    Wake(
-                        cause=row.get("cause") or "asked",
-                        key=str(row["key"]),
-                        request_id=row.get("request_id")
-                        if row.get("request_id") != row.get("key")
-                        else None,
-                    )
+            if row.get("status") != "requested" or row.get("key") in held.projection.keys:
+                continue
+            if inbox.withdrawn(str(row.get("request_id"))):
+                continue  # a stop handed it back: its turn.requested delivers nothing
+            wakes.append(
+                Wake(
+                    cause=row.get("cause") or "asked",
+                    key=str(row["key"]),
+                    request_id=row.get("request_id")
+                    if row.get("request_id") != row.get("key")
+                    else None,
                 )
-        for request in Inbox(held.dir).all():
+            )
+        for request in inbox.all():
             if request.kind in ("chat", "wake") and request.request_id not in requests:
                 key = request_key(held.id, request.request_id)
                 if key not in held.projection.keys:
@@ -336,6 +346,8 @@ class TurnCommands(KernelCore):
                     raise
                 _uncancel()
                 await runner.abandon(state, "stopped")
+        if runner.stopping:
+            raise _Stopped(turn)
 
     def _steering(self, held: HeldSession, turn: str) -> Callable[[], Awaitable[list[str]]]:
         """The think step's steering queue: pending ``steer`` messages, journalled on delivery."""
@@ -363,17 +375,21 @@ class TurnCommands(KernelCore):
         heinzel_id = row["id"]
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             self._check_may_run(held)
-            turn = await self._resume_open_turns(held)
-            if turn is None and held.projection.heinzel["waiting_turn"]:
-                turn = str(held.projection.heinzel["waiting_turn"])
-                await self._resume_turn(held, turn, "asked")
+            try:
+                turn = await self._resume_open_turns(held)
+                if turn is None and held.projection.heinzel["waiting_turn"]:
+                    turn = str(held.projection.heinzel["waiting_turn"])
+                    await self._resume_turn(held, turn, "asked")
+            except _Stopped as stopped:
+                turn = stopped.turn
         return await self.turn_report(heinzel_id, turn)
 
     async def resume_waiting(self, heinzel_id: str, turn: str, woken_by: WokenBy) -> None:
         """The tick's entry: a waiting turn whose time came or whose condition holds."""
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             if held.projection.turns.get(turn, {}).get("status") == "waiting":
-                await self._resume_turn(held, turn, woken_by)
+                with contextlib.suppress(_Stopped):
+                    await self._resume_turn(held, turn, woken_by)
 
     async def skip_wakes(
         self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
@@ -535,8 +551,14 @@ class TurnCommands(KernelCore):
         ]
         return api.InboxList(items=items)
 
-    async def stop(self, *, ref: str) -> api.TurnReport:
-        """Cancel the running step; the turn ends abandoned (``stopped``), the queue stays."""
+    async def stop(self, *, ref: str, hand_back: bool = False) -> api.TurnReport:
+        """Cancel the running step; the turn ends abandoned (``stopped``).
+
+        The queue stays as the next turn's input, unless ``hand_back``: then,
+        under the turn lock (before any follow-up turn can start), the chat
+        messages still waiting and those steered into the stopped turn are
+        withdrawn from the inbox and answered in ``handed_back``.
+        """
         row = await self.resolve(ref)
         heinzel_id = row["id"]
         runner = self._running.get(heinzel_id)
@@ -544,15 +566,22 @@ class TurnCommands(KernelCore):
             runner.stopping = True
             runner.task.cancel()
             async with self._turn_lock(heinzel_id):
-                pass
-            return await self.turn_report(heinzel_id, runner.turn)
+                given = await self._hand_back(heinzel_id, runner.turn) if hand_back else []
+            report = await self.turn_report(heinzel_id, runner.turn)
+            return report.model_copy(update={"handed_back": given})
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
             open_turns = [t for t, r in held.projection.turns.items() if r["status"] == "running"]
             for turn in open_turns:
                 state = _load_state(held, turn)
                 if state is not None:
                     await _runner(self, held).abandon(state, "stopped")  # type: ignore[arg-type]
-        return await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+            given = _withdraw(held, open_turns[-1]) if hand_back and open_turns else []
+        report = await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+        return report.model_copy(update={"handed_back": given})
+
+    async def _hand_back(self, heinzel_id: str, turn: str) -> list[api.InboxItem]:
+        async with self.holding(heinzel_id) as held:
+            return _withdraw(held, turn)
 
     async def retry(
         self, *, ref: str, hint: str | None = None, request_id: str | None = None
@@ -623,7 +652,8 @@ class TurnCommands(KernelCore):
                 waiting = held.projection.heinzel["waiting_turn"]
                 on = held.projection.heinzel["waiting_on"] or {}
                 if waiting and on.get("kind") == "answer" and on.get("key") == key:
-                    await self._resume_turn(held, str(waiting), "answer")
+                    with contextlib.suppress(_Stopped):
+                        await self._resume_turn(held, str(waiting), "answer")
                     return str(waiting)
             wake = Wake(
                 cause="asked",
@@ -843,6 +873,32 @@ _log = logging.getLogger("hz.turns")
 def _seconds_since(moment: datetime, now: datetime) -> float:
     """Seconds from ``moment`` to ``now`` on the kernel's clock (never negative if it stepped)."""
     return round(max(0.0, (now - moment).total_seconds()), 3)
+
+
+def _withdraw(held: HeldSession, turn: str) -> list[api.InboxItem]:
+    """Withdraw the chat messages a stopped ``turn`` leaves: those no turn took yet (pending
+    or requested) and those steered into it (it came to nothing, so they were not answered)."""
+    requests = held.projection.requests
+    inbox = Inbox(held.dir)
+    chosen: dict[str, str] = {}
+    for request in inbox.all():
+        if request.kind != "chat":
+            continue
+        row = requests.get(request.request_id) or {}
+        status = str(row.get("status") or "pending")
+        if status in ("pending", "requested") or (status == "steered" and row["turn"] == turn):
+            chosen[request.request_id] = status
+    return [
+        api.InboxItem(
+            request_id=request.request_id,
+            kind=request.kind,
+            mode=request.mode,
+            message=request.message,
+            admitted_at=request.admitted_at,
+            status=chosen[request.request_id],
+        )
+        for request in inbox.withdraw([r for r in inbox.all() if r.request_id in chosen])
+    ]
 
 
 def _uncancel() -> None:

@@ -17,6 +17,11 @@ for the next tick, not for the heinzel's next turn. The deliverer removes
 the marker under the spine's lock before it reads the inbox, so a message
 admitted meanwhile leaves a new marker and is never stranded.
 
+A stop that hands messages back (the cockpit's) withdraws them: each file
+is renamed into ``inbox/withdrawn/`` (atomic, the folders fsynced), so no
+turn takes it and its text is never deleted; an id once withdrawn is not
+admitted again (``HZS098``), the user sends the text under a new one.
+
 An ``operation`` request is a whole command (stop, pause, approve, …) that
 found the spine held by another process (``hz_kernel.held``): the next
 tick performs it and then removes its file (``consume``).
@@ -27,12 +32,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hz_kernel import crashpoints
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import (
@@ -52,6 +59,7 @@ REQUEST_ID = re.compile(REQUEST_ID_PATTERN)
 REQUEST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json$")
 MAX_MESSAGE = 64 * 1024
 UNDELIVERED_DIR = "undelivered"
+WITHDRAWN_DIR = "withdrawn"
 MARKER_NAME = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
 
 RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "reject", "operation"]
@@ -112,6 +120,13 @@ class Inbox:
         """
         check_request_id(request.request_id)
         path = self.dir / f"{request.request_id}.json"
+        if self.withdrawn(request.request_id):
+            raise HzError(
+                "HZS098",
+                f"request id {request.request_id!r} was withdrawn by a stop that handed its "
+                "message back; send it again under a new id",
+                str(path),
+            )
         with store_io(path):
             ensure_private_dir(self.dir)
             stored = self.get(request.request_id) if path.exists() else None
@@ -149,6 +164,43 @@ class Inbox:
         with store_io(path), contextlib.suppress(FileNotFoundError):
             os.unlink(path)
             fsync_dir(self.dir)
+
+    def withdraw(self, requests: list[InboxRequest]) -> list[InboxRequest]:
+        """Move these requests aside so no turn takes them; returns those moved.
+
+        Each file is renamed into ``withdrawn/`` (kept, never deleted) and
+        the crash point ``inbox:withdrawn`` is reached once per file made
+        durable: a request is either still in the inbox (a turn takes it)
+        or aside (none ever does), never both and never neither.
+        """
+        aside = self.dir / WITHDRAWN_DIR
+        moved: list[InboxRequest] = []
+        with store_io(aside):
+            ensure_private_dir(aside)
+            if not stat.S_ISDIR(os.lstat(aside).st_mode):
+                raise HzError(
+                    "HZS090",
+                    "refused: not a directory (a symbolic link, a file or a special entry); "
+                    "nothing was withdrawn",
+                    str(aside),
+                )
+            for request in requests:
+                name = f"{check_request_id(request.request_id)}.json"
+                try:
+                    os.rename(self.dir / name, aside / name)
+                except FileNotFoundError:
+                    continue
+                fsync_dir(aside)
+                fsync_dir(self.dir)
+                crashpoints.reached("inbox:withdrawn")
+                moved.append(request)
+        return moved
+
+    def withdrawn(self, request_id: str) -> bool:
+        """Whether a stop withdrew this request (its text is in ``withdrawn/``)."""
+        if not REQUEST_ID.match(request_id):
+            return False
+        return (self.dir / WITHDRAWN_DIR / f"{request_id}.json").exists()
 
     def get(self, request_id: str) -> InboxRequest | None:
         """The stored request; an entry that is a FIFO, socket or device is refused (HZS090)."""

@@ -30,6 +30,7 @@ from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.contract import ContractScreen
 from hz_tui.screens.conversation import ConversationScreen
 from hz_tui.screens.prompt import PromptScreen
@@ -38,7 +39,7 @@ from hz_tui.watcher import SpineBatch
 from hz_tui.widgets.composer import Composer
 from hz_tui.widgets.costs import CostPanel
 from hz_tui.widgets.facts import Facts
-from hz_tui.widgets.inbox import InboxList, waiting
+from hz_tui.widgets.inbox import InboxList
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.lessons import LessonList
 from hz_tui.widgets.live_turn import LiveTurnPanel, turn_panel
@@ -46,7 +47,6 @@ from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from hz_kernel.client import KernelClient
     from hz_tui.app import CockpitApp
 
 #: A second Ctrl+C within this many seconds stops the running turn.
@@ -243,16 +243,19 @@ class HeinzelScreen(Screen[None]):
         self.notify(f"Press Ctrl+C again to stop {self.running_step()}.", timeout=DOUBLE_PRESS_S)
 
     def action_ask_stop(self) -> None:
-        """K: "stop think?", naming the step, so nothing stops that the user did not see run."""
+        """K: "stop think?", naming the step, so nothing stops that the user did not see run;
+        Cancel is highlighted, as in every confirmation: Enter alone never stops a turn."""
         if not self.turn_panel.running:
             self.notify("No turn is running.")
             return
         step = self.running_step()
-        choices = [("stop", f"Stop {step}: the turn ends abandoned"), ("keep", "Keep it running")]
-        self.app.push_screen(
-            ChooseScreen(f"Stop {step}?", choices),
-            lambda choice: self.stop_turn() if choice == "stop" else None,
+        asked = ConfirmScreen(
+            f"Stop {step}?",
+            "The turn ends abandoned; the messages it did not answer come back to the "
+            "composer, unsent.",
+            f"Stop {step}",
         )
+        self.app.push_screen(asked, lambda yes: self.stop_turn() if yes else None)
 
     def running_step(self) -> str:
         live = self.turn_panel.live
@@ -260,25 +263,26 @@ class HeinzelScreen(Screen[None]):
 
     @work(exclusive=True, group="heinzel-stop")
     async def stop_turn(self) -> None:
-        """Stop the turn; what was queued stays in the inbox and its text returns here."""
+        """Stop the turn and take back what no turn answered: the kernel withdraws those
+        messages (``hand_back``), so they come back here unsent, never also to the next turn."""
         client = self.cockpit.client
-        ref = ops.HeinzelRef(ref=self.heinzel_id)
+        stop = ops.StopRequest(ref=self.heinzel_id, hand_back=True)
         try:
-            report = await client.call(ops.STOP, ref)
-            inbox = await client.call(ops.INBOX, ref)
-            steered = await _steered_into(client, self.heinzel_id, report.turn)
+            report = await client.call(ops.STOP, stop)
         except HzError as exc:
             self.notify(f"{self.name_shown}: {exc.one_line()}", severity="error", timeout=10)
             return
+        self.query_one(Composer).put_back(report.handed_back)
+        given = len(report.handed_back)
+        back = f"; {given} message{'s' if given > 1 else ''} back in the composer, unsent"
         if report.turn is None:
-            self.notify(f"{self.name_shown}: no turn was running.")
+            self.notify(f"{self.name_shown}: no turn was running{back if given else ''}.")
         else:
-            self.notify(f"{self.name_shown}: the turn was stopped.")
-        waits = waiting(inbox.items)
-        given = [
-            i for i in inbox.items if i.kind == "chat" and (i in waits or i.request_id in steered)
-        ]
-        self.query_one(Composer).put_back(given)
+            self.notify(f"{self.name_shown}: the turn was stopped{back if given else ''}.")
+        try:
+            inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
+        except HzError:
+            return  # the list catches up on the next refresh
         self.inbox = inbox.items
         self.query_one(InboxList).show(self.inbox, now_utc())
 
@@ -341,15 +345,6 @@ class HeinzelScreen(Screen[None]):
             return
         self.notify(f"{self.name_shown}: {done}.")
         self.load()
-
-
-async def _steered_into(client: KernelClient, heinzel_id: str, turn: str | None) -> set[str]:
-    """The messages steered into ``turn``: stopped, it came to nothing, so they come back."""
-    if turn is None:
-        return set()
-    request = ops.TurnBodyRequest(ref=heinzel_id, turn=turn, types=[])
-    body = await client.call(ops.TURN_BODY, request)
-    return {str(e["data"]["request_id"]) for e in body.events if e["kind"] == "turn.steered"}
 
 
 def _request_id() -> str:

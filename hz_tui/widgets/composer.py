@@ -97,7 +97,7 @@ class ComposerArea(TextArea):
         self.composer.catch_up()
 
     async def _on_key(self, event: events.Key) -> None:
-        """Send, new line and history act here, in the order the keys came.
+        """Send, new line, history and editing keys act here, in the order the keys came.
 
         As bindings they would run when the key reached the app (a priority
         binding: before the keys typed just ahead of it were inserted): a
@@ -105,11 +105,19 @@ class ComposerArea(TextArea):
         in the middle of the word before it.
         """
         # The widget's bindings as the user's keymap left them (``cockpit.json`` overrides by id).
-        for binding in self._bindings.key_to_bindings.get(event.key, []):
+        bound = self._bindings.key_to_bindings.get(event.key, [])
+        for binding in bound:
             if binding.action in IN_ORDER:
                 event.stop()
                 event.prevent_default()
                 getattr(self, f"action_{binding.action}")()
+                return
+        # The text area's own editing keys too (Backspace, Ctrl+K, ←, …): bubbled to the app
+        # they would run after the characters typed behind them, deleting those instead.
+        for binding in bound:
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()
                 return
         await super()._on_key(event)
 
@@ -512,11 +520,22 @@ class Composer(Horizontal):
         self.save_soon()
 
     def put_back(self, items: list[InboxItem]) -> None:
-        """Show the messages a stopped turn gives back, in the mode they were sent in."""
+        """Show the messages a stopped turn gave back, in the mode they were sent in.
+
+        They go in at the start of the text on screen, by an edit of the text
+        area rather than a new text: what was typed while the stop was asked
+        (keys already in, or still queued behind this) stays, and so does
+        the cursor, which moves along with it.
+        """
         if not items:
             return
         self.walk.stop()
-        self.show(self.state.given_back(items))
+        area = self.input
+        typed = area.text
+        given = "\n\n".join(item.message for item in items)
+        area.insert(f"{given}\n\n" if typed else given, (0, 0))
+        self.state = self.state.given_back(items, typed)
+        self.show_mode()
         self.save_soon(0)
 
     # -- sending ---------------------------------------------------------------------------

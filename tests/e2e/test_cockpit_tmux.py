@@ -114,5 +114,5 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         assert [e["data"]["request_id"] for e in steered] == [steers[0]["request_id"]]
         tmux.keys("Escape", "K")
         tmux.wait_for(lambda s: "Stop think?" in s, "the stop question naming the step")
-        tmux.keys("Enter")
+        tmux.keys("y")  # Enter alone is Cancel
         tmux.wait_for(lambda s: "the turn was stopped" in s, "the turn stopped")

@@ -25,6 +25,7 @@ from hz_tui.commands import cockpit_commands
 from hz_tui.composer_store import ComposerState, HistoryWalk, reconcile
 from hz_tui.link import NotConnected
 from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.turn_state import LiveTurn
 from hz_tui.widgets.composer import Composer, ComposerArea, settle
@@ -248,8 +249,8 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
         assert page.query_one(Composer).input.text == "half a thought"
 
         await pilot.press("K")
-        assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
-        await pilot.press("down", "enter")
+        assert isinstance(app.screen, ConfirmScreen) and app.screen.question == "Stop think?"
+        await pilot.press("enter")  # Cancel is highlighted: Enter alone keeps the turn
         await pilot.pause(0.5)
         assert live().status == "running"
 
@@ -267,8 +268,8 @@ async def test_issue14_item4_escape_leaves_the_composer_and_never_stops_a_turn(
         stop = next(c for c in cockpit_commands(app) if c.title == "Stop the running turn…")
         stop.run()  # the palette's command: the same question as K
         await pilot.pause()
-        assert isinstance(app.screen, ChooseScreen) and app.screen.heading == "Stop think?"
-        await pilot.press("enter")
+        assert isinstance(app.screen, ConfirmScreen) and app.screen.question == "Stop think?"
+        await pilot.press("y")
         await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
 
@@ -391,17 +392,17 @@ def test_issue14_item4_history_walk_and_given_back_modes() -> None:
         )
 
     queue_mode = ComposerState(mode="queue")
-    steered = queue_mode.given_back([item("a", "steer", "steered"), item("b", "steer", "pending")])
-    assert (steered.text, steered.mode, steered.outgoing) == ("a\n\nb", "steer", None)
-    mixed = ComposerState(text="typed", mode="steer").given_back(
-        [item("a", "steer", "pending"), item("b", "queue", "requested")]
+    steered = queue_mode.given_back(
+        [item("a", "steer", "steered"), item("b", "steer", "pending")], ""
     )
-    assert (mixed.text, mixed.mode) == ("a\n\nb\n\ntyped", "steer")
-    alone = queue_mode.given_back([item("a", "steer", "pending")])
-    assert alone.outgoing is not None and alone.outgoing.request_id == "cockpit-a"
+    assert (steered.text, steered.mode, steered.outgoing) == ("a\n\nb", "steer", None)
+    mixed = ComposerState(text="typ", mode="steer").given_back(
+        [item("a", "steer", "pending"), item("b", "queue", "requested")], "typed"
+    )
+    assert (mixed.text, mixed.mode) == ("a\n\nb\n\ntyped", "steer"), "the text on screen"
+    alone = queue_mode.given_back([item("a", "steer", "pending")], "")
+    assert alone.outgoing is None, "withdrawn by the kernel: it goes out under a new id"
     assert alone.mode == "steer"
-    taken = queue_mode.given_back([item("a", "steer", "steered")])
-    assert taken.outgoing is None, "a message the stopped turn took goes out under a new id"
 
 
 async def test_attack_a_file_where_the_cockpit_folder_goes_is_one_coded_line_not_a_crash(

@@ -174,8 +174,10 @@ async def test_stop_by_ctrl_c_twice_and_the_queue_comes_back(
         await until(lambda: live().status == "finished")
         assert live().disposition == "abandoned"
         await until(lambda: composer.input.text == "owners")
-        queued = composer.state.outgoing
-        assert queued is not None and queued.mode == "queue"
+        # Withdrawn by the stop (s6 item 1): it goes out again only by Enter, under a new id.
+        assert composer.state.outgoing is None and composer.state.mode == "queue"
+        inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=heinzel))
+        assert [i.message for i in inbox.items if i.kind == "chat"] == []
         await pilot.press("ctrl+t", "ctrl+t", *" now")
     await settle()
     reopened = CockpitApp(world.home, client)

@@ -76,7 +76,7 @@ async def test_a_stopped_turn_shows_the_steps_that_ran_and_where_it_stopped(
             page = await open_page(pilot, heinzel)
             await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
             await until(lambda: page.turn_panel.live.step == "think")
-            await client.call(ops.STOP, ops.HeinzelRef(ref=heinzel))
+            await client.call(ops.STOP, ops.StopRequest(ref=heinzel))
             await until(lambda: page.turn_panel.live.status == "finished")
             await pilot.pause()
             assert steps_of(page) == "✓ gather › ■ think › · outcome › · act › · finish"
