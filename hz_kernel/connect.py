@@ -201,19 +201,27 @@ async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
     embedded kernel has no daemon to restart (``HZU064``): it lives and ends
     with its cockpit.
     """
-    from hz_kernel.http_client import HttpClient
-
-    if not isinstance(client, HttpClient):
-        raise HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
-    if client.remote:
-        raise HzError(
-            "HZU125",
-            "a daemon attached with --connect restarts on its own machine (hz daemon restart)",
-        )
+    refused = restart_refusal(client)
+    if refused is not None:
+        raise refused
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
     await lifecycle.restart(home)
     return await connect(home)
+
+
+def restart_refusal(client: KernelClient) -> HzError | None:
+    """Why ``restart_daemon`` would refuse ``client`` at once (asked before saying it restarts)."""
+    from hz_kernel.http_client import HttpClient
+
+    if not isinstance(client, HttpClient):
+        return HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
+    if client.remote:
+        return HzError(
+            "HZU125",
+            "a daemon attached with --connect restarts on its own machine (hz daemon restart)",
+        )
+    return None
 
 
 async def ensure_daemon(home: Home) -> str:

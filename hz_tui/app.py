@@ -352,14 +352,15 @@ class CockpitApp(App[int]):
         """
         from hz_kernel import connect  # the HTTP stack: not worth loading before the first frame
 
-        self.notify("Restarting the daemon once running turns reach a step boundary…")
         old = self.link.current
+        if (refused := connect.restart_refusal(old)) is not None:
+            self.notify(refused.one_line(), severity="error", timeout=10)
+            return
+        self.notify("Restarting the daemon once running turns reach a step boundary…")
         try:
             fresh = await connect.restart_daemon(old, self.home)
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
-            if exc.code in ("HZU064", "HZU125"):
-                return
             try:
                 fresh = await connect.connect(self.home)
             except HzError as again:

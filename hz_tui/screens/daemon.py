@@ -111,10 +111,19 @@ class DaemonScreen(Screen[None]):
         self.query_one("#tick", Facts).show(tick_facts(status.tick))
         self.query_one("#limits", Facts).show(limit_facts(status))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """An embedded kernel has no daemon to restart: the key leaves the key bar and the
+        palette (and does nothing) until a daemon's status says otherwise."""
+        if action == "restart":
+            return not self.embedded
+        return True
+
     def action_restart(self) -> None:
-        """Ask first (naming the turns that will pause); an embedded or remote cockpit's
-        restart is refused with its reason (HZU064, HZU125) rather than ignored."""
-        if self.embedded or self.cockpit.client.remote:
+        """Ask first (naming the turns that will pause); a remote cockpit's restart is
+        refused with its reason (HZU125) rather than ignored."""
+        if self.embedded:
+            return
+        if self.cockpit.client.remote:
             self.cockpit.restart_daemon()
             return
         from hz_tui.screens.confirm import ConfirmScreen

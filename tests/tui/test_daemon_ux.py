@@ -1,0 +1,44 @@
+"""Session 6 (new-user pass): the kernel page and the daemon's restart say only what is true.
+
+Real kernels behind the cockpit: the embedded one ``hz --embedded`` opens,
+and a daemon started on a throwaway home (stopped at teardown, whatever
+happened).
+"""
+
+from __future__ import annotations
+
+from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
+from hz_tui.app import CockpitApp
+from hz_tui.commands import palette_commands
+from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.widgets.facts import Facts
+from hz_tui.widgets.key_bar import KeyBar
+from tests.tui.test_cockpit import SIZE, text_of, until
+
+
+def messages_of(app: CockpitApp) -> list[str]:
+    return [n.message for n in app.notices.history]
+
+
+async def test_embedded_kernel_page_offers_no_daemon_restart(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """An embedded kernel is not a daemon: Ctrl+R is off its kernel page's key bar and palette,
+    and pressing it says nothing (no "Restarting the daemon…" toast, no HZU064)."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f2")
+        await until(lambda: isinstance(app.screen, DaemonScreen))
+        page = app.screen
+        assert isinstance(page, DaemonScreen)
+        await until(lambda: "embedded in this cockpit" in text_of(page.query_one("#facts", Facts)))
+        await pilot.pause()
+        assert "ctrl+r" not in page.active_bindings
+        assert all(key.description != "Restart daemon" for key in page.query_one(KeyBar).keys)
+        titles = [c.title for c in palette_commands(app, page)]
+        assert not any("Restart" in title for title in titles), titles
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.3)
+        assert messages_of(app) == []
