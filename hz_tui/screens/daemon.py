@@ -63,9 +63,6 @@ class DaemonScreen(Screen[None]):
             yield Facts(id="limits")
         yield KeyBar()
 
-    embedded = True
-    """Until the status arrives, restarting is not offered."""
-
     def on_mount(self) -> None:
         self.title = "hz · kernel"
         self.load()
@@ -103,8 +100,6 @@ class DaemonScreen(Screen[None]):
         except HzError as exc:
             self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
             return
-        self.embedded = status.embedded
-        self.refresh_bindings()
         self.query_one("#facts", Facts).show(facts_of(status, cockpit.client.where, cockpit))
         palette = rows.Palette.from_theme(self.app.theme_variables)
         self.query_one("#turns", Static).update(turns_table(status.turns, palette))
@@ -113,15 +108,15 @@ class DaemonScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """An embedded kernel has no daemon to restart: the key leaves the key bar and the
-        palette (and does nothing) until a daemon's status says otherwise."""
+        palette (and does nothing) there."""
         if action == "restart":
-            return not self.embedded
+            return self.cockpit.link.daemon
         return True
 
     def action_restart(self) -> None:
         """Ask first (naming the turns that will pause); a remote cockpit's restart is
         refused with its reason (HZU125) rather than ignored."""
-        if self.embedded:
+        if not self.cockpit.link.daemon:
             return
         if self.cockpit.client.remote:
             self.cockpit.restart_daemon()
