@@ -14,6 +14,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import PurePath
 from typing import ClassVar
 
@@ -79,7 +80,9 @@ class CockpitApp(App[int]):
         super().__init__(ansi_color=themes.no_color() or None)
         monochrome.install()
         self.home = home
-        self.link = Link(home, client, owner=self, catch_up=self.load_all)
+        self.link = Link(
+            home, client, owner=self, catch_up=partial(self.load_all, quiet_if_lost=True)
+        )
         self.live = live
         self.started_at = now_utc()
         self.rows: dict[str, HeinzelSummary] = {}

@@ -8,13 +8,18 @@ happened).
 from __future__ import annotations
 
 from hz_kernel.client import LocalClient
+from hz_kernel.connect import connect
 from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
 from hz_tui.commands import palette_commands
 from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.key_bar import KeyBar
+from tests.tui.test_attach import daemon, hz
 from tests.tui.test_cockpit import SIZE, text_of, until
+
+__all__ = ["daemon"]  # the fixture: a daemon started on the standard home, stopped after
 
 
 def messages_of(app: CockpitApp) -> list[str]:
@@ -42,3 +47,25 @@ async def test_embedded_kernel_page_offers_no_daemon_restart(
         await pilot.press("ctrl+r")
         await pilot.pause(0.3)
         assert messages_of(app) == []
+
+
+async def test_a_catch_up_that_finds_the_daemon_gone_again_leaves_no_error_notice(
+    daemon: Home,
+) -> None:
+    """After Ctrl+R, the cockpit's link may find the new daemon itself and catch up (a full
+    listing) while the restart hands over its own client, which closes the link's: the
+    listing then meets a lost link. The header says so and the link lists again once back,
+    so no "HZD110: not connected" error notice is left next to "Restarted"."""
+    client = await connect(daemon)
+    assert isinstance(client, HttpClient)
+    app = CockpitApp(daemon, client)
+    try:
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            stopped = hz(daemon, "daemon", "stop")
+            assert stopped.returncode == 0, stopped.stderr
+            await until(lambda: not app.link.attached)
+            await app.link.catch_up()
+            assert [n.message for n in app.notices.history if n.severity == "error"] == []
+    finally:
+        await app.link.close()
