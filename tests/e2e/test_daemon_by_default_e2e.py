@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 import time
@@ -22,6 +23,7 @@ import orjson
 import pytest
 
 from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.daemon.lifecycle import START_LOCK_NAME
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import body_path
@@ -202,3 +204,26 @@ def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_
     events = [e for e in spine(home) if e["turn"] == turn]
     finished = [e for e in events if e["kind"] == "turn.finished"]
     assert finished and finished[0]["data"]["disposition"] == "drafted"  # type: ignore[index]
+
+
+def test_hz_on_an_empty_home_says_it_starts_the_daemon_before_the_screen_waits(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Session 6 (new-user pass): ``hz --home EMPTY`` is never a blank terminal while the
+    daemon starts. The test holds the startup lock, so the start waits for as long as the
+    test looks: the line "starting the daemon for <home>…" is on the terminal meanwhile;
+    let go, the cockpit opens on the daemon it started."""
+    root = tmp_path / "empty"
+    root.mkdir()
+    env = daemon_env(root, HZ_NOW=homes.NOW)
+    lock = os.open(root / START_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        command = cockpit_command(env, exported=("HZ_", "PYDANTIC", "TERM"))
+        tmux.start(f"env -u HZ_EMBEDDED {command}")
+        tmux.wait_for(lambda s: f"starting the daemon for {root}…" in s, "the starting line")
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        tmux.wait_for(lambda s: "hz demo" in s and "· started" in s, "the empty home")
+    finally:
+        os.close(lock)
+        hz(env, "daemon", "stop")
