@@ -224,6 +224,9 @@ def tick_facts(tick: TickStatus | None) -> list[tuple[str, str]]:
         ("Skipped", ", ".join(tick.skipped) or "nothing"),
         ("Deferred", ", ".join(tick.deferred) or "nothing"),
     ]  # fmt: skip
+    if tick.ticking_since:
+        since = f"{display.clock(tick.ticking_since)} ({display.ago(tick.ticking_since)})"
+        facts.insert(2, ("Now", f"ticking since {since}: it runs the turns it woke to their end"))
     if tick.error:
         facts.append(("Failed", tick.error))
     return facts

@@ -8,14 +8,16 @@ happened).
 from __future__ import annotations
 
 from hz_kernel.client import LocalClient
+from hz_kernel.commands.tick import TickPulse
 from hz_kernel.connect import connect
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
 from hz_tui.commands import palette_commands
-from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.screens.daemon import DaemonScreen, tick_facts
 from hz_tui.widgets.facts import Facts
 from hz_tui.widgets.key_bar import KeyBar
+from tests.tui import homes
 from tests.tui.test_attach import daemon, hz
 from tests.tui.test_cockpit import SIZE, text_of, until
 
@@ -69,3 +71,22 @@ async def test_a_catch_up_that_finds_the_daemon_gone_again_leaves_no_error_notic
             assert [n.message for n in app.notices.history if n.severity == "error"] == []
     finally:
         await app.link.close()
+
+
+async def test_the_kernel_page_says_a_tick_is_under_way(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """A tick runs the turns it wakes to their end, so the first one of a slow model's home
+    can last minutes: meanwhile the kernel page said "Last not yet · Ticks 0" as if the loop
+    did not run. The status names the tick under way, and the page says since when."""
+    pulse = TickPulse(60.0)
+    client.kernel.pulse = pulse
+    pulse.begin()
+    tick = (await client.status()).tick
+    assert tick is not None and tick.ticks == 0 and tick.ticking_since == homes.NOW
+    shown = dict(tick_facts(tick))
+    assert shown["Now"].startswith("ticking since ") and shown["Last"] == "not yet"
+    pulse.beat()
+    tick = (await client.status()).tick
+    assert tick is not None and tick.ticks == 1 and tick.ticking_since is None
+    assert "Now" not in dict(tick_facts(tick))
