@@ -81,6 +81,9 @@ class TickStatus(_Shape):
     interval_s: float
     ticks: int = 0
     """Ticks finished since the loop started."""
+    ticking_since: str | None = None
+    """When the tick under way began, if one is: a tick runs the turns it wakes to their end,
+    so one can last as long as they do (and ``ticks`` stays where it was meanwhile)."""
     last_at: str | None = None
     next_at: str | None = None
     error: str | None = None

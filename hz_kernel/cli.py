@@ -28,6 +28,7 @@ from hz_kernel import remote, tail_cli
 from hz_kernel.client import DeferredClient, KernelClient
 from hz_kernel.connect import connect, connect_ticker, may_start
 from hz_kernel.daemon.cli import register as register_daemon
+from hz_kernel.daemon.discovery import inspect
 from hz_kernel.errors import HzError, UsageError, echoed
 from hz_kernel.held import Queued
 from hz_kernel.home import Home
@@ -800,7 +801,12 @@ async def _cockpit(
     """
     run_cockpit = _need_cockpit(cockpit)
     home = Home.resolve(explicit_home)
-    client = await connect(home, defer_kernel=True, start=may_start(home, embedded=embedded))
+    start = may_start(home, embedded=embedded)
+    if start and inspect(home).state != "running":
+        # Starting one takes seconds (its imports, its kernel): say so before the screen waits.
+        sys.stderr.write(f"starting the daemon for {home.root}…\n")
+        sys.stderr.flush()
+    client = await connect(home, defer_kernel=True, start=start)
     jobs = list(beside)
     if isinstance(client, DeferredClient):
         jobs.append(partial(_tick_beside, client))

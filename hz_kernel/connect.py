@@ -18,7 +18,6 @@ embedded cockpit never loads the HTTP stack.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
 
 #: Set to 1 to keep ``hz`` and the CLI from starting a daemon (the test suite does).
 EMBEDDED_ENV = "HZ_EMBEDDED"
-_DRAIN_POLL_S = 0.05
 
 #: Event kinds after which a turn does no more work: it ended, or it parked itself to wait.
 TURN_ENDS = frozenset({"turn.finished", "turn.skipped", "turn.waiting"})
@@ -145,11 +143,12 @@ async def connect_ticker(home: Home) -> LocalClient:
 
 
 def drain(client: KernelClient) -> None:
-    """Have the embedded kernel's running turns stop at their next step boundary.
+    """Have the embedded kernel start no more turns or steps, ahead of its hand-over.
 
-    A turn cut there is open at a checkpoint and resumes where it stopped;
-    one cut while its model's answer streams could not be resumed
-    (``engine_restart_mid_stream``).
+    Its running turns stop at their next step boundary, or where they are
+    when it closes; either way open at a checkpoint the next kernel resumes.
+    A think step cut then is asked again there (``engine_handed_over``):
+    its answer had no effect yet.
     """
     kernel = _embedded_kernel(client)
     if kernel is not None:
@@ -159,19 +158,26 @@ def drain(client: KernelClient) -> None:
 async def hand_off(client: KernelClient, home: Home) -> DaemonReport:
     """Close the embedded kernel behind ``client`` and start the home's daemon in its place.
 
-    The running turns stop at their next step boundary (``drain``); closing
-    lets go of their spines and of ``kernel.lock``, and the daemon's first
-    tick resumes every turn left open.
+    The running turns are cut at once (``drain``, then closing cancels them),
+    never waited for: the daemon starts now, and its first tick resumes every
+    turn left open. Closing lets go of their spines and of ``kernel.lock``.
     """
-    kernel = _embedded_kernel(client)
-    if kernel is not None:
-        kernel.draining = True
-        while kernel.running_count():
-            await asyncio.sleep(_DRAIN_POLL_S)
+    drain(client)
     await client.close()
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
     return await lifecycle.start(home)
+
+
+def running_names(client: KernelClient) -> list[str]:
+    """The names of the heinzels whose turns the embedded kernel behind ``client`` runs."""
+    kernel = _embedded_kernel(client)
+    if kernel is None:
+        return []
+    held = kernel.sessions
+    return sorted(
+        str(held[h].projection.heinzel["name"]) if h in held else h for h in kernel.running_turns()
+    )
 
 
 def turns_to_cut(client: KernelClient) -> int:
@@ -201,19 +207,27 @@ async def restart_daemon(client: KernelClient, home: Home) -> KernelClient:
     embedded kernel has no daemon to restart (``HZU064``): it lives and ends
     with its cockpit.
     """
-    from hz_kernel.http_client import HttpClient
-
-    if not isinstance(client, HttpClient):
-        raise HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
-    if client.remote:
-        raise HzError(
-            "HZU125",
-            "a daemon attached with --connect restarts on its own machine (hz daemon restart)",
-        )
+    refused = restart_refusal(client)
+    if refused is not None:
+        raise refused
     from hz_kernel.daemon import lifecycle  # starting a daemon needs the kernel's modules
 
     await lifecycle.restart(home)
     return await connect(home)
+
+
+def restart_refusal(client: KernelClient) -> HzError | None:
+    """Why ``restart_daemon`` would refuse ``client`` at once (asked before saying it restarts)."""
+    from hz_kernel.http_client import HttpClient
+
+    if not isinstance(client, HttpClient):
+        return HzError("HZU064", "an embedded kernel is not a daemon; it restarts with the cockpit")
+    if client.remote:
+        return HzError(
+            "HZU125",
+            "a daemon attached with --connect restarts on its own machine (hz daemon restart)",
+        )
+    return None
 
 
 async def ensure_daemon(home: Home) -> str:

@@ -15,6 +15,7 @@ import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from pathlib import PurePath
 from typing import TYPE_CHECKING, ClassVar
 
@@ -85,7 +86,9 @@ class CockpitApp(App[int]):
         super().__init__(ansi_color=themes.no_color() or None)
         monochrome.install()
         self.home = home
-        self.link = Link(home, client, owner=self, catch_up=self.load_all)
+        self.link = Link(
+            home, client, owner=self, catch_up=partial(self.load_all, quiet_if_lost=True)
+        )
         self.live = live
         self.started_at = now_utc()
         self.rows: dict[str, HeinzelSummary] = {}
@@ -372,14 +375,15 @@ class CockpitApp(App[int]):
         """
         from hz_kernel import connect  # the HTTP stack: not worth loading before the first frame
 
-        self.notify("Restarting the daemon once running turns reach a step boundary…")
         old = self.link.current
+        if (refused := connect.restart_refusal(old)) is not None:
+            self.notify(refused.one_line(), severity="error", timeout=10)
+            return
+        self.notify("Restarting the daemon once running turns reach a step boundary…")
         try:
             fresh = await connect.restart_daemon(old, self.home)
         except HzError as exc:
             self.notify(exc.one_line(), severity="error", timeout=10)
-            if exc.code in ("HZU064", "HZU125"):
-                return
             try:
                 fresh = await connect.connect(self.home)
             except HzError as again:
@@ -572,14 +576,16 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     When the cockpit closes, the work beside it is told to stop and given
     ``BESIDE_GRACE_S`` to finish; what is still running then is cancelled
     (a turn cut off that way is resumed by the next kernel that starts).
-    A user who quit handing the turns to the daemon gets it started here
-    once they reached a step boundary (``hz_kernel.connect.hand_off``).
+    A user who quit handing the turns to the daemon gets them cut at once
+    and the daemon started here (``hz_kernel.connect.hand_off``), each
+    phase said on the terminal as it begins.
     Returns the exit status for the ``hz`` command.
     """
     stop = asyncio.Event()
     tasks = [asyncio.create_task(job(stop)) for job in beside]
     app = CockpitApp(home, client)
     ended_by = _quit_on_signals(app)
+    handing: list[str] = []
     try:
         await app.run_async()
     finally:
@@ -587,13 +593,15 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
             asyncio.get_running_loop().remove_signal_handler(signum)
         from hz_tui.widgets.composer import settle
 
+        if app.hand_off:
+            handing = handing_off(client)
         await settle()
         if app.link.current is not client:
             await app.link.current.close()
         stop.set()
         if tasks:
-            # Handing off, the tick's own turn stops at its next step boundary: wait for it.
-            grace = None if app.hand_off else BESIDE_GRACE_S
+            # Handing off, the tick's own turn is cut at once too: the daemon resumes it.
+            grace = 0 if app.hand_off else BESIDE_GRACE_S
             _, late = await asyncio.wait(tasks, timeout=grace)
             for task in late:
                 task.cancel()
@@ -604,13 +612,11 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     if (note := unsent_note(home)) is not None:
         sys.stderr.write(note)
     if app.hand_off:
-        from hz_kernel.connect import hand_off, turns_to_cut
+        from hz_kernel.connect import hand_off
 
-        running = turns_to_cut(client)
         report = await hand_off(client, home)
-        turns = f"{running} running turn{'s' if running != 1 else ''}"
-        handed = f"handed {turns} to" if running else "started"
-        sys.stdout.write(f"{handed} the daemon (pid {report.pid}) at {report.address}\n")
+        resumes = f"; it resumes {_turns_of(handing)}" if handing else ""
+        say(f"started the daemon (pid {report.pid}) at {report.address}{resumes}")
     return app.return_code or 0
 
 
@@ -625,3 +631,30 @@ def _quit_on_signals(app: CockpitApp) -> tuple[signal.Signals, ...]:
     for signum in handled:
         loop.add_signal_handler(signum, app.exit, None, 128 + signum)
     return handled
+
+
+def say(line: str) -> None:
+    """One line on the terminal the cockpit left (a phase of what happens after it)."""
+    sys.stdout.write(f"{line}\n")
+    sys.stdout.flush()
+
+
+def handing_off(client: KernelClient) -> list[str]:
+    """Say at once what the hand-off to the daemon does, before any of it runs; the names of
+    the heinzels whose turns it hands over."""
+    from hz_kernel.connect import running_names
+
+    names = running_names(client)
+    if names:
+        count = f"{len(names)} turn{'s' if len(names) != 1 else ''}"
+        say(f"handing {count} to the daemon ({', '.join(names)}): cut now, resumed there…")
+    else:
+        say("starting the daemon…")
+    return names
+
+
+def _turns_of(names: list[str]) -> str:
+    """``changelog's turn``, ``a's and b's turns``."""
+    owned = [f"{name}'s" for name in names]
+    joined = owned[0] if len(owned) == 1 else f"{', '.join(owned[:-1])} and {owned[-1]}"
+    return f"{joined} turn{'s' if len(names) != 1 else ''}"

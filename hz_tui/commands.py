@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
+from textual.actions import parse as parse_action
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
@@ -198,6 +199,8 @@ def screen_commands(screen: Screen[object], covered: set[str]) -> list[Command]:
                 continue
             if binding.id in seen or not in_palette(binding.id):
                 continue
+            if hidden(node, binding):
+                continue
             seen.add(binding.id)
             title = f"{scope_of[binding.id].short}: {binding.description}"
             meaning = keymap.MEANING_OF[binding.id]
@@ -205,6 +208,13 @@ def screen_commands(screen: Screen[object], covered: set[str]) -> list[Command]:
             run = partial(node.run_action, binding.action)
             commands.append(Command(title, about, run, binding.id))
     return commands
+
+
+def hidden(node: DOMNode, binding: Binding) -> bool:
+    """Whether ``node`` hides this key now (``check_action`` is False): then the key bar
+    drops it, and so does the palette. A key shown disabled (None) stays listed."""
+    _, action, parameters = parse_action(binding.action)
+    return node.check_action(action, parameters) is False
 
 
 def held_bindings(screen: Screen[object]) -> set[str]:

@@ -206,22 +206,23 @@ class Link:
         """Carry on with ``client`` (a daemon the cockpit restarted itself); the old one closes.
 
         ``how`` is what the header says of a daemon's client (``restarted``).
-        If the link has found that daemon already, it keeps its own client
-        (calls may be under way on it) and closes ``client``.
+        If the link has found that daemon already (before or while this
+        runs), it keeps its own client (calls may be under way on it) and
+        closes ``client``.
         """
         how = how if getattr(client, "discovery", None) is not None else None
-        found = getattr(self.current, "discovery", None)
-        if self.attached and found is not None and found == getattr(client, "discovery", None):
+        edge: int | None = None
+        if not self._found_already(client):
+            from hz_kernel.connect import feed_edge  # the HTTP stack is loaded by now
+
+            with contextlib.suppress(HzError):
+                edge = await feed_edge(client)
+        # Found before or while the edge was read: its client may have calls under way.
+        if self._found_already(client):
             await client.close()
             self.how = how
             self.changed.publish(self)
             return
-        from hz_kernel.connect import feed_edge  # the HTTP stack is loaded by now
-
-        try:
-            edge: int | None = await feed_edge(client)
-        except HzError:
-            edge = None
         previous, self.current = self.current, client
         self.position = edge  # what happens from here on is replayed, even before the feed follows
         self.how = how
@@ -232,6 +233,11 @@ class Link:
         self._nudge.set()  # and a reconnect under way stops trying
         if previous is not client:
             await previous.close()
+
+    def _found_already(self, client: KernelClient) -> bool:
+        """Whether the link is attached to ``client``'s daemon by a client of its own."""
+        found = getattr(self.current, "discovery", None)
+        return self.attached and found is not None and found == getattr(client, "discovery", None)
 
     def _lose(self) -> None:
         if self.attached:

@@ -243,6 +243,7 @@ class TickCommands(KernelCore):
         return api.TickStatus(
             interval_s=pulse.interval,
             ticks=pulse.ticks,
+            ticking_since=stamp(pulse.since) if pulse.since is not None else None,
             last_at=stamp(last) if last is not None else None,
             next_at=stamp(last + timedelta(seconds=pulse.interval)) if last is not None else None,
             error=pulse.error,
@@ -584,6 +585,11 @@ class TickPulse:
         self.report: TickReport | None = None
         self.ticks = 0
         self.error: str | None = None
+        self.since: datetime | None = None
+        """When the tick under way began (None between ticks)."""
+
+    def begin(self) -> None:
+        self.since = now_utc()
 
     def beat(self, report: TickReport | None = None) -> None:
         self.last = time.monotonic()
@@ -591,9 +597,11 @@ class TickPulse:
         self.report = report
         self.ticks += 1
         self.error = None
+        self.since = None
 
     def failed(self, line: str) -> None:
         self.error = line
+        self.since = None
 
     @property
     def age(self) -> float:
@@ -623,6 +631,7 @@ async def run_tick_loop(
     kernel.pulse = pulse = pulse or TickPulse(seconds)
     prune = DailyPrune(kernel.prune) if isinstance(kernel, Pruner) else None
     while not stop_event.is_set():
+        pulse.begin()
         try:
             report = await kernel.tick_once()
         except Exception as exc:

@@ -234,6 +234,10 @@ def timeout_s(state: TurnState, default: float) -> float:
     return (datetime.fromisoformat(str(deadline)) - state.started.when).total_seconds()
 
 
+#: The code of a think attempt cut on purpose for the next kernel: its step is asked again.
+HANDED_OVER = "engine_handed_over"
+
+
 class Drained(Exception):
     """The kernel drains: the turn stops at a step boundary, open, as a resumable checkpoint."""
 
@@ -767,6 +771,7 @@ class TurnRunner:
         history: list[Any] = [user_message(*context.messages)]
         usage = TokenUsage()
         attempts = 0
+        started = len([e for e in self.held.scan.events if e.kind == "attempt.started"])
         try:
             while True:
                 left = budget.left(usage)
@@ -802,6 +807,16 @@ class TurnRunner:
         except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
             await self._attempt_failed(state, exc.code, exc.message, 0)
             return await self._finish(state, "failed", reason=exc.one_line()[:500], step="think")
+        except asyncio.CancelledError:
+            asked = [e for e in self.held.scan.events if e.kind == "attempt.started"][started:]
+            if self.kernel.draining and asked:
+                # Cut on purpose for the next kernel (a hand-off, a restart): the answer had no
+                # effect yet, so the step is asked again there rather than failed as a crash.
+                self.body.sync()
+                await self._attempt_failed(
+                    state, HANDED_OVER, "the kernel handed the turn over mid-answer", 0
+                )
+            raise
         self.body.write("messages", messages=result.messages)
         outcome_json = result.outcome.model_dump(mode="json")
         self.body.write("outcome", outcome=outcome_json)
@@ -865,7 +880,11 @@ class TurnRunner:
         mine = [e for e in self.held.scan.events if e.turn == state.turn]
         attempts = [e.seq for e in mine if e.kind == "attempt.started"]
         thought = [e.seq for e in mine if e.kind == "step.done" and e.data.get("step") == "think"]
+        handed = [
+            e.seq for e in mine if e.kind == "attempt.failed" and e.data.get("code") == HANDED_OVER
+        ]
         attempted = bool(attempts) and (not thought or thought[-1] < attempts[-1])
+        attempted = attempted and not (handed and handed[-1] > attempts[-1])
         last_context = max(
             (n for n, r in enumerate(records) if r.get("type") == "context"), default=-1
         )

@@ -63,9 +63,6 @@ class DaemonScreen(Screen[None]):
             yield Facts(id="limits")
         yield KeyBar()
 
-    embedded = True
-    """Until the status arrives, restarting is not offered."""
-
     def on_mount(self) -> None:
         self.title = "hz · kernel"
         self.load()
@@ -103,18 +100,25 @@ class DaemonScreen(Screen[None]):
         except HzError as exc:
             self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
             return
-        self.embedded = status.embedded
-        self.refresh_bindings()
         self.query_one("#facts", Facts).show(facts_of(status, cockpit.client.where, cockpit))
         palette = rows.Palette.from_theme(self.app.theme_variables)
         self.query_one("#turns", Static).update(turns_table(status.turns, palette))
         self.query_one("#tick", Facts).show(tick_facts(status.tick))
         self.query_one("#limits", Facts).show(limit_facts(status))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """An embedded kernel has no daemon to restart: the key leaves the key bar and the
+        palette (and does nothing) there."""
+        if action == "restart":
+            return self.cockpit.link.daemon
+        return True
+
     def action_restart(self) -> None:
-        """Ask first (naming the turns that will pause); an embedded or remote cockpit's
-        restart is refused with its reason (HZU064, HZU125) rather than ignored."""
-        if self.embedded or self.cockpit.client.remote:
+        """Ask first (naming the turns that will pause); a remote cockpit's restart is
+        refused with its reason (HZU125) rather than ignored."""
+        if not self.cockpit.link.daemon:
+            return
+        if self.cockpit.client.remote:
             self.cockpit.restart_daemon()
             return
         from hz_tui.screens.confirm import ConfirmScreen
@@ -220,6 +224,9 @@ def tick_facts(tick: TickStatus | None) -> list[tuple[str, str]]:
         ("Skipped", ", ".join(tick.skipped) or "nothing"),
         ("Deferred", ", ".join(tick.deferred) or "nothing"),
     ]  # fmt: skip
+    if tick.ticking_since:
+        since = f"{display.clock(tick.ticking_since)} ({display.ago(tick.ticking_since)})"
+        facts.insert(2, ("Now", f"ticking since {since}: it runs the turns it woke to their end"))
     if tick.error:
         facts.append(("Failed", tick.error))
     return facts

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 import time
@@ -22,8 +23,10 @@ import orjson
 import pytest
 
 from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.daemon.lifecycle import START_LOCK_NAME
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import body_path
 from tests.support.tmux import Tmux, cockpit_command, daemon_env, hz
 from tests.tui import homes, worlds
 
@@ -163,3 +166,64 @@ def test_issue13_item1_chat_beside_an_embedded_cockpit_mid_turn_is_queued_and_de
     assert started["turn"] != turn
     tmux.keys("q")
     wait_until(lambda: cockpit_exited(tmux), "the cockpit to exit on q")
+
+
+def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_model(
+    world: worlds.World, tmux: Tmux, tmp_path: Path
+) -> None:
+    """Session 6 (new-user pass): "Hand it to the daemon (it starts now …)" from ``hz
+    --embedded`` mid-think. The model is held mid-answer (``HZ_MODEL_HOLD_FILE``): the
+    terminal says at once that the turn is handed over, then that the daemon started and
+    resumes it, all while the model still holds; released, the daemon finishes the turn."""
+    home = world.home
+    hold = tmp_path / "hold"
+    env = env_of(world, HZ_MODEL_HOLD_FILE=str(hold), HZ_TICK_SECONDS="3600")
+    command = cockpit_command(env, "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
+    tmux.start(f"env -u HZ_EMBEDDED {command}; sleep 600")  # the pane stays to be read
+    tmux.wait_for(lambda s: "notes-digest" in s and "embedded kernel" in s, "the home table")
+    tmux.keys("w")
+    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
+    turn = str(running_turn(home))
+    body = body_path(home.heinzel_dir(home.heinzel_ids()[0]), turn)
+    wait_until(lambda: body.exists() and b'"chunk"' in body.read_bytes(), "the answer to stream")
+    hold.touch()
+    tmux.keys("q")
+    tmux.wait_for(lambda s: "Hand it to the daemon" in s, "the quit question")
+    tmux.keys("Down", "Enter")
+    shown = tmux.wait_for(lambda s: "started the daemon (pid" in s, "the daemon's start")
+    assert hold.exists(), "the model was released before the hand-off said it was done"
+    lines = [line.strip() for line in shown.splitlines() if line.strip()]
+    handing = "handing 1 turn to the daemon (notes-digest): cut now, resumed there…"
+    assert handing in lines
+    started = next(line for line in lines if line.startswith("started the daemon (pid"))
+    assert lines.index(handing) < lines.index(started)
+    assert started.endswith("; it resumes notes-digest's turn")
+
+    hold.unlink()
+    wait_until(lambda: running_turn(home) != turn, "the daemon to finish the turn")
+    events = [e for e in spine(home) if e["turn"] == turn]
+    finished = [e for e in events if e["kind"] == "turn.finished"]
+    assert finished and finished[0]["data"]["disposition"] == "drafted"  # type: ignore[index]
+
+
+def test_hz_on_an_empty_home_says_it_starts_the_daemon_before_the_screen_waits(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """Session 6 (new-user pass): ``hz --home EMPTY`` is never a blank terminal while the
+    daemon starts. The test holds the startup lock, so the start waits for as long as the
+    test looks: the line "starting the daemon for <home>…" is on the terminal meanwhile;
+    let go, the cockpit opens on the daemon it started."""
+    root = tmp_path / "empty"
+    root.mkdir()
+    env = daemon_env(root, HZ_NOW=homes.NOW)
+    lock = os.open(root / START_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        command = cockpit_command(env, exported=("HZ_", "PYDANTIC", "TERM"))
+        tmux.start(f"env -u HZ_EMBEDDED {command}")
+        tmux.wait_for(lambda s: f"starting the daemon for {root}…" in s, "the starting line")
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        tmux.wait_for(lambda s: "hz demo" in s and "· started" in s, "the empty home")
+    finally:
+        os.close(lock)
+        hz(env, "daemon", "stop")

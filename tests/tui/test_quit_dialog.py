@@ -24,6 +24,7 @@ from hz_kernel.client import DeferredClient
 from hz_kernel.connect import connect, hand_off, turns_to_cut
 from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.home import Home
+from hz_kernel.store.bodies import body_path
 from hz_tui.app import CockpitApp
 from hz_tui.screens.quit import QuitScreen
 from tests.tui.kernels import quitting_home
@@ -92,5 +93,51 @@ async def test_issue13_item1_quit_mid_turn_offers_cut_hand_off_or_stay_and_the_d
     events = [e for e in spine(home) if e.get("turn") == turn]
     resumed = [e for e in events if e["kind"] == "turn.resumed"]
     assert resumed and resumed[0]["data"]["woken_by"] == "restart"  # type: ignore[index]
+    (finished,) = [e for e in events if e["kind"] == "turn.finished"]
+    assert finished["data"]["disposition"] == "drafted"  # type: ignore[index]
+
+
+async def test_hand_off_cuts_a_thinking_turn_at_once_and_the_daemon_runs_its_think_again(
+    home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Session 6 (new-user pass): "Hand it to the daemon (it starts now …)" never waits for
+    a model step to end. The model is held mid-answer (``HZ_MODEL_HOLD_FILE``), so a hand-off
+    that waited for the step would never return; it cuts the turn at once (the think attempt
+    ``engine_handed_over``), starts the daemon, and the daemon resumes the turn, asks the
+    model again (no ``engine_restart_mid_stream``) and finishes it."""
+    hold = tmp_path / "hold"
+    monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(hold))
+    client = await connect(home, defer_kernel=True)
+    assert isinstance(client, DeferredClient)
+    app = CockpitApp(home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
+        await until(lambda: any(e["kind"] == "attempt.started" for e in spine(home)))
+        (turn,) = [e["turn"] for e in spine(home) if e["kind"] == "turn.started"]
+        (heinzel_id,) = home.heinzel_ids()
+        body = body_path(home.heinzel_dir(heinzel_id), str(turn))
+        await until(lambda: body.exists() and b'"chunk"' in body.read_bytes())
+        hold.touch()  # the answer has begun streaming; now it stops there until released
+        await quit_dialog(pilot, app)
+        await pilot.press("down", "enter")
+        await until(lambda: not app.is_running)
+    report = await asyncio.wait_for(hand_off(client, home), 60)
+    assert report.running and not report.adopted
+    events = [e for e in spine(home) if e.get("turn") == turn]
+    cut = [e for e in events if e["kind"] == "attempt.failed"]
+    assert [e["data"]["code"] for e in cut] == ["engine_handed_over"]  # type: ignore[index]
+    assert not any(e["kind"] == "step.done" and e["data"]["step"] == "think" for e in events)  # type: ignore[index]
+
+    hold.unlink()
+    deadline = asyncio.get_running_loop().time() + 90
+    while not any(e["kind"] == "turn.finished" and e["turn"] == turn for e in spine(home)):
+        assert asyncio.get_running_loop().time() < deadline, "the daemon did not finish the turn"
+        await asyncio.sleep(0.2)
+    events = [e for e in spine(home) if e.get("turn") == turn]
+    assert [e["data"]["woken_by"] for e in events if e["kind"] == "turn.resumed"] == ["restart"]  # type: ignore[index]
+    assert [e["data"]["code"] for e in events if e["kind"] == "attempt.failed"] == [  # type: ignore[index]
+        "engine_handed_over"
+    ]
     (finished,) = [e for e in events if e["kind"] == "turn.finished"]
     assert finished["data"]["disposition"] == "drafted"  # type: ignore[index]

@@ -249,3 +249,34 @@ async def test_an_aborted_request_body_is_one_log_line(shared_home: Home) -> Non
         line for line in log.splitlines() if "went away" in line
     ]
     assert len([line for line in log.splitlines() if "went away" in line]) == 1
+
+
+async def test_a_call_withdrawn_before_its_body_is_not_logged(shared_home: Home) -> None:
+    """Session 6 (new-user pass): a client that withdraws a call before sending any of its
+    body (a cockpit dropping a stale read of the review desk) leaves no line in daemon.log;
+    a body cut short still does."""
+    logged = _log_size(shared_home)
+    host, port = _address(shared_home)
+
+    def abort(body: bytes) -> None:
+        """Send a draft.review call's head and ``body`` of its 500 bytes, then leave and wait
+        until the daemon has closed the connection (it has handled the call by then)."""
+        with socket.create_connection((host, port)) as sock:
+            request = f"POST {OP_PREFIX}draft.review HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            for name, value in _headers(shared_home).items():
+                request += f"{name}: {value}\r\n"
+            request += "content-type: application/json\r\ncontent-length: 500\r\n\r\n"
+            sock.sendall(request.encode() + body)
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(EVENTUALLY_S)
+            while sock.recv(4096):
+                pass
+
+    abort(b"")
+    abort(b'{"ref": "h0", "draft": "' + b"x" * 40)
+    _eventually(
+        lambda: "draft.review: the client went away" in _log_since(shared_home, logged),
+        "the body cut short was never logged",
+    )
+    went = [line for line in _log_since(shared_home, logged).splitlines() if "went away" in line]
+    assert len(went) == 1 and "after 64 bytes" in went[0], went
