@@ -84,6 +84,7 @@ class HomeScreen(Screen[None]):
         self.preview_full = False
         """Too narrow for it beside the table, the preview shows full width in its place."""
         self._beside = False
+        self._had_rows = False
         """The preview showed beside the table at the last layout (it gives way with a note)."""
         self.spend: SpendToday | None = None
         self._preview_timer: Timer | None = None
@@ -265,8 +266,9 @@ class HomeScreen(Screen[None]):
         table = self.table
         empty = self.query_one("#empty", Static)
         blank = self.cockpit.listed and not table.order
-        if blank != empty.display:
-            self.refresh_bindings()  # the row keys leave the key bar, or come back
+        if bool(table.order) != self._had_rows:
+            self._had_rows = bool(table.order)
+            self.refresh_bindings()  # the row keys come to the key bar, or leave it
         empty.display = blank
         self.query_one("#list").set_class(blank, "-empty")
         if not blank:
