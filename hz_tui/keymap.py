@@ -81,7 +81,9 @@ HEINZEL = [
     Binding("G", "follow", "Jump to latest", id="heinzel.follow", key_display="G", show=False),
     Binding("v", "contract", "Contract", id="heinzel.contract"),
     Binding("m", "conversation", "Conversation", id="heinzel.conversation"),
-    Binding("enter", "open_turn", "Transcript", id="heinzel.transcript", show=False),
+    Binding("enter", "open_turn", "Transcript", id="heinzel.transcript"),
+    Binding("down,j", "timeline_move(1)", "Next turn", id="heinzel.down", show=False),
+    Binding("up,k", "timeline_move(-1)", "Previous turn", id="heinzel.up", show=False),
 ]
 
 #: The timeline of turns on a heinzel's page.
@@ -449,6 +451,8 @@ MEANING_OF: dict[str, str] = {
     "heinzel.stop": INTERRUPT,
     "heinzel.stop_ask": KEY_MEANINGS["K"],
     "heinzel.follow": MOVE,
+    "heinzel.down": MOVE,
+    "heinzel.up": MOVE,
     "heinzel.contract": KEY_MEANINGS["v"],
     "heinzel.conversation": KEY_MEANINGS["m"],
     "timeline.open": OPEN,

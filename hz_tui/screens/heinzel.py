@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.theme import Theme
@@ -43,6 +43,7 @@ from hz_tui.widgets.inbox import InboxList
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.lessons import LessonList
 from hz_tui.widgets.live_turn import LiveTurnPanel, turn_panel
+from hz_tui.widgets.page_scroll import PageScroll
 from hz_tui.widgets.pending import PendingPanel
 from hz_tui.widgets.timeline import Timeline
 
@@ -91,7 +92,7 @@ class HeinzelScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="hz")
-        with VerticalScroll(id="page"):
+        with PageScroll(id="page"):
             yield Facts(id="facts")
             with Horizontal(id="columns"):
                 with Vertical(id="main"):
@@ -215,6 +216,18 @@ class HeinzelScreen(Screen[None]):
             timeline.action_open_turn()
         else:
             self.action_transcript()
+
+    def action_timeline_move(self, rows: int) -> None:
+        """↓/j, ↑/k anywhere on the page (the composer aside): the next or previous turn, and
+        the timeline scrolled into view."""
+        timeline = self.query_one(Timeline)
+        if not timeline.row_count:
+            return
+        if rows > 0:
+            timeline.action_cursor_down()
+        else:
+            timeline.action_cursor_up()
+        timeline.scroll_visible(animate=False)
 
     def action_transcript(self) -> None:
         """The newest turn's transcript (the palette's way in)."""

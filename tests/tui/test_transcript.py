@@ -30,6 +30,7 @@ from hz_tui.widgets.transcript_view import TranscriptView
 from tests.tui import worlds
 from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.test_terminals import key_bar_text
 
 S = TypeVar("S", bound=Screen[Any])
 
@@ -328,6 +329,44 @@ async def test_enter_on_the_page_opens_the_highlighted_turn_wherever_the_focus_i
         await pilot.press("enter")
         screen = await opened(pilot, TranscriptScreen)
         await until(lambda: screen.model.loaded and screen.model.turn == turn)
+
+
+@pytest.mark.parametrize("size", [SIZE, (80, 24)], ids=["120x40", "80x24"])
+async def test_s6_the_arrows_and_j_k_walk_the_turns_from_where_the_page_opens(
+    world: worlds.World, client: LocalClient, size: tuple[int, int]
+) -> None:
+    """New-user pass, session 6: on a heinzel's page j/k never moved the timeline and ↑/↓
+    only scrolled the page, so a past turn took Tabs to reach. Now ↓/j and ↑/k walk the
+    turns from wherever the page's focus is as it opens (the composer aside), the timeline
+    comes into view (at 80×24 it starts below the fold), and Enter opens the turn walked to;
+    the key bar names it."""
+    turn = await third_turn(client, world)  # the newest
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=size) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        timeline = page.query_one(Timeline)
+        await until(lambda: timeline.row_count == 3)
+        assert timeline.cursor_row == 0 and not timeline.has_focus
+        await pilot.press("j", "down")
+        await pilot.pause()
+        assert timeline.cursor_row == 2
+        assert page.query_one("#page").region.contains_region(timeline.region) or (
+            timeline.region.y >= page.query_one("#page").region.y
+            and timeline.region.y < page.query_one("#page").region.bottom
+        ), "the timeline is on screen"
+        await pilot.press("k")
+        await pilot.pause()
+        assert timeline.cursor_row == 1
+        if size == SIZE:
+            assert "Transcript" in key_bar_text(app)
+        await pilot.press("j")
+        await pilot.pause()
+        walked_to = timeline.coordinate_to_cell_key(timeline.cursor_coordinate).row_key.value
+        assert walked_to != turn, "the newest turn is first; j walked to an older one"
+        await pilot.press("enter")
+        screen = await opened(pilot, TranscriptScreen)
+        await until(lambda: screen.model.loaded and screen.model.turn == walked_to)
 
 
 async def test_attack_the_conversation_shows_hidden_and_control_characters_inert(
