@@ -13,11 +13,12 @@ ESC out of a paste (kitty, xterm, Alacritty) never show it; tmux's
 
 ``PasteSafeParser`` wraps that parser: inside a paste it hands an ESC on
 only when it opens the closing ``ESC[201~``, and a stand-in for any other,
-restored in the ``Paste`` event, so the whole paste arrives as one event, in
-order. ``install`` makes the drivers that read a terminal (and the browser's,
-for ``hz serve``) build it. ``as_text`` is what a field keeps of a paste:
-escape sequences (colours, titles, clipboard writes) dropped, line ends as
-``\\n``, no other control characters.
+so the whole paste arrives as one ``Paste`` event, in order. That event
+carries the paste's text (``as_text``): escape sequences (colours, titles,
+clipboard writes) dropped, line ends as ``\\n``, no other control
+characters, so no field (the composer, a filter, a search line) can take in
+what would act on the terminal when drawn. ``install`` makes the drivers
+that read a terminal (and the browser's, for ``hz serve``) build it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from textual.message import Message
 
 ESC = "\x1b"
 #: What an ESC inside a paste travels as through Textual's parser: a Unicode noncharacter
-#: (kept for a program's internal use), so no terminal sends it and no widget shows it.
+#: (kept for a program's internal use), turned back into ESC before the paste is cleaned.
 STAND_IN = "\ufdd0"
 
 _ESCAPES = re.compile(
@@ -48,21 +49,21 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def as_text(pasted: str) -> str:
-    """``pasted`` as a field keeps it: no escape sequences or control characters, ``\\n`` lines."""
+    """``pasted`` as a field takes it: no escape sequences or control characters, ``\\n`` lines."""
     text = pasted.replace(STAND_IN, ESC).replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
 class PasteSafeParser(XTermParser):
-    """Textual's parser, with any ESC inside a bracketed paste kept in the paste."""
+    """Textual's parser, with a bracketed paste kept whole, whatever it holds, as its text."""
 
     def parse(self, token_callback: TokenCallback[Message]) -> Generator[Read1 | Peek1, str, None]:
-        def restore(token: Message) -> None:
-            if isinstance(token, events.Paste) and STAND_IN in token.text:
-                token = events.Paste(token.text.replace(STAND_IN, ESC))
+        def as_typed(token: Message) -> None:
+            if isinstance(token, events.Paste):
+                token = events.Paste(as_text(token.text))
             token_callback(token)
 
-        inner = super().parse(restore)
+        inner = super().parse(as_typed)
         asked: Read1 | Peek1 = next(inner)
         # The last characters handed on outside a paste: a paste starts when they open one.
         tail = ""

@@ -35,7 +35,7 @@ from hz_kernel.api import (
     InboxItem,
 )
 from hz_kernel.errors import HzError
-from hz_tui import keymap, paste
+from hz_tui import keymap
 from hz_tui.composer_kept import Kept, KeptComposer
 from hz_tui.composer_store import (
     Choice,
@@ -112,11 +112,6 @@ class ComposerArea(TextArea):
                 getattr(self, f"action_{binding.action}")()
                 return
         await super()._on_key(event)
-
-    async def _on_paste(self, event: events.Paste) -> None:
-        """A paste is text: its colour codes and control characters stay out of the message."""
-        event.prevent_default()  # TextArea's own handler would insert the raw text too
-        await super()._on_paste(events.Paste(paste.as_text(event.text)))
 
     def action_send(self) -> None:
         self.composer.send()

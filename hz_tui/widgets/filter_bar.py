@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from textual import events
 from textual.widgets import Input
 
-from hz_tui import keymap, paste
+from hz_tui import keymap
 
 
 class FilterBar(Input):
@@ -20,12 +19,6 @@ class FilterBar(Input):
     def on_mount(self) -> None:
         # A blinking cursor makes every screenshot differ; headless runs get a steady one.
         self.cursor_blink = not self.app.is_headless
-
-    def _on_paste(self, event: events.Paste) -> None:
-        """A paste filters by its text: no colour codes or control characters in the filter."""
-        event.prevent_default()  # Input's own handler would insert the raw text too
-        super()._on_paste(events.Paste(paste.as_text(event.text)))
-        event.stop()
 
     def action_clear(self) -> None:
         """One Escape clears the filter, as the empty table's hint says."""

@@ -12,7 +12,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from textual import events
 from textual.widgets import Static
 from textual.widgets._toast import Toast
 from time_machine import TimeMachineFixture
@@ -21,7 +20,7 @@ from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
-from hz_tui import rows
+from hz_tui import paste, rows
 from hz_tui.app import CockpitApp
 from hz_tui.notices import MAX_TOASTS
 from hz_tui.screens.home import SIDE_WIDE, SIDE_WIDTH, HomeScreen
@@ -353,7 +352,9 @@ async def test_s6_a_long_pasted_filter_is_echoed_cut_and_inert_and_the_preview_m
         before = preview_text(app)
         await pilot.press("slash")
         pasted = ("weekly report \u202e\x1b[2J " * 800)[:10000]
-        home.filter_bar.post_message(events.Paste(pasted))
+        wire = f"\x1b[200~{pasted}\x1b[201~"  # as the terminal sends it, read as the driver does
+        (event,) = paste.PasteSafeParser().feed(wire)
+        home.filter_bar.post_message(event)
         await pilot.press(*"zq")
         await until(lambda: home.filter_bar.value.endswith("zq"))
         assert "\x1b" not in home.filter_bar.value and "[2J" not in home.filter_bar.value

@@ -3,8 +3,8 @@
 Textual 8.2's ``XTermParser`` re-issued what followed an ESC inside a paste
 as keys (a pasted line break was Enter) and delivered only the text before
 the first ESC, last. ``hz_tui.paste.PasteSafeParser`` is the parser the
-cockpit's drivers build (``paste.install``); ``as_text`` is what a field
-keeps of a paste.
+cockpit's drivers build (``paste.install``); its paste event carries the
+paste's text (``as_text``), with no escape sequences or control characters.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from textual.message import Message
 from hz_tui import paste
 
 COLOURED = "alpha\x1b[31mred\x1b[0m\rbravo\rcharlie"
+#: What the paste of ``COLOURED`` gives a field.
+TEXT = "alphared\nbravo\ncharlie"
 WIRE = f"x\x1b[200~{COLOURED}\x1b[201~y"
 
 
@@ -43,7 +45,7 @@ def test_textual_alone_turns_a_paste_after_its_first_esc_into_keys() -> None:
 @pytest.mark.parametrize("size", [len(WIRE), 1, 3, 7])
 def test_a_paste_with_escapes_is_one_event_in_order_however_the_bytes_arrive(size: int) -> None:
     chunks = [WIRE[at : at + size] for at in range(0, len(WIRE), size)]
-    assert described(parsed(chunks)) == ["key:x", f"paste:{COLOURED}", "key:y"]
+    assert described(parsed(chunks)) == ["key:x", f"paste:{TEXT}", "key:y"]
 
 
 @pytest.mark.parametrize(
@@ -51,7 +53,7 @@ def test_a_paste_with_escapes_is_one_event_in_order_however_the_bytes_arrive(siz
 )
 def test_a_paste_ending_inside_an_escape_still_ends_at_its_marker(content: str) -> None:
     tokens = parsed([f"\x1b[200~{content}\x1b[201~", "\x1b[A", "q"])
-    assert described(tokens) == [f"paste:{content}", "key:up", "key:q"]
+    assert described(tokens) == [f"paste:{paste.as_text(content)}", "key:up", "key:q"]
 
 
 def test_escape_and_keys_outside_a_paste_read_as_textual_reads_them() -> None:
