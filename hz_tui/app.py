@@ -32,7 +32,17 @@ from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
-from hz_tui import actions, key_overrides, keymap, monochrome, notices, settings, themes, ticking
+from hz_tui import (
+    actions,
+    key_overrides,
+    keymap,
+    monochrome,
+    notices,
+    paste,
+    settings,
+    themes,
+    ticking,
+)
 from hz_tui.link import Link, NotConnected
 from hz_tui.live import RowRefresher
 from hz_tui.messages import OpenHeinzel, RowsUpdate, SpinesMoved
@@ -85,6 +95,7 @@ class CockpitApp(App[int]):
         # are the terminal's, so it strips them (NoColor) rather than greying them (black).
         super().__init__(ansi_color=themes.no_color() or None)
         monochrome.install()
+        paste.install()
         self.home = home
         self.link = Link(
             home, client, owner=self, catch_up=partial(self.load_all, quiet_if_lost=True)

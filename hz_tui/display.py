@@ -76,6 +76,17 @@ def visible(text: str) -> str:
     return _JOINERS.sub(lambda match: match["kept"] or "\ufffd", text)
 
 
+#: The most of a user's own words (a filter) echoed back in a message or the status line.
+ECHO_MAX = 40
+
+
+def echoed(words: str, most: int = ECHO_MAX) -> str:
+    """``words`` the user typed or pasted, as a message quotes them: inert, on one line, and
+    cut with … after ``most`` characters (a 10,000-character paste must not fill the screen)."""
+    shown = visible(" ".join(words.split()))
+    return shown if len(shown) <= most else shown[: most - 1] + "…"
+
+
 def causes(names: Iterable[object]) -> str:
     """A turn's causes as they read: each once, in order. The kernel lists one per wake the
     turn answers, so two changed sources are "source-changed" twice there."""

@@ -9,7 +9,8 @@ table's column names, the preview's name). So the toasts stand on the floor,
 and the stack never reaches the body's first ``HEAD_ROWS`` rows: what they
 cover is the end of the body, beside the newest lines, and only while they
 show. The floor moves (a multi-line composer grows), so the place is worked
-out again after every layout of the page.
+out again after every layout of the page, and when the toasts no longer fit
+in the room left, the oldest come down so the newest show whole.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from weakref import WeakSet
 from textual.app import App
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets._toast import ToastRack
+from textual.widgets._toast import Toast, ToastRack
 from textual.widgets._tooltip import Tooltip
 
 from hz_tui.widgets.key_bar import KeyBar
@@ -63,8 +64,26 @@ def place(screen: Screen[object]) -> None:
         return
     floor = screen.size.height - main.region.bottom
     room = max(main.region.height - HEAD_ROWS, 0)
-    styles = racks.first().styles
+    rack = racks.first()
+    styles = rack.styles
     if styles.margin.bottom != floor:
         styles.margin = (0, 0, floor, 0)
     if styles.max_height is None or styles.max_height.value != room:
         styles.max_height = room
+    make_room(rack, room)
+
+
+def make_room(rack: ToastRack, room: int) -> None:
+    """Take the oldest toasts down until the rest fit in ``room`` rows, whole (the newest
+    stays, whatever its size): a rack taller than its room showed the oldest and cut the
+    newest. A toast taken down counts as gone for the notices; F5 still lists it."""
+    shown = list(rack.query(Toast))
+    # Only the toasts are laid out (the rack and each toast's holder are hidden).
+    heights = [t.outer_size.height + t.styles.margin.top + t.styles.margin.bottom for t in shown]
+    if not all(toast.outer_size.height for toast in shown):
+        return  # a toast just mounted: the next layout has its height
+    while len(shown) > 1 and sum(heights) > room:
+        heights.pop(0)
+        toast = shown.pop(0)
+        toast._notification.timeout = 0  # the notice board reads it as gone
+        toast._expire()

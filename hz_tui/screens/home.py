@@ -30,7 +30,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import SpendToday
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
-from hz_tui import keymap, new_heinzel, rows, themes
+from hz_tui import display, keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets import activity
@@ -274,7 +274,7 @@ class HomeScreen(Screen[None]):
         if not blank:
             return
         if table.items:
-            words = self.filter_bar.value.strip()
+            words = display.echoed(self.filter_bar.value)
             empty.update(Text(f"no heinzel matches '{words}' (Esc clears the filter)"))
         else:
             new = keymap.shown_keys("home.new", self.cockpit.keymap_overrides)
@@ -295,7 +295,7 @@ class HomeScreen(Screen[None]):
             return
         key = self.table.cursor_key()
         item = self.table.items.get(key) if key else None
-        self.preview.show(item, now)
+        self.preview.show(item, now, filtered_out=bool(self.table.items) and key is None)
 
     @property
     def fits_beside(self) -> bool:
@@ -387,6 +387,7 @@ class HomeScreen(Screen[None]):
         self.table.set_filter(event.value)
         self.update_status()
         self.show_empty()
+        self.show_preview(now_utc())  # no row left to highlight: the preview says so
         self.refresh_bindings()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -38,10 +38,16 @@ class HeinzelPreview(Static):
         self.note = ""
         """A line above the heinzel, saying why the pane shows as it does (full width)."""
 
-    def show(self, item: HeinzelSummary | None, now: datetime) -> None:
+    def show(
+        self, item: HeinzelSummary | None, now: datetime, *, filtered_out: bool = False
+    ) -> None:
+        """Show ``item``; with none, ``filtered_out`` says the filter left no row to highlight."""
         self.item = item
         self.shown = True
-        described = describe(item, now, self.palette)
+        if item is None and filtered_out:
+            described: Group | Text = Text("No heinzel matches the filter.", style="dim")
+        else:
+            described = describe(item, now, self.palette)
         self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 
 

@@ -43,7 +43,7 @@ class StatusLine(Static):
         heinzels = f"{totals.total} heinzel{'s' if totals.total != 1 else ''}"
         parts.append(heinzels if totals.shown == totals.total else f"{totals.shown} of {heinzels}")
         if filter_text:
-            parts.append(f"filter: {filter_text}")
+            parts.append(f"filter: {display.echoed(filter_text)}")
         parts.append(f"sorted by {sort}")
         line = Text()
         for index, part in enumerate(parts):

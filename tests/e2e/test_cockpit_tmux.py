@@ -15,6 +15,7 @@ import json
 import re
 from pathlib import Path
 
+from hz_kernel.store.composer import composer_path
 from tests.support.tmux import Tmux, daemon_cockpit, daemon_env, hz
 from tests.tui import worlds
 
@@ -116,3 +117,40 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         tmux.wait_for(lambda s: "Stop think?" in s, "the stop question naming the step")
         tmux.keys("y")  # Enter alone is Cancel
         tmux.wait_for(lambda s: "the turn was stopped" in s, "the turn stopped")
+
+
+def test_s6_a_paste_with_escape_codes_stays_text_in_the_composer_until_enter(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """A bracketed paste holding ESC (coloured log lines) arrives as one paste: Textual's parser
+    turned everything after an ESC into key presses, so a pasted line break was Enter (a message
+    sent) and the rest landed out of order. Here nothing is sent, the composer holds the lines
+    in order without their colour codes, and keys typed after the paste still reach it."""
+    world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
+    heinzel_id = world.ids["notes-digest"]
+    env = daemon_env(world.home.root)
+    logs = "".join(f"\x1b[3{n % 8}mlog line {n}\x1b[0m\n" for n in range(60))
+    pasted = tmp_path / "pasted.txt"
+    pasted.write_text(f"alpha\x1b[31mred\x1b[0m\nbravo\ncharlie\n{logs}omega")
+    with daemon_cockpit(tmux, env, lambda s: "notes-digest" in s and "daemon (pid" in s):
+        tmux.keys("Enter")
+        tmux.wait_for(lambda s: "Live turn" in s, "the heinzel page")
+        tmux.keys("i")
+        tmux.run("load-buffer", "-b", "hz-paste", str(pasted))
+        tmux.run("paste-buffer", "-p", "-b", "hz-paste", "-t", tmux.session)
+        tmux.type_text(" typed after")
+        tmux.wait_for(lambda s: "omega typed after" in s, "the keys typed after the paste")
+        kept = composer_path(world.home.root, heinzel_id)
+        expected = "alphared\nbravo\ncharlie\n" + logs.replace("\x1b[0m", "")
+        expected = re.sub(r"\x1b\[3\dm", "", expected) + "omega typed after"
+
+        def saved() -> dict[str, object]:
+            return json.loads(kept.read_text()) if kept.exists() else {}
+
+        shown = tmux.wait_for(
+            lambda s: saved().get("text") == expected, f"the composer saved as {expected!r}"
+        )
+        assert "consumed" not in shown and "Not sent" not in shown, shown
+        assert saved()["history"] == [] and saved()["outgoing"] is None, "a message went out"
+        inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
+        assert not [p for p in inbox.glob("*.json") if '"chat"' in p.read_text()]

@@ -20,7 +20,7 @@ from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
-from hz_tui import rows
+from hz_tui import paste, rows
 from hz_tui.app import CockpitApp
 from hz_tui.notices import MAX_TOASTS
 from hz_tui.screens.home import SIDE_WIDE, SIDE_WIDTH, HomeScreen
@@ -340,3 +340,38 @@ async def test_issue14_item7_a_filter_with_no_match_says_so(
         await pilot.press("escape", "escape")
         await pilot.pause()
         assert not empty.display and app.get_home().table.row_count == 9
+
+
+async def test_s6_a_long_pasted_filter_is_echoed_cut_and_inert_and_the_preview_matches_nothing(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """A 10,000-character paste of words, bidi overrides and escape codes into the filter: the
+    filter keeps its text (the escape codes dropped), the no-match line and the status line
+    quote it cut to a line with …, nothing in it can act on the terminal, and the preview says
+    nothing matches rather than showing the heinzel highlighted before."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        home = home_of(app)
+        await until(lambda: "No heinzel selected" not in preview_text(app) and home.preview.shown)
+        before = preview_text(app)
+        await pilot.press("slash")
+        pasted = ("weekly report \u202e\x1b[2J " * 800)[:10000]
+        wire = f"\x1b[200~{pasted}\x1b[201~"  # as the terminal sends it, read as the driver does
+        (event,) = paste.PasteSafeParser().feed(wire)
+        home.filter_bar.post_message(event)
+        await pilot.press(*"zq")
+        await until(lambda: home.filter_bar.value.endswith("zq"))
+        assert "\x1b" not in home.filter_bar.value and "[2J" not in home.filter_bar.value
+        empty = home.query_one("#empty", Static)
+        await until(lambda: empty.display)
+        shown = " ".join(text_of(empty).split())
+        quoted = shown.partition("no heinzel matches '")[2].partition("'")[0]
+        assert quoted.startswith("weekly report \ufffd weekly") and quoted.endswith("…"), shown
+        assert len(quoted) <= 40 and "(Esc clears the filter)" in shown
+        status = status_text(app)
+        assert "filter: weekly report \ufffd" in status and len(status) < 200, status
+        await until(lambda: "No heinzel matches the filter" in preview_text(app))
+        assert before.split()[0] not in preview_text(app)
+        await pilot.press("escape")
+        await until(lambda: not empty.display and preview_text(app) == before)

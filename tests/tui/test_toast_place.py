@@ -21,19 +21,20 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Header, Input, TextArea
+from textual.widgets import Header, Input, Static, TextArea
 from textual.widgets._toast import Toast
 
 from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.home import HomeScreen
+from hz_tui.screens.notices import NoticesScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.toast_place import HEAD_ROWS
 from hz_tui.widgets.key_bar import KeyBar
 from tests.tui import homes, worlds
 from tests.tui.cells import screen_cells, unreadable
-from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 from tests.tui.test_review_desk import THREE, client_for, open_desk
 from tests.tui.test_review_snapshots import desk, world_root
 from tests.tui.test_snapshots import cockpit, then
@@ -219,3 +220,70 @@ def test_issue14_item5_toasts_on_the_review_desk(snap_compare, desk, size: tuple
     home, client = desk
     app = cockpit(home, client, "hz-dark")
     assert snap_compare(app, terminal_size=size, run_before=then(on_desk, toasted))
+
+
+def shown_texts(shown: list[Toast]) -> str:
+    return " ".join(str(toast.render()) for toast in shown)
+
+
+def shown_whole(app: CockpitApp, toast: Toast) -> bool:
+    """Whether every row of ``toast`` is on screen (not cut by the rack's height)."""
+    placed = app.screen._compositor.visible_widgets.get(toast)
+    return placed is not None and placed[1].contains_region(placed[0])
+
+
+async def test_s6_toasts_that_do_not_all_fit_over_a_grown_composer_show_the_newest_whole(
+    cockpit_home: Home, client
+) -> None:
+    """At 80×24 a message of several lines leaves room for fewer toasts than arrive: the
+    newest show whole and the oldest leave the rack (F5 keeps them), none shows cut."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, homes.heinzel_id(1))
+        app.clear_notifications()
+        composer = app.screen.query_one("#composer")
+        short = composer.region.height
+        await pilot.press("i", *"one")
+        for line in ("two", "three", "four", "five", "six", "seven", "eight"):
+            await pilot.press("ctrl+j", *line)
+        await until(lambda: composer.region.height > short)
+        for n in range(4):
+            app.notify(f"{MESSAGE} ({n})", timeout=600)
+        app.notify("HZU999: the newest toast", severity="error", timeout=600)
+
+        def newest_whole() -> bool:
+            shown = toasts(app)
+            return bool(shown) and "the newest toast" in str(shown[-1].render())
+
+        await until(newest_whole)
+        await pilot.pause()
+        shown = toasts(app)
+        assert len(shown) < 5, "they cannot all fit at 80x24 over four lines of message"
+        placed = app.screen._compositor.visible_widgets
+        assert all(shown_whole(app, toast) for toast in shown), [
+            (placed[t][:2] if t in placed else None, composer.region) for t in shown
+        ]
+        assert_clear(app, [toast.region for toast in shown])
+        assert app.notices.showing == [
+            notice for notice in app.notices.history if notice.message in shown_texts(shown)
+        ], "a toast taken down no longer counts as showing"
+        await pilot.press("f5")
+        await until(lambda: isinstance(app.screen, NoticesScreen))
+        listed = text_of(app.screen.query_one("#notices", Static))
+        assert all(f"({n})" in listed for n in range(4)) and "the newest toast" in listed
+
+
+@pytest.mark.parametrize("size", [*SIZES, (240, 70)])
+async def test_s6_toasts_meet_the_right_edge_with_no_gutter_showing_the_page_through(
+    cockpit_home: Home, client, size: tuple[int, int]
+) -> None:
+    """The rack's scrollbar gutter left two empty columns right of every toast, where the page
+    under it showed through (a cut cell's "…" read as the toast's)."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await app.loaded.wait()
+        app.clear_notifications()
+        regions = await show_toasts(app)
+        await pilot.pause()
+        assert [region.right for region in regions] == [size[0]] * 3
