@@ -24,14 +24,21 @@ that read a terminal (and the browser's, for ``hz serve``) build it.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Generator
 
-from textual import events
+from textual import _xterm_parser, events
 from textual._parser import ParseError, Peek1, Read1, TokenCallback
 from textual._xterm_parser import BRACKETED_PASTE_END, BRACKETED_PASTE_START, XTermParser
 from textual.message import Message
 
 ESC = "\x1b"
+#: The drivers that read a terminal's bytes (a terminal, an inline one, a browser's).
+_DRIVERS = (
+    "textual.drivers.linux_driver",
+    "textual.drivers.linux_inline_driver",
+    "textual.drivers.web_driver",
+)
 #: What an ESC inside a paste travels as through Textual's parser: a Unicode noncharacter
 #: (kept for a program's internal use), turned back into ESC before the paste is cleaned.
 STAND_IN = "\ufdd0"
@@ -102,8 +109,11 @@ class PasteSafeParser(XTermParser):
 
 
 def install() -> None:
-    """The terminal drivers build ``PasteSafeParser`` (Textual names its parser per module)."""
-    from textual.drivers import linux_driver, linux_inline_driver, web_driver
-
-    for driver in (linux_driver, linux_inline_driver, web_driver):
-        driver.XTermParser = PasteSafeParser  # type: ignore[misc]
+    """The terminal drivers build ``PasteSafeParser``: those imported already are repointed
+    (Textual names its parser per module), and the parser's own module names it for those
+    imported later (the browser's, for ``hz serve``), so none is imported just for this."""
+    _xterm_parser.XTermParser = PasteSafeParser  # type: ignore[misc]
+    for name in _DRIVERS:
+        driver = sys.modules.get(name)
+        if driver is not None:
+            driver.XTermParser = PasteSafeParser  # type: ignore[attr-defined]
