@@ -790,7 +790,7 @@ async def _cockpit(
     *,
     embedded: bool = False,
 ) -> int:
-    """``hz`` alone: the cockpit on the home's daemon, adopted or started now (the header says
+    """``hz`` alone: the cockpit on the home's daemon, adopted or started here (the header says
     which), so its work outlives the window; on a kernel embedded here under ``--embedded``.
 
     An embedded kernel lives as long as the cockpit, so it is made long-lived

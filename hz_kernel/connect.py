@@ -68,8 +68,8 @@ async def connect(
 
     ``start`` starts the daemon when none runs (the startup lock makes racing
     heads end with one); its client's ``where`` then says whether it was
-    ``started now`` or ``adopted``. ``defer_kernel`` (the cockpit) embeds a
-    ``DeferredClient`` that holds ``kernel.lock`` while it lives, so no
+    ``started here`` (this process started it) or ``adopted``. ``defer_kernel``
+    (the cockpit) embeds a ``DeferredClient`` that holds ``kernel.lock`` while it lives, so no
     daemon starts beside it: the kernel is opened when first needed, and a
     listing before that comes from the index. ``queue_held`` (the CLI)
     embeds a ``QueueingClient``: a command on a spine another process holds
@@ -110,7 +110,7 @@ async def _attach_started(home: Home, report: DaemonReport, health_timeout: floa
     discovery = read_discovery(home)
     if discovery is None or discovery.pid != report.pid:
         raise HzError("HZD100", "the daemon started but its discovery file is gone", str(home.root))
-    return await _attach(discovery, health_timeout, "adopted" if report.adopted else "started now")
+    return await _attach(discovery, health_timeout, "adopted" if report.adopted else "started here")
 
 
 def _try_kernel_lock(home: Home) -> KernelLock | None:

@@ -108,7 +108,7 @@ def test_issue13_item1_hz_starts_the_daemon_and_a_turn_outlives_the_cockpit(
 ) -> None:
     home = world.home
     open_cockpit(tmux, env_of(world))
-    # "· started now": the end of the header may be cut at 120 columns, the start is not.
+    # "· started here": the end of the header may be cut at 120 columns, the start is not.
     shown = tmux.wait_for(lambda s: "notes-digest" in s and "· started" in s, "the header")
     found = read_discovery(home)
     assert found is not None, "hz did not start a daemon (no daemon.json)"
