@@ -1,0 +1,96 @@
+"""Session 6 kernel attacks, met through the real ``hz`` binary and a real daemon process.
+
+An index overwritten under a running daemon, FIFOs and directories in an
+inbox, foreign bytes appended to a spine the daemon holds, and HTTP
+requests that lack the protocol header or carry a bad field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import orjson
+
+from hz_kernel.home import Home
+from hz_kernel.http_client import HttpClient
+from hz_kernel.kernel import Kernel
+from hz_kernel.operations import INBOX, HeinzelRef
+from tests.integration.daemon.daemon_helpers import Daemons, discovery, hz
+from tests.support.homes import World, digest_contract, make_world
+
+WAIT_S = 60
+
+
+def _spine(world: World, heinzel_id: str) -> list[dict[str, object]]:
+    path = world.home / "heinzel" / heinzel_id / "session.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.endswith(b"}")]
+
+
+def _until(check: object, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if callable(check) and check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{what} within {WAIT_S}s")
+
+
+async def _heinzel(world: World) -> str:
+    """An approved heinzel that has drafted once."""
+    kernel = await Kernel.open(Home.resolve(world.home))
+    made = await kernel.new(text=digest_contract())
+    await kernel.approve(ref=made.id)
+    await kernel.wake(ref=made.id)
+    await kernel.close()
+    return made.id
+
+
+async def test_s6_item2_a_fifo_or_directory_in_an_inbox_is_skipped_and_reported_everywhere(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """s6 attack 2: a FIFO and a directory named like requests in a heinzel's inbox: the next
+    turn still takes the message sent after them, ``hz heinzel show`` and the page's inbox
+    list (``heinzel.inbox``) work and name each skipped entry (HZS090), nothing is lost."""
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world)
+    inbox = world.home / "heinzel" / heinzel_id / "inbox"
+    inbox.mkdir(exist_ok=True)
+    os.mkfifo(inbox / "odd-fifo.json")
+    (inbox / "odd-dir.json").mkdir()
+    home = Home.resolve(world.home)
+    daemons.start(home)
+    sent = hz(world.home, "heinzel", "chat", "notes-digest", "mention the launch",
+              "--request-id", "m1", "--json")  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+
+    def took_m1() -> bool:
+        spine = _spine(world, heinzel_id)
+        started = {
+            str(e["turn"])
+            for e in spine
+            if e["kind"] == "turn.started" and "m1" in (e["data"].get("request_ids") or [])  # type: ignore[union-attr]
+        }
+        return any(e["kind"] == "turn.finished" and e["turn"] in started for e in spine)
+
+    _until(took_m1, "no turn took m1")
+    finished = [e for e in _spine(world, heinzel_id) if e["kind"] == "turn.finished"]
+    assert finished[-1]["data"]["disposition"] != "failed"  # type: ignore[index]
+    shown = hz(world.home, "heinzel", "show", "notes-digest")
+    assert shown.returncode == 0, shown.stderr
+    skipped = [line for line in shown.stdout.splitlines() if line.startswith("inbox: skipped:")]
+    assert len(skipped) == 2 and all("HZS090" in line for line in skipped), shown.stdout
+    assert "turns:" in shown.stdout
+    detail = json.loads(hz(world.home, "heinzel", "show", "notes-digest", "--json").stdout)
+    assert sorted(Path(s.split(": ")[1]).name for s in detail["inbox_skipped"]) == [
+        "odd-dir.json",
+        "odd-fifo.json",
+    ]
+    async with HttpClient(discovery(home)) as client:
+        listed = await client.call(INBOX, HeinzelRef(ref="notes-digest"))
+    assert {item.request_id: item.status for item in listed.items}["m1"] != "pending"
+    assert len(listed.skipped) == 2
+    assert (inbox / "m1.json").is_file()
+    assert hz(world.home, "daemon", "stop").returncode == 0
