@@ -94,3 +94,49 @@ async def test_s6_item2_a_fifo_or_directory_in_an_inbox_is_skipped_and_reported_
     assert len(listed.skipped) == 2
     assert (inbox / "m1.json").is_file()
     assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+async def test_s6_item3_foreign_bytes_appended_under_the_daemon_are_kept_aside_never_glued(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """s6 attack 3: a partial line another process appends to a spine the daemon holds is
+    kept in a copy beside the spine and cut before the daemon's next line (recorded by a
+    ``spine.repaired`` line and one coded HZS099 line in the daemon's log): the chain stays
+    whole, verify passes, and the heinzel is not damaged."""
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world)
+    home = Home.resolve(world.home)
+    daemons.start(home)
+    first = hz(world.home, "heinzel", "wake", "notes-digest")  # the daemon now holds the spine
+    assert first.returncode == 0, first.stderr
+    spine = world.home / "heinzel" / heinzel_id / "session.jsonl"
+    _until(lambda: spine.read_bytes().endswith(b"\n") and _ended(world, heinzel_id, 2), "turn 2")
+    foreign = b'{"v":1,"seq":99999,"kind":"turn.sta'
+    end = spine.stat().st_size
+    with spine.open("ab") as out:
+        out.write(foreign)
+    woke = hz(world.home, "heinzel", "wake", "notes-digest")
+    assert woke.returncode == 0, woke.stderr
+    _until(lambda: _ended(world, heinzel_id, 3), "no third turn ended")
+    raw = spine.read_bytes()
+    assert foreign not in raw and raw.endswith(b"\n")
+    events = _spine(world, heinzel_id)
+    (repaired,) = [e for e in events if e["kind"] == "spine.repaired"]
+    assert repaired["data"] == {  # type: ignore[comparison-overlap]
+        "offset": end,
+        "dropped_bytes": len(foreign),
+        "kept_copy": f"session.jsonl.torn-{end}",
+    }
+    assert (spine.parent / f"session.jsonl.torn-{end}").read_bytes() == foreign
+    verified = hz(world.home, "heinzel", "verify", "notes-digest")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    listed = json.loads(hz(world.home, "heinzel", "list", "--json").stdout)
+    assert [row["damaged"] for row in listed] == [False]
+    log = (world.home / "daemon.log").read_text()
+    assert log.count("HZS099: ") == 1 and "Traceback" not in log
+    assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+def _ended(world: World, heinzel_id: str, count: int) -> bool:
+    kinds = [e["kind"] for e in _spine(world, heinzel_id)]
+    return sum(k in ("turn.finished", "turn.skipped") for k in kinds) >= count
