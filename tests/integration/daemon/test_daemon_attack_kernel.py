@@ -12,8 +12,10 @@ import os
 import time
 from pathlib import Path
 
+import httpx
 import orjson
 
+from hz_kernel.daemon.protocol import DRAIN_PATH, HEALTH_PATH, PROTOCOL_HEADER, PROTOCOL_VERSION
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
@@ -140,3 +142,32 @@ async def test_s6_item3_foreign_bytes_appended_under_the_daemon_are_kept_aside_n
 def _ended(world: World, heinzel_id: str, count: int) -> bool:
     kinds = [e["kind"] for e in _spine(world, heinzel_id)]
     return sum(k in ("turn.finished", "turn.skipped") for k in kinds) >= count
+
+
+async def test_s6_item4_a_request_without_the_protocol_header_is_told_so(
+    shared_home: Home,
+) -> None:
+    """s6 attack 4: no ``x-hz-protocol`` header, on any route (an unknown one too), is answered
+    by HZD136 naming the header, never "the client none; restart the daemon"."""
+    found = discovery(shared_home)
+    token = {"authorization": f"Bearer {found.token}"}
+    async with httpx.AsyncClient(base_url=found.address, trust_env=False, timeout=10) as raw:
+        for method, path in (("GET", HEALTH_PATH), ("POST", "/v1/nowhere"), ("GET", "/x")):
+            refused = await raw.request(method, path, headers=token)
+            assert refused.status_code == 400, path
+            body = refused.json()
+            assert body["code"] == "HZD136" and body["place"] == PROTOCOL_HEADER, body
+            assert "restart" not in body["message"] and "no x-hz-protocol header" in body["message"]
+        other = await raw.get(HEALTH_PATH, headers=token | {PROTOCOL_HEADER: "99"})
+        assert other.json()["code"] == "HZD020"
+
+
+async def test_s6_item4_a_bad_drain_request_names_its_field(shared_home: Home) -> None:
+    """s6 attack 4: ``POST /v1/drain {"timeout_s": -5}`` is HZD010 with ``place: timeout_s``."""
+    found = discovery(shared_home)
+    headers = {"authorization": f"Bearer {found.token}", PROTOCOL_HEADER: str(PROTOCOL_VERSION)}
+    async with httpx.AsyncClient(base_url=found.address, trust_env=False, timeout=10) as raw:
+        refused = await raw.post(DRAIN_PATH, json={"timeout_s": -5}, headers=headers)
+    assert refused.status_code == 422
+    body = refused.json()
+    assert body["code"] == "HZD010" and body["place"] == "timeout_s", body
