@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import sqlite3
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.operations import INBOX, HeinzelRef
-from tests.integration.daemon.daemon_helpers import Daemons, discovery, hz
+from tests.integration.daemon.daemon_helpers import Daemons, discovery, hz, ticks_pass
 from tests.support.homes import World, digest_contract, make_world
 
 WAIT_S = 60
@@ -171,3 +173,66 @@ async def test_s6_item4_a_bad_drain_request_names_its_field(shared_home: Home) -
     assert refused.status_code == 422
     body = refused.json()
     assert body["code"] == "HZD010" and body["place"] == "timeout_s", body
+
+
+def _overwrite_in_place(path: Path) -> None:
+    """``head -c 65536 /dev/urandom > index.sqlite``: same inode, 64 KiB of noise."""
+    with path.open("r+b") as out:
+        out.truncate(0)
+        out.write(random.Random(14).randbytes(65536))
+
+
+def _whole(index: Path) -> bool:
+    """The index file as a fresh connection sees it (no cached page can hide damage)."""
+    try:
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
+            return conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    except sqlite3.DatabaseError:
+        return False
+
+
+async def test_s6_item1_an_index_overwritten_under_the_daemon_heals_and_is_logged_once(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """s6 attack 1: the index overwritten with noise under a running daemon: the daemon
+    rebuilds it from the spines itself (one HZD137 line), listing works again without a
+    restart, the file on disk is whole, and no tick logs a traceback or repeats a line."""
+    world = make_world(tmp_path)
+    await _heinzel(world)
+    home = Home.resolve(world.home)
+    report = daemons.start(home, env={"HZ_TICK_SECONDS": "0.5"})
+    index = world.home / "heinzel" / "index.sqlite"
+    _overwrite_in_place(index)
+    hz(world.home, "heinzel", "list")  # meets the damage (or not, as pages are cached)
+    await ticks_pass(home, 3)
+    listed = hz(world.home, "heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [row["name"] for row in json.loads(listed.stdout)] == ["notes-digest"]
+    assert _whole(index)
+    log = (world.home / "daemon.log").read_text()
+    assert "Traceback" not in log
+    assert log.count("HZD137: ") == 1 and log.count("HZS094") <= 1, log
+    assert hz(world.home, "daemon", "status", "--json").returncode == 0
+    assert report["pid"] == discovery(home).pid  # healed without a restart
+    assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+async def test_s6_item1_reindex_beside_the_daemon_leaves_a_whole_index_on_disk(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """s6 attack 1: ``hz heinzel reindex`` right after the index was overwritten under the
+    daemon judges the file itself, not the daemon's cached pages: after it, the file on disk
+    is whole and listing works."""
+    world = make_world(tmp_path)
+    await _heinzel(world)
+    home = Home.resolve(world.home)
+    daemons.start(home, env={"HZ_TICK_SECONDS": "600"})
+    assert hz(world.home, "heinzel", "reindex").returncode == 0  # the daemon's pages now cached
+    index = world.home / "heinzel" / "index.sqlite"
+    _overwrite_in_place(index)
+    reindexed = hz(world.home, "heinzel", "reindex")
+    assert reindexed.returncode == 0, reindexed.stderr
+    assert _whole(index)
+    listed = hz(world.home, "heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert hz(world.home, "daemon", "stop").returncode == 0
