@@ -292,6 +292,8 @@ class HeinzelDetail(_Shape):
     amendments: list[AmendmentSummary] = []
     questions: list[QuestionSummary] = []
     pending_requests: int = 0
+    inbox_skipped: list[str] = []
+    """Inbox entries skipped as no regular files (HZS090, one line each): never read."""
     cost_month: CostByCause = Field(default_factory=lambda: CostByCause(total=0.0, by_cause={}))
     caps: TurnCaps | None = None
     model: str | None = None
@@ -393,6 +395,8 @@ class InboxItem(_Shape):
 
 class InboxList(_Shape):
     items: list[InboxItem]
+    skipped: list[str] = []
+    """Entries skipped as no regular files (HZS090, one line each), as ``Conversation`` says."""
 
 
 #: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).

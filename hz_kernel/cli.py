@@ -239,6 +239,8 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     for question in detail.questions:
         if question.status == "pending":
             out(f"question: {question.question}\n")
+    for why in detail.inbox_skipped:
+        out(f"inbox: skipped: {why}\n")
     for amendment in detail.amendments:
         if amendment.status == "pending":
             widens = f" (widens: {'; '.join(amendment.widens)})" if amendment.widens else ""

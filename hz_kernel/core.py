@@ -218,18 +218,23 @@ class KernelCore:
         """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``).
 
         A damaged index file (a malformed page, not a database) is replaced
-        by a new one first. A spine that contradicts what the index saw (cut
-        off, last line changed) keeps its last known rows, marked damaged:
-        a rebuild never makes damage silent.
+        by a new one first; whether it is damaged is asked of the file itself
+        (``Index.sound``), never of this kernel's connections, whose cached
+        pages can hide an index overwritten under them. A spine that
+        contradicts what the index saw (cut off, last line changed) keeps its
+        last known rows, marked damaged: a rebuild never makes damage silent.
         """
         started = time.perf_counter()
         ids = self.home.heinzel_ids()
         stats = {i: stat_spine(self.home.heinzel_dir(i) / SPINE_NAME) for i in ids}
-        try:
-            marks = await self.index.spine_marks()
-        except IndexDamaged:
+        marks: dict[str, SpineMark] = {}
+        if not self.index.sound():
             await self.index.recreate()
-            marks = {}
+        else:
+            try:
+                marks = await self.index.spine_marks()
+            except IndexDamaged:
+                await self.index.recreate()
         events = 0
         damaged: list[str] = []
         projections: list[Projection] = []
@@ -256,6 +261,7 @@ class KernelCore:
             await self.index.write(projections, stats, full=True, everything=True, spines=spines)
         for proj in contradicted:
             await self.index.mark_damaged(proj.id, stats.get(proj.id))
+        self.index.damage_seen = False
         return api.ReindexReport(
             heinzels=len(ids),
             events=events,

@@ -79,7 +79,8 @@ class StoreCommands(KernelCore):
         )
         requests = await self.index.rows_of("requests", heinzel_id)
         delivered = {r["request_id"] for r in requests}
-        pending = [r for r in Inbox(heinzel_dir).all() if r.request_id not in delivered]
+        requests, refused = Inbox(heinzel_dir).scan()
+        pending = [r for r in requests if r.request_id not in delivered]
         versions_dir = heinzel_dir / "contract"
         versions = (
             sorted(
@@ -120,6 +121,7 @@ class StoreCommands(KernelCore):
                 for x in await self.index.rows_of("questions", heinzel_id)
             ],
             pending_requests=len(pending),
+            inbox_skipped=[exc.one_line() for exc in refused],
             **model,
             cost_month=api.CostByCause(
                 total=round(sum(c["usd"] for c in costs), 6),

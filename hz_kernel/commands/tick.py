@@ -202,6 +202,8 @@ class TickCommands(KernelCore):
     ) -> TickReport:
         """One tick: plan with one index query, fetch what is due, run, skip or defer."""
         started = time.perf_counter()
+        if self.index.damage_seen:
+            await self._heal_index()
         queries, opens = self.index.queries, self.spine_opens
         moment = as_utc(now or now_utc())
         try:
@@ -224,6 +226,22 @@ class TickCommands(KernelCore):
                 "problems": problems + report.problems,
                 "seconds": round(time.perf_counter() - started, 6),
             }
+        )
+
+    async def _heal_index(self) -> None:
+        """Rebuild an index a query found damaged (HZS094), as ``hz heinzel reindex`` would.
+
+        The index is derived: the kernel that ticks (a daemon, an embedded
+        cockpit) rebuilds it from the spines itself, so every later tick and
+        listing works again without a restart or a command from the user.
+        """
+        report = await self.reindex()
+        _log.warning(
+            "HZD137: %s: the index was damaged; rebuilt it from the spines "
+            "(%d heinzels, %d events)",
+            self.index.path,
+            report.heinzels,
+            report.events,
         )
 
     async def plan_wakes(
@@ -640,7 +658,8 @@ async def run_tick_loop(
                 if isinstance(exc, HzError)
                 else HzError("HZT121", f"the tick failed: {_described(exc)}")
             )
-            _log.info("the tick failed", exc_info=exc)
+            if not isinstance(exc, HzError) and error.one_line() != pulse.error:
+                _log.info("the tick failed", exc_info=exc)  # a bug: its traceback, once
             pulse.failed(error.one_line())
             report = TickReport(
                 at=now_utc(),

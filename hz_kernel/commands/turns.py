@@ -538,6 +538,7 @@ class TurnCommands(KernelCore):
         delivered = {
             r["request_id"]: r["status"] for r in await self.index.rows_of("requests", row["id"])
         }
+        requests, refused = Inbox(self.home.heinzel_dir(row["id"])).scan()
         items = [
             api.InboxItem(
                 request_id=r.request_id,
@@ -547,9 +548,9 @@ class TurnCommands(KernelCore):
                 admitted_at=r.admitted_at,
                 status=delivered.get(r.request_id, "pending"),
             )
-            for r in Inbox(self.home.heinzel_dir(row["id"])).all()
+            for r in requests
         ]
-        return api.InboxList(items=items)
+        return api.InboxList(items=items, skipped=[exc.one_line() for exc in refused])
 
     async def stop(self, *, ref: str, hand_back: bool = False) -> api.TurnReport:
         """Cancel the running step; the turn ends abandoned (``stopped``).

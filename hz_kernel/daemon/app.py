@@ -123,6 +123,13 @@ def error_response(error: HzError, status: int | None = None) -> Response:
     return json_response(body, status or error_status(error))
 
 
+def _invalid(exc: ValidationError) -> Response:
+    """HZD010 for a request body the route's model refuses, naming the field (``timeout_s``)."""
+    first = exc.errors()[0]
+    place = ".".join(str(part) for part in first["loc"]) or None
+    return error_response(HzError("HZD010", first["msg"], place), 422)
+
+
 # -- the guard -------------------------------------------------------------------------------
 
 
@@ -157,9 +164,19 @@ class Guard:
         if not hmac.compare_digest(token, self._token):
             why = "missing" if not token else "wrong"
             return HzError("HZD030", f"{why} bearer token (see daemon.json)"), 401
-        protocol = headers.get(PROTOCOL_HEADER.encode(), b"")
+        protocol = headers.get(PROTOCOL_HEADER.encode())
+        if protocol is None:
+            return (
+                HzError(
+                    "HZD136",
+                    f"the request has no {PROTOCOL_HEADER} header; this daemon speaks protocol "
+                    f"{PROTOCOL_VERSION} (send {PROTOCOL_HEADER}: {PROTOCOL_VERSION})",
+                    PROTOCOL_HEADER,
+                ),
+                400,
+            )
         if protocol != self._protocol:
-            theirs = protocol.decode("latin-1") or "none"
+            theirs = protocol.decode("latin-1")[:40] or "none"
             return (
                 HzError(
                     "HZD020",
@@ -288,7 +305,7 @@ def build_app(state: DaemonState) -> ASGIApp:
         try:
             order = DrainRequest.model_validate_json(await request.body() or b"{}")
         except ValidationError as exc:
-            return error_response(HzError("HZD010", exc.errors()[0]["msg"]), 422)
+            return _invalid(exc)
         if not order.draining:
             state.kernel.draining = False
             log.info("draining taken back")
@@ -299,7 +316,7 @@ def build_app(state: DaemonState) -> ASGIApp:
         try:
             order = BenchFeedRequest.model_validate_json(await request.body())
         except ValidationError as exc:
-            return error_response(HzError("HZD010", exc.errors()[0]["msg"]), 422)
+            return _invalid(exc)
         started = time.perf_counter()
         await emit_synthetic(state.kernel, order)
         elapsed = time.perf_counter() - started

@@ -551,7 +551,7 @@ async def _serve_on(
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, state.request_shutdown)
     ticking = asyncio.ensure_future(
-        run_tick_loop(kernel, tick_seconds, state.stopping, on_report=_log_tick, pulse=state.pulse)
+        run_tick_loop(kernel, tick_seconds, state.stopping, on_report=_TickLog(), pulse=state.pulse)
     )
     ticking.add_done_callback(_tick_ended)
     try:
@@ -575,11 +575,20 @@ async def _serve_on(
         log.info("stopped (pid %d)", discovery.pid)
 
 
-def _log_tick(report: TickReport) -> None:
-    for problem in report.problems:
-        log.warning("tick: %s: %s (%s)", problem.code, problem.message, problem.place or "-")
-    if report.woken:
-        log.info("tick: woke %d heinzels", len(report.woken))
+class _TickLog:
+    """Logs each tick's problems, one line per distinct problem: a problem that comes back
+    tick after tick (a damaged file, a failing fetch) is logged once, until it changes."""
+
+    def __init__(self) -> None:
+        self.last: set[str] = set()
+
+    def __call__(self, report: TickReport) -> None:
+        lines = {f"tick: {p.code}: {p.message} ({p.place or '-'})" for p in report.problems}
+        for line in sorted(lines - self.last):
+            log.warning("%s", line)
+        self.last = lines
+        if report.woken:
+            log.info("tick: woke %d heinzels", len(report.woken))
 
 
 def _tick_ended(task: asyncio.Future[None]) -> None:

@@ -30,6 +30,7 @@ tick performs it and then removes its file (``consume``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import stat
@@ -61,6 +62,10 @@ MAX_MESSAGE = 64 * 1024
 UNDELIVERED_DIR = "undelivered"
 WITHDRAWN_DIR = "withdrawn"
 MARKER_NAME = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
+
+_log = logging.getLogger("hz.inbox")
+#: The skipped entries already logged by this process (a daemon reads an inbox every turn).
+_REPORTED: set[str | None] = set()
 
 RequestKind = Literal["chat", "answer", "wake", "resume", "retry", "approve", "reject", "operation"]
 
@@ -216,10 +221,18 @@ class Inbox:
             return None
 
     def all(self) -> list[InboxRequest]:
-        """Every readable request, oldest admission first; a special entry raises HZS090."""
+        """Every readable request, oldest admission first.
+
+        An entry that is no regular file (a directory, FIFO, socket or device
+        named like a request) is skipped, never read, and logged once per
+        process (HZS090): one stray entry must not keep the other messages
+        from their turns. ``scan`` says which entries were skipped.
+        """
         found, refused = self.scan()
-        if refused:
-            raise refused[0]
+        for exc in refused:
+            if exc.place not in _REPORTED:
+                _REPORTED.add(exc.place)
+                _log.info("%s; skipped", exc.one_line())
         return found
 
     def scan(self) -> tuple[list[InboxRequest], list[HzError]]:

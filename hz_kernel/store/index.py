@@ -343,6 +343,14 @@ class IndexQueries:
     conn: aiosqlite.Connection
     queries: int
     path: Path
+    damage_seen = False
+    """Set when a query found the file damaged (HZS094): a kernel that ticks rebuilds it."""
+
+    def _failed(self, exc: sqlite3.Error) -> HzError:
+        error = index_error(exc, self.path)
+        if isinstance(error, IndexDamaged):
+            self.damage_seen = True
+        return error
 
     async def is_current(self, spines: dict[str, Path]) -> bool:
         """True when the index has seen every spine as it is now (size and mtime) and no other."""
@@ -364,7 +372,7 @@ class IndexQueries:
             async with self.conn.execute(sql, params) as cur:
                 return await cur.fetchall()
         except sqlite3.Error as exc:
-            raise index_error(exc, self.path) from None
+            raise self._failed(exc) from None
 
     async def spine_marks(self) -> dict[str, SpineMark]:
         rows = await self.fetch("", "SELECT heinzel, seq, size, mtime_ns, hash FROM spines")
@@ -560,6 +568,28 @@ class Index(IndexQueries):
         self.conn, self.writer = fresh.conn, fresh.writer
         self.generation = fresh.generation
         self.recreated = True
+        self.damage_seen = False
+
+    def sound(self) -> bool:
+        """Whether the file on disk is a whole database, asked through a new connection.
+
+        This kernel's own connections may not notice: a page one of them has
+        cached is never read again while no other connection commits, so an
+        index overwritten under a running daemon can pass every query of its
+        writer while a fresh reader (and the next checkpoint) meets garbage.
+        ``quick_check`` reads every page once; a reindex reads every spine.
+        """
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return False
+        try:
+            rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+        except sqlite3.DatabaseError:
+            return False
+        finally:
+            conn.close()
+        return rows == [("ok",)]
 
     async def _prepare(self) -> None:
         w = self.writer
@@ -596,13 +626,13 @@ class Index(IndexQueries):
                     w.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
-            raise index_error(exc, self.path) from None
+            raise self._failed(exc) from None
 
     def _one(self, sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         try:
             row: tuple[Any, ...] | None = self.writer.execute(sql, params).fetchone()
         except sqlite3.Error as exc:
-            raise index_error(exc, self.path) from None
+            raise self._failed(exc) from None
         return row
 
     # -- writing -----------------------------------------------------------------------

@@ -117,14 +117,17 @@ class HeldSession:
                 str(self.writer.path),
             )
         event = self.writer.append(payload, turn=turn, key=key, ts=ts)
-        self.scan.events.append(event)
-        self.projection.apply(event)
+        written = [*self.writer.take_interposed(), event]
+        for line in written:
+            self.scan.events.append(line)
+            self.projection.apply(line)
         assigned = await self.sync_index()
         if self._notify is not None:
-            position = assigned.get((self.id, event.seq))
-            self._notify(
-                Observation(heinzel=self.id, event=event, turn=event.turn, position=position)
-            )
+            for line in written:
+                position = assigned.get((self.id, line.seq))
+                self._notify(
+                    Observation(heinzel=self.id, event=line, turn=line.turn, position=position)
+                )
         return event
 
     def close(self) -> None:

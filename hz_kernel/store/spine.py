@@ -9,6 +9,7 @@ followed by ``fsync``. Readers use ``scan.scan_file`` and never need the lock.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from datetime import datetime
 from pathlib import Path
@@ -25,11 +26,13 @@ from hz_kernel.store.fsutil import (
     store_io,
 )
 from hz_kernel.store.locks import FileLock
-from hz_kernel.store.repair import keep_and_cut
+from hz_kernel.store.repair import keep_and_cut, keep_foreign
 from hz_kernel.store.scan import SpineScan, read_spine_bytes, scan
 from hz_kernel.vocabulary import EventData, SpineRepaired
 
 LOCK_NAME = "lock"
+
+_log = logging.getLogger("hz.store")
 
 
 class SpineWriter:
@@ -40,9 +43,14 @@ class SpineWriter:
         self.path = heinzel_dir / SPINE_NAME
         self.lock = FileLock(heinzel_dir / LOCK_NAME)
         self._fd: int | None = None
+        self._end = 0
+        """Where this writer's last line ends: the spine's size as far as it knows."""
         self.last_seq = 0
         self.last_hash = ""
         self.opened_scan: SpineScan | None = None
+        self.interposed: list[Event] = []
+        """Events the writer put before a caller's line (a ``spine.repaired`` for foreign
+        bytes it cut), for the holder to fold in too (``take_interposed``)."""
 
     @classmethod
     def open(cls, heinzel_dir: Path) -> SpineWriter:
@@ -63,8 +71,10 @@ class SpineWriter:
                 fsync_dir(self.dir)
             self.last_seq, self.last_hash = found.last_seq, found.last_hash
             self.opened_scan = found
+            self._end = len(data)
             if found.torn is not None:
                 kept = keep_and_cut(self.path, data, found.torn)
+                self._end = found.torn.offset
                 repaired = self.append(
                     SpineRepaired(
                         offset=found.torn.offset,
@@ -98,6 +108,9 @@ class SpineWriter:
             payload.kind, data, seq=seq, prev=self.last_hash, turn=turn, key=key, ts=ts
         )
         offset = os.lseek(self._fd, 0, os.SEEK_END)
+        if offset != self._end:
+            self._foreign(offset)
+            return self.append(payload, turn=turn, key=key, ts=ts)
         try:
             if os.write(self._fd, line + b"\n") != len(line) + 1:
                 raise OSError(errno.ENOSPC, "No space left on device")
@@ -110,9 +123,48 @@ class SpineWriter:
             1, seq, _ts_of(line), self.last_hash, turn, payload.kind, key, data, offset, digest
         )
         self.last_seq, self.last_hash = seq, digest
+        self._end = offset + len(line) + 1
         step = event.data.get("step")
         crashpoints.reached(payload.kind, f"{payload.kind}:{step}" if step else payload.kind)
         return event
+
+    def _foreign(self, size: int) -> None:
+        """The spine is not where this writer left it: someone else wrote to it.
+
+        The size comes from the ``lseek`` every append makes anyway, so the
+        check costs no system call. Bytes past the writer's end (another
+        process appended while this one held the lock) are kept beside the
+        spine and cut, like a torn tail at start-up, and a ``spine.repaired``
+        line records it before the caller's line: the writer never glues its
+        line onto foreign bytes. A spine shorter than the writer left it lost
+        lines this writer made durable: nothing more is written (HZS100).
+        """
+        if size < self._end:
+            raise HzError(
+                "HZS100",
+                f"the spine is {self._end - size} bytes shorter than its writer left it: "
+                "another process cut it; nothing more is written (hz heinzel verify shows "
+                "the damage)",
+                str(self.path),
+            )
+        try:
+            kept, dropped = keep_foreign(self.path, self._end)
+        except OSError as exc:
+            raise store_error(exc, getattr(exc, "filename", None) or self.path) from None
+        _log.warning(
+            "HZS099: %s: %d bytes another process appended while this one held the spine "
+            "were kept in %s and cut",
+            self.path,
+            dropped,
+            kept.name,
+        )
+        repair = SpineRepaired(offset=self._end, dropped_bytes=dropped, kept_copy=kept.name)
+        self.interposed.append(self.append(repair))
+
+    def take_interposed(self) -> list[Event]:
+        """The events written before the last caller's line since the last call (then none)."""
+        taken, self.interposed = self.interposed, []
+        return taken
 
     def _cut_back(self, offset: int) -> None:
         """Remove a line that did not become durable (a full disk), so the chain stays whole.

@@ -71,6 +71,7 @@ class HeinzelScreen(Screen[None]):
         self.heinzel_id = heinzel_id
         self.detail: HeinzelDetail | None = None
         self.inbox: list[InboxItem] = []
+        self.inbox_skipped: list[str] = []
         self.stop_armed_at = 0.0
 
     @property
@@ -165,7 +166,7 @@ class HeinzelScreen(Screen[None]):
             return
         if not self.is_open:
             return
-        self.inbox = inbox.items
+        self.inbox, self.inbox_skipped = inbox.items, inbox.skipped
         with contextlib.suppress(NoMatches):  # the cockpit closing takes the page apart
             self.show(detail)
 
@@ -189,7 +190,7 @@ class HeinzelScreen(Screen[None]):
         if self.detail is not None:
             self.query_one(Facts).show(_facts(self.detail, now))
             self.query_one(PendingPanel).show(self.detail, now)
-        self.query_one(InboxList).show(self.inbox, now)
+        self.query_one(InboxList).show(self.inbox, now, self.inbox_skipped)
 
     # -- navigation and the heinzel actions ----------------------------------------------
 
@@ -296,8 +297,8 @@ class HeinzelScreen(Screen[None]):
             inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError:
             return  # the list catches up on the next refresh
-        self.inbox = inbox.items
-        self.query_one(InboxList).show(self.inbox, now_utc())
+        self.inbox, self.inbox_skipped = inbox.items, inbox.skipped
+        self.query_one(InboxList).show(self.inbox, now_utc(), self.inbox_skipped)
 
     # -- answer, retry, dismiss ----------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Group
@@ -20,14 +21,16 @@ def waiting(items: list[InboxItem]) -> list[InboxItem]:
 
 
 class InboxList(Static):
-    """Waiting messages, oldest first, each with its mode and how long ago it came."""
+    """Waiting messages, oldest first, each with its mode and how long ago it came; first the
+    entries skipped as no regular files (HZS090), so a stray FIFO never hides the inbox."""
 
-    def show(self, items: list[InboxItem], now: datetime) -> None:
+    def show(self, items: list[InboxItem], now: datetime, skipped: Sequence[str] = ()) -> None:
         pending = waiting(items)
+        lines = [Text.assemble(("skipped: ", "bold"), why) for why in skipped]
         if not pending:
-            self.update(Text("No messages wait.", style="dim"))
+            lines.append(Text("No messages wait.", style="dim"))
+            self.update(Group(*lines))
             return
-        lines = []
         for item in pending:
             mode = item.mode.upper() if item.kind == "chat" else item.kind
             when = display.ago(item.admitted_at.isoformat(), now)

@@ -69,7 +69,7 @@ PLACES: dict[str, tuple[Place, list[tuple[str, ...]], str]] = {
     "index": (lambda w: w.home / "heinzel" / "index.sqlite", [("heinzel", "list")], "HZS090"),
     "inbox entry": (
         lambda w: w.heinzel_dir / "inbox" / "hostile.json",
-        [("heinzel", "wake", "dig")],
+        [("heinzel", "wake", "dig"), ("heinzel", "show", "dig")],  # skipped; show says so
         "HZS090",
     ),
     "body": (

@@ -187,3 +187,38 @@ def test_turn_started_pins_versions(tmp_path: Path) -> None:
             key="hz-X@2026-10-30T15:00",
         )
     assert event.data["contract_version"] == 2 and event.data["vocabulary"] == 1
+
+
+def test_s6_item3_a_complete_foreign_line_is_cut_too_and_the_chain_stays_whole(
+    tmp_path: Path,
+) -> None:
+    """s6 attack 3: whatever another process appends under the writer (here a whole line) is
+    kept beside the spine and cut before the writer's next line; the chain verifies."""
+    with SpineWriter.open(tmp_path) as writer:
+        writer.append(HeinzelCreated(name="a"))
+        end = (tmp_path / SPINE_NAME).stat().st_size
+        with (tmp_path / SPINE_NAME).open("ab") as out:
+            out.write(b'{"v":1,"seq":2,"kind":"x"}\n')
+        event = writer.append(StepDone(step="think"))
+        (repaired,) = writer.take_interposed()
+    assert repaired.kind == "spine.repaired" and repaired.data["offset"] == end
+    assert event.seq == 3
+    found = scan_file(tmp_path / SPINE_NAME)
+    assert found.intact and [e.kind for e in found.events] == [
+        "heinzel.created",
+        "spine.repaired",
+        "step.done",
+    ]
+
+
+def test_s6_item3_a_spine_cut_under_its_writer_is_refused_with_a_code(tmp_path: Path) -> None:
+    """s6 attack 3: a spine another process made shorter lost durable lines; the writer
+    writes nothing more after it (HZS100) instead of chaining onto the wrong place."""
+    with SpineWriter.open(tmp_path) as writer:
+        writer.append(HeinzelCreated(name="a"))
+        writer.append(StepDone(step="think"))
+        os.truncate(tmp_path / SPINE_NAME, 10)
+        with pytest.raises(HzError) as refused:
+            writer.append(StepDone(step="outcome"))
+    assert refused.value.code == "HZS100"
+    assert (tmp_path / SPINE_NAME).stat().st_size == 10
