@@ -539,17 +539,7 @@ class TurnCommands(KernelCore):
             r["request_id"]: r["status"] for r in await self.index.rows_of("requests", row["id"])
         }
         requests, refused = Inbox(self.home.heinzel_dir(row["id"])).scan()
-        items = [
-            api.InboxItem(
-                request_id=r.request_id,
-                kind=r.kind,
-                mode=r.mode,
-                message=r.message,
-                admitted_at=r.admitted_at,
-                status=delivered.get(r.request_id, "pending"),
-            )
-            for r in requests
-        ]
+        items = [_inbox_item(r, delivered.get(r.request_id, "pending")) for r in requests]
         return api.InboxList(items=items, skipped=[exc.one_line() for exc in refused])
 
     async def stop(self, *, ref: str, hand_back: bool = False) -> api.TurnReport:
@@ -889,17 +879,20 @@ def _withdraw(held: HeldSession, turn: str) -> list[api.InboxItem]:
         status = str(row.get("status") or "pending")
         if status in ("pending", "requested") or (status == "steered" and row["turn"] == turn):
             chosen[request.request_id] = status
-    return [
-        api.InboxItem(
-            request_id=request.request_id,
-            kind=request.kind,
-            mode=request.mode,
-            message=request.message,
-            admitted_at=request.admitted_at,
-            status=chosen[request.request_id],
-        )
-        for request in inbox.withdraw([r for r in inbox.all() if r.request_id in chosen])
-    ]
+    withdrawn = inbox.withdraw([r for r in inbox.all() if r.request_id in chosen])
+    return [_inbox_item(request, chosen[request.request_id]) for request in withdrawn]
+
+
+def _inbox_item(request: InboxRequest, status: str) -> api.InboxItem:
+    """A request as the inbox lists it, with what became of it."""
+    return api.InboxItem(
+        request_id=request.request_id,
+        kind=request.kind,
+        mode=request.mode,
+        message=request.message,
+        admitted_at=request.admitted_at,
+        status=status,
+    )
 
 
 def _uncancel() -> None:

@@ -6,12 +6,14 @@ entries are made as an attacker would (``mkfifo``, ``mkdir``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.store.inbox import Inbox, InboxRequest
 from hz_tui.app import CockpitApp
@@ -34,12 +36,24 @@ async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
         yield opened
 
 
+async def turns_ended(client: LocalClient, heinzel: str) -> None:
+    """Wait (30 s at most) until no turn of ``heinzel`` runs: the long-lived kernel's wake
+    answers once the turn has started."""
+    for _ in range(3000):
+        shown = await client.call(ops.SHOW, ops.HeinzelRef(ref=heinzel))
+        if shown.heinzel.state != "awake":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the first turn never ended")
+
+
 async def test_s6_item2_the_page_shows_its_turns_and_waiting_messages_and_names_each_stray(
     world: worlds.World, client: LocalClient
 ) -> None:
     """The page opens without an Error banner, its Turns table is filled, the inbox list
     shows the message that waits and one ``skipped: HZS090`` line per stray entry."""
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest")
+    await turns_ended(client, heinzel)  # a running turn would take the message as a steer
     await client.kernel.pause(ref=heinzel)  # the message waits
     heinzel_dir = world.home.heinzel_dir(heinzel)
     inbox = Inbox(heinzel_dir)
