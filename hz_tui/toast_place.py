@@ -20,7 +20,7 @@ from weakref import WeakSet
 from textual.app import App
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets._toast import Toast, ToastRack
+from textual.widgets._toast import Toast, ToastHolder, ToastRack
 from textual.widgets._tooltip import Tooltip
 
 from hz_tui.widgets.key_bar import KeyBar
@@ -65,6 +65,11 @@ def place(screen: Screen[object]) -> None:
     floor = screen.size.height - main.region.bottom
     room = max(main.region.height - HEAD_ROWS, 0)
     rack = racks.first()
+    for holder in rack.query_children(ToastHolder):
+        if not holder.children:
+            # Textual takes a replaced toast down but leaves its holder: under a capped height
+            # the empty holders pile up above the newest toasts and push them out of sight.
+            holder.remove()
     styles = rack.styles
     if styles.margin.bottom != floor:
         styles.margin = (0, 0, floor, 0)
