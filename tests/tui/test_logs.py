@@ -192,7 +192,7 @@ async def test_issue13_item4_restart_with_a_turn_running_asks_then_drains(
                 turn = app.rows[heinzel_id].last_turn
                 await pilot.press("f2")
                 await until(lambda: isinstance(app.screen, DaemonScreen))
-                await until(lambda: not app.screen.embedded)  # type: ignore[attr-defined]
+                await until(lambda: app.screen.check_action("restart", ()) is True)
                 await pilot.press("ctrl+r")
                 await until(lambda: isinstance(app.screen, ConfirmScreen))
                 asked = app.screen
