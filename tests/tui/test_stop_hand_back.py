@@ -11,7 +11,7 @@ kernel; what turns received is read through the client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,19 +27,14 @@ from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.widgets.composer import Composer
 from tests.tui import worlds
-from tests.tui.kernels import PassThrough, embedded_client
+from tests.tui.kernels import PassThrough
 from tests.tui.test_cockpit import SIZE, open_page, until
+from tests.tui.test_composer import client, heinzel, world
 from tests.tui.test_composer_sending import burst
 
+__all__ = ["client", "heinzel", "world"]  # the composer tests' world: one heinzel, long notes
+
 WORDS = " ".join(f"w{n}" for n in range(1, 26))
-
-
-@pytest.fixture
-async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> worlds.World:
-    monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00+00:00")
-    made = worlds.make_world(tmp_path)
-    made.add_note("wednesday.md", "# Wednesday\n" + worlds.LONG_NOTES)
-    return made
 
 
 @pytest.fixture
@@ -50,17 +45,6 @@ def hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     held.touch()
     monkeypatch.setenv("HZ_MODEL_HOLD_FILE", str(held))
     return held
-
-
-@pytest.fixture
-async def client(world: worlds.World) -> AsyncIterator[LocalClient]:
-    async with embedded_client(world) as opened:
-        yield opened
-
-
-@pytest.fixture
-async def heinzel(client: LocalClient, world: worlds.World) -> str:
-    return await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
 
 
 async def _steered_while_thinking(
