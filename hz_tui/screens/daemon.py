@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 #: The page samples the kernel again this often while it is shown (elapsed times move).
 REFRESH_S = 2.0
 
+#: The parts a sample fills in.
+PARTS = ("#facts", "#turns", "#tick", "#limits")
+
 
 class DaemonScreen(Screen[None]):
     """Facts about the kernel behind the cockpit, and the work it runs now."""
@@ -77,6 +80,8 @@ class DaemonScreen(Screen[None]):
 
     def show_reconnecting(self) -> None:
         """No figures while the daemon is lost: the last ones sampled are no longer true."""
+        if not self.parts_shown():
+            return
         unknown = "not known while reconnecting"
         self.query_one("#facts", Facts).show(
             [
@@ -98,13 +103,21 @@ class DaemonScreen(Screen[None]):
             self.show_reconnecting()
             return
         except HzError as exc:
-            self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
+            if self.parts_shown():
+                self.query_one("#facts", Facts).show([("Kernel", exc.one_line())])
+            return
+        if not self.parts_shown():
             return
         self.query_one("#facts", Facts).show(facts_of(status, cockpit.client.where, cockpit))
         palette = rows.Palette.from_theme(self.app.theme_variables)
         self.query_one("#turns", Static).update(turns_table(status.turns, palette))
         self.query_one("#tick", Facts).show(tick_facts(status.tick))
         self.query_one("#limits", Facts).show(limit_facts(status))
+
+    def parts_shown(self) -> bool:
+        """Whether the page still has its parts: a sample that arrives while the page (or the
+        whole app) is being taken down has nowhere to go and is dropped."""
+        return self.is_attached and all(self.query(part) for part in PARTS)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """An embedded kernel has no daemon to restart: the key leaves the key bar and the
