@@ -85,7 +85,8 @@ class ContractScreen(Screen[None]):
                 ops.CONTRACT, ops.ContractRequest(ref=self.heinzel_id)
             )
         except HzError as exc:
-            self.query_one(DiffView).say(exc.one_line())
+            if not self._page_gone():
+                self.query_one(DiffView).say(exc.one_line())
             return
         if self._page_gone():
             return
@@ -122,14 +123,15 @@ class ContractScreen(Screen[None]):
                 ops.CONTRACT, ops.ContractRequest(ref=self.heinzel_id, version=number)
             )
         except HzError as exc:
-            self.query_one(DiffView).say(exc.one_line())
+            if not self._page_gone():
+                self.query_one(DiffView).say(exc.one_line())
             return
         if not self._page_gone():
             self.draw()
 
     def _page_gone(self) -> bool:
         """The page was closed while a read was in flight: its widgets are gone."""
-        return not self.query("#versions")
+        return not all(self.query(part) for part in ("#versions", "#contract-status", DiffView))
 
     # -- drawing -----------------------------------------------------------------------
 
