@@ -93,8 +93,8 @@ Empty().run(headless=True, size=(120, 40), auto_pilot=ready)
 COCKPIT_APP = """
 import time
 started = time.perf_counter()
-import gc
-gc.disable()  # as hz_tui.entry does; the cockpit enables it after its first frame
+from hz_tui.entry import prepare_process
+prepare_process()  # as the hz command does; the cockpit enables the collector after its frame
 import asyncio, sys
 from hz_kernel.connect import connect
 from hz_kernel.home import Home

@@ -90,11 +90,18 @@ class CockpitSettings(_Section):
 
 
 class Settings(_Section):
-    heinzel: HeinzelSettings = HeinzelSettings()
-    model: ModelSettings = ModelSettings()
-    daemon: DaemonSettings = DaemonSettings()
-    documents: DocumentsSettings = DocumentsSettings()
-    cockpit: CockpitSettings = CockpitSettings()
+    """Every section; one left out of the file is its defaults.
+
+    The defaults are constructed, not validated: they are valid by
+    definition, and validating them would build five validators at import
+    and another set at every start (a cockpit's first frame waits on it).
+    """
+
+    heinzel: HeinzelSettings = Field(default_factory=HeinzelSettings.model_construct)
+    model: ModelSettings = Field(default_factory=ModelSettings.model_construct)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings.model_construct)
+    documents: DocumentsSettings = Field(default_factory=DocumentsSettings.model_construct)
+    cockpit: CockpitSettings = Field(default_factory=CockpitSettings.model_construct)
 
 
 def load_settings(path: Path) -> Settings:
@@ -108,7 +115,7 @@ def load_settings(path: Path) -> Settings:
         with os.fdopen(fd, "rb") as file:
             raw = file.read()
     except FileNotFoundError:
-        return Settings()
+        return Settings.model_construct()
     except OSError as exc:
         raise HzError("HZS060", f"cannot read settings ({exc.strerror})", str(path)) from None
     try:
