@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel
 
 from hz_kernel import operations as ops
-from hz_kernel.api import HeinzelList, KernelStatus
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
 from hz_kernel.home import Home
 from hz_kernel.listing import list_summaries
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
+from hz_kernel.overview import HeinzelList, KernelStatus
 from hz_kernel.store.index import IndexReader
 from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.tick.schedule import SlotClock, user_zone

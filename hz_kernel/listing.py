@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from hz_kernel import api
+from hz_kernel import overview
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.index import IndexQueries
@@ -28,10 +28,10 @@ RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 #: Filled beside the index's columns: today's cost by the query, failures from the tick's
 #: record, the admission queue from the kernel that runs the turns.
 _NOT_COLUMNS = frozenset({"cost_today", "failure", "queued"})
-_SUMMARY_FIELDS = [f for f in api.HeinzelSummary.model_fields if f not in _NOT_COLUMNS]
+_SUMMARY_FIELDS = [f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS]
 _SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
-_SUMMARIES = TypeAdapter(list[api.HeinzelSummary])
+_SUMMARIES = TypeAdapter(list[overview.HeinzelSummary])
 
 
 async def list_summaries(
@@ -43,9 +43,9 @@ async def list_summaries(
     contract: str | None = None,
     where: dict[str, str] | None = None,
     ids: list[str] | None = None,
-    failures: Mapping[str, api.HeinzelFailure] | None = None,
+    failures: Mapping[str, overview.HeinzelFailure] | None = None,
     queued: Mapping[str, str] | None = None,
-) -> list[api.HeinzelSummary]:
+) -> list[overview.HeinzelSummary]:
     """The summaries that match every filter given, sorted by name, with their failures
     and why a turn of theirs waits for admission (``queued``: heinzel id to reason)."""
     name, version = split_contract(contract)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, cast
 
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from hz_kernel import api
+from hz_kernel import overview
 from hz_kernel.store.inbox import REQUEST_ID_PATTERN
+
+if TYPE_CHECKING:
+    from hz_kernel import api
 
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
@@ -32,6 +35,24 @@ MAX_LISTED_IDS = 1000
 RequestId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
 
 
+#: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
+CHAT_MESSAGE_MAX_CHARS = 64 * 1024
+#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): room
+#: for a chat message at its limit in 4-byte characters, and with an outgoing message at its
+#: limit (384 KiB at worst, 6 bytes a character) a save stays under the daemon's 1 MiB cap.
+COMPOSER_TEXT_MAX_BYTES = 512 * 1024
+
+
+class ComposerOutgoing(BaseModel):
+    """A composer's message on its way to the inbox, with the request id it keeps until taken."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
+
+    request_id: str
+    message: str
+    mode: Literal["steer", "queue"]
+
+
 class Request(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
@@ -42,10 +63,22 @@ class Operation(Generic[Req, Resp]):
 
     name: str
     request: type[Req]
-    response: type[Resp]
+    answer: str
+    """The name of its response model in ``hz_kernel.api``, looked up on first use: importing
+    the table (a cockpit's start does) does not create every answer model, and answering
+    with a shape of ``hz_kernel.overview`` (a listing) creates none of the others."""
     handler: str
     writes: bool
     summary: str
+
+    @property
+    def response(self) -> type[Resp]:
+        found = getattr(overview, self.answer, None)
+        if found is None:
+            from hz_kernel import api
+
+            found = getattr(api, self.answer)
+        return cast("type[Resp]", found)
 
     def wrap(self, result: Any) -> Resp:
         """Turn what the kernel method returned into the response model."""
@@ -90,12 +123,6 @@ class ContractRequest(Request):
 class VerifyRequest(Request):
     ref: str | None = None
     accept: bool = False
-
-
-class VerifyList(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
-    items: list[api.VerifyReport]
 
 
 class NewRequest(Request):
@@ -147,7 +174,7 @@ class WakeRequest(Request):
 
 class ChatRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    message: str = Field(min_length=1, max_length=api.CHAT_MESSAGE_MAX_CHARS)
+    message: str = Field(min_length=1, max_length=CHAT_MESSAGE_MAX_CHARS)
     mode: Literal["steer", "queue"] = "queue"
     request_id: RequestId | None = None
 
@@ -189,19 +216,19 @@ def json_bytes(text: str) -> int:
 
 
 def _fits_composer(text: str) -> str:
-    if json_bytes(text) > api.COMPOSER_TEXT_MAX_BYTES:
-        raise ValueError(f"the text is over {api.COMPOSER_TEXT_MAX_BYTES} bytes")
+    if json_bytes(text) > COMPOSER_TEXT_MAX_BYTES:
+        raise ValueError(f"the text is over {COMPOSER_TEXT_MAX_BYTES} bytes")
     return text
 
 
-def _outgoing_fits(outgoing: api.ComposerOutgoing | None) -> api.ComposerOutgoing | None:
+def _outgoing_fits(outgoing: ComposerOutgoing | None) -> ComposerOutgoing | None:
     """The message being sent obeys ``heinzel.chat``'s own limits, or it could never be cleared."""
     if outgoing is None:
         return None
     if not re.fullmatch(REQUEST_ID_PATTERN, outgoing.request_id):
         raise ValueError("the outgoing request id is not 1-64 letters, digits, '-' or '_'")
-    if not 1 <= len(outgoing.message) <= api.CHAT_MESSAGE_MAX_CHARS:
-        raise ValueError(f"the outgoing message is not 1-{api.CHAT_MESSAGE_MAX_CHARS} characters")
+    if not 1 <= len(outgoing.message) <= CHAT_MESSAGE_MAX_CHARS:
+        raise ValueError(f"the outgoing message is not 1-{CHAT_MESSAGE_MAX_CHARS} characters")
     return outgoing
 
 
@@ -211,7 +238,7 @@ class ComposerSaveRequest(Request):
     """The revision the window last saw: the save happens only over that one (a JSON integer)."""
     text: Annotated[str, AfterValidator(_fits_composer)]
     mode: Literal["steer", "queue"] = "queue"
-    outgoing: Annotated[api.ComposerOutgoing | None, AfterValidator(_outgoing_fits)] = None
+    outgoing: Annotated[ComposerOutgoing | None, AfterValidator(_outgoing_fits)] = None
     window: WindowId | None = None
 
 
@@ -234,103 +261,145 @@ class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
 
-LIST = Operation(
-    "heinzel.list", ListRequest, api.HeinzelList, "list_heinzels", False, "List heinzels"
+LIST: Operation[ListRequest, api.HeinzelList] = Operation(
+    "heinzel.list", ListRequest, "HeinzelList", "list_heinzels", False, "List heinzels"
 )
-SHOW = Operation("heinzel.show", HeinzelRef, api.HeinzelDetail, "show", False, "Show one heinzel")
-VERIFY = Operation(
-    "heinzel.verify", VerifyRequest, VerifyList, "verify", True, "Check spines' hash chains"
+SHOW: Operation[HeinzelRef, api.HeinzelDetail] = Operation(
+    "heinzel.show", HeinzelRef, "HeinzelDetail", "show", False, "Show one heinzel"
 )
-REINDEX = Operation(
-    "heinzel.reindex", Empty, api.ReindexReport, "reindex", True, "Rebuild the index"
+VERIFY: Operation[VerifyRequest, api.VerifyList] = Operation(
+    "heinzel.verify", VerifyRequest, "VerifyList", "verify", True, "Check spines' hash chains"
 )
-PRUNE = Operation("heinzel.prune", Empty, api.PruneReport, "prune", True, "Delete expired bodies")
+REINDEX: Operation[Empty, api.ReindexReport] = Operation(
+    "heinzel.reindex", Empty, "ReindexReport", "reindex", True, "Rebuild the index"
+)
+PRUNE: Operation[Empty, api.PruneReport] = Operation(
+    "heinzel.prune", Empty, "PruneReport", "prune", True, "Delete expired bodies"
+)
 
-NEW = Operation("heinzel.new", NewRequest, api.NewHeinzel, "new", True, "Create a heinzel")
-CONTRACT = Operation(
+NEW: Operation[NewRequest, api.NewHeinzel] = Operation(
+    "heinzel.new", NewRequest, "NewHeinzel", "new", True, "Create a heinzel"
+)
+CONTRACT: Operation[ContractRequest, api.ContractView] = Operation(
     "heinzel.contract",
     ContractRequest,
-    api.ContractView,
+    "ContractView",
     "contract",
     False,
     "A contract version, a diff, what waits",
 )
-TEMPLATES = Operation(
-    "heinzel.templates", Empty, api.TemplateList, "templates", False, "List contract templates"
+TEMPLATES: Operation[Empty, api.TemplateList] = Operation(
+    "heinzel.templates", Empty, "TemplateList", "templates", False, "List contract templates"
 )
-IMPORT = Operation(
-    "heinzel.import", ImportRequest, api.ImportReport, "import_dir", True, "Import a folder"
+IMPORT: Operation[ImportRequest, api.ImportReport] = Operation(
+    "heinzel.import", ImportRequest, "ImportReport", "import_dir", True, "Import a folder"
 )
-APPROVE = Operation("approve", ApproveRequest, api.Decision, "approve", True, "Approve")
-REJECT = Operation("reject", RejectRequest, api.Decision, "reject", True, "Reject or decline")
-AMEND = Operation("heinzel.amend", AmendRequest, api.Amendment, "amend", True, "Propose a contract")
-PAUSE = Operation("heinzel.pause", HeinzelRef, api.Decision, "pause", True, "Pause")
-UNPAUSE = Operation("heinzel.unpause", HeinzelRef, api.Decision, "unpause", True, "Unpause")
-RETIRE = Operation("heinzel.retire", HeinzelRef, api.Decision, "retire", True, "Retire")
-UNRETIRE = Operation("heinzel.unretire", HeinzelRef, api.Decision, "unretire", True, "Unretire")
-RENAME = Operation("heinzel.rename", RenameRequest, api.Decision, "rename", True, "Rename")
+APPROVE: Operation[ApproveRequest, api.Decision] = Operation(
+    "approve", ApproveRequest, "Decision", "approve", True, "Approve"
+)
+REJECT: Operation[RejectRequest, api.Decision] = Operation(
+    "reject", RejectRequest, "Decision", "reject", True, "Reject or decline"
+)
+AMEND: Operation[AmendRequest, api.Amendment] = Operation(
+    "heinzel.amend", AmendRequest, "Amendment", "amend", True, "Propose a contract"
+)
+PAUSE: Operation[HeinzelRef, api.Decision] = Operation(
+    "heinzel.pause", HeinzelRef, "Decision", "pause", True, "Pause"
+)
+UNPAUSE: Operation[HeinzelRef, api.Decision] = Operation(
+    "heinzel.unpause", HeinzelRef, "Decision", "unpause", True, "Unpause"
+)
+RETIRE: Operation[HeinzelRef, api.Decision] = Operation(
+    "heinzel.retire", HeinzelRef, "Decision", "retire", True, "Retire"
+)
+UNRETIRE: Operation[HeinzelRef, api.Decision] = Operation(
+    "heinzel.unretire", HeinzelRef, "Decision", "unretire", True, "Unretire"
+)
+RENAME: Operation[RenameRequest, api.Decision] = Operation(
+    "heinzel.rename", RenameRequest, "Decision", "rename", True, "Rename"
+)
 
-WAKE = Operation("heinzel.wake", WakeRequest, api.TurnReport, "wake", True, "Run a turn now")
-RESUME = Operation(
-    "heinzel.resume", HeinzelRef, api.TurnReport, "resume", True, "Continue a cut or parked turn"
+WAKE: Operation[WakeRequest, api.TurnReport] = Operation(
+    "heinzel.wake", WakeRequest, "TurnReport", "wake", True, "Run a turn now"
 )
-CHAT = Operation("heinzel.chat", ChatRequest, api.Admitted, "chat", True, "Send a message")
-INBOX = Operation("heinzel.inbox", HeinzelRef, api.InboxList, "inbox", False, "The inbox")
-STOP = Operation("heinzel.stop", StopRequest, api.TurnReport, "stop", True, "Stop the turn")
-RETRY = Operation("heinzel.retry", RetryRequest, api.TurnReport, "retry", True, "Try again")
-ANSWER = Operation("heinzel.answer", AnswerRequest, api.TurnReport, "answer", True, "Answer")
-DISMISS = Operation("heinzel.dismiss", DismissRequest, api.Decision, "dismiss", True, "Dismiss")
-TURN_BODY = Operation(
-    "turn.body", TurnBodyRequest, api.TurnBody, "turn_body", False, "A turn's events and body"
+RESUME: Operation[HeinzelRef, api.TurnReport] = Operation(
+    "heinzel.resume", HeinzelRef, "TurnReport", "resume", True, "Continue a cut or parked turn"
 )
-COMPOSER = Operation(
-    "composer.get", HeinzelRef, api.ComposerText, "composer", False, "A heinzel's unsent message"
+CHAT: Operation[ChatRequest, api.Admitted] = Operation(
+    "heinzel.chat", ChatRequest, "Admitted", "chat", True, "Send a message"
 )
-COMPOSER_SAVE = Operation(
+INBOX: Operation[HeinzelRef, api.InboxList] = Operation(
+    "heinzel.inbox", HeinzelRef, "InboxList", "inbox", False, "The inbox"
+)
+STOP: Operation[StopRequest, api.TurnReport] = Operation(
+    "heinzel.stop", StopRequest, "TurnReport", "stop", True, "Stop the turn"
+)
+RETRY: Operation[RetryRequest, api.TurnReport] = Operation(
+    "heinzel.retry", RetryRequest, "TurnReport", "retry", True, "Try again"
+)
+ANSWER: Operation[AnswerRequest, api.TurnReport] = Operation(
+    "heinzel.answer", AnswerRequest, "TurnReport", "answer", True, "Answer"
+)
+DISMISS: Operation[DismissRequest, api.Decision] = Operation(
+    "heinzel.dismiss", DismissRequest, "Decision", "dismiss", True, "Dismiss"
+)
+TURN_BODY: Operation[TurnBodyRequest, api.TurnBody] = Operation(
+    "turn.body", TurnBodyRequest, "TurnBody", "turn_body", False, "A turn's events and body"
+)
+COMPOSER: Operation[HeinzelRef, api.ComposerText] = Operation(
+    "composer.get", HeinzelRef, "ComposerText", "composer", False, "A heinzel's unsent message"
+)
+COMPOSER_SAVE: Operation[ComposerSaveRequest, api.ComposerSaved] = Operation(
     "composer.save",
     ComposerSaveRequest,
-    api.ComposerSaved,
+    "ComposerSaved",
     "composer_save",
     True,
     "Keep unsent text over the revision a window saw",
 )
-COMPOSER_SENT = Operation(
+COMPOSER_SENT: Operation[ComposerSentRequest, api.ComposerText] = Operation(
     "composer.sent",
     ComposerSentRequest,
-    api.ComposerText,
+    "ComposerText",
     "composer_sent",
     True,
     "Clear a message the inbox took; remember it",
 )
-TRANSCRIPT = Operation(
+TRANSCRIPT: Operation[TranscriptRequest, api.TurnTranscript] = Operation(
     "turn.transcript",
     TranscriptRequest,
-    api.TurnTranscript,
+    "TurnTranscript",
     "turn_transcript",
     False,
     "A turn whole: cause, inputs, context, requests, effects",
 )
-CONVERSATION = Operation(
+CONVERSATION: Operation[HeinzelRef, api.Conversation] = Operation(
     "heinzel.conversation",
     HeinzelRef,
-    api.Conversation,
+    "Conversation",
     "conversation",
     False,
     "The messages sent to a heinzel and the turns they reached",
 )
-DIFF = Operation("draft.diff", DraftKey, api.DraftDiff, "draft_diff", False, "A draft's diff")
-REVIEW = Operation(
+DIFF: Operation[DraftKey, api.DraftDiff] = Operation(
+    "draft.diff", DraftKey, "DraftDiff", "draft_diff", False, "A draft's diff"
+)
+REVIEW: Operation[DraftKey, api.DraftReview] = Operation(
     "draft.review",
     DraftKey,
-    api.DraftReview,
+    "DraftReview",
     "draft_review",
     False,
     "A draft with its text as placed and the section's last approved text",
 )
-TICK = Operation("tick", Empty, api.TickReport, "tick_once", True, "Wake what is due, once")
-DRAFTS = Operation("drafts", Empty, api.DraftList, "drafts", False, "Drafts waiting for review")
-SPEND = Operation(
-    "costs.today", Empty, api.SpendToday, "spend_today", False, "Spent today against the cap"
+TICK: Operation[Empty, api.TickReport] = Operation(
+    "tick", Empty, "TickReport", "tick_once", True, "Wake what is due, once"
+)
+DRAFTS: Operation[Empty, api.DraftList] = Operation(
+    "drafts", Empty, "DraftList", "drafts", False, "Drafts waiting for review"
+)
+SPEND: Operation[Empty, api.SpendToday] = Operation(
+    "costs.today", Empty, "SpendToday", "spend_today", False, "Spent today against the cap"
 )
 
 OPERATIONS: dict[str, Operation[Any, Any]] = {

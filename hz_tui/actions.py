@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hz_kernel import operations as ops
-from hz_kernel.api import Decision, TurnReport
 
 
 @dataclass(frozen=True)
@@ -102,6 +101,8 @@ def confirmation(
 
 def describe(name: str, result: object) -> str:
     """One line saying what the kernel did."""
+    from hz_kernel.api import Decision, TurnReport  # answers, built once the first frame is up
+
     if isinstance(result, Decision):
         return f"{name}: {result.what}, now {result.state}"
     if isinstance(result, TurnReport):

@@ -27,11 +27,11 @@ from textual.screen import Screen
 from textual.signal import Signal
 
 from hz_kernel import operations as ops
-from hz_kernel.api import HeinzelSummary
 from hz_kernel.client import KernelClient
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
+from hz_kernel.overview import HeinzelSummary
 from hz_tui import (
     actions,
     key_overrides,
@@ -52,7 +52,7 @@ from hz_tui.toast_place import keep_toasts_clear
 from hz_tui.watcher import SpineBatch
 
 if TYPE_CHECKING:
-    from hz_tui.review import Sent
+    from hz_tui.held_rejects import Sent
 
 #: Work that runs beside the cockpit for its lifetime (the embedded tick loop); it gets an
 #: event that is set when the cockpit closes.
@@ -144,7 +144,7 @@ class CockpitApp(App[int]):
     # -- start and live rows -----------------------------------------------------------
 
     async def on_mount(self) -> None:
-        from hz_tui.review import HeldRejects
+        from hz_tui.held_rejects import HeldRejects
 
         # Rejections a cockpit that ended left held (another running cockpit's are its own).
         self.held_at_start = HeldRejects(self.home).claim_left_behind()
@@ -177,7 +177,7 @@ class CockpitApp(App[int]):
     async def send_unsent_rejects(self) -> None:
         """The link is back: send what this cockpit's desks could not, and what a cockpit
         that quit while the daemon was away left behind (claimed as at the start)."""
-        from hz_tui.review import HeldRejects
+        from hz_tui.held_rejects import HeldRejects
 
         held = HeldRejects(self.home)
         keys, self.unsent_rejects = self.unsent_rejects, set()
@@ -198,7 +198,7 @@ class CockpitApp(App[int]):
     def look_for_left_behind(self) -> None:
         """A cockpit may end (killed) while this one runs, holding a rejection: now and then,
         while linked, claim and send what such a cockpit left (only when the file exists)."""
-        from hz_tui.review import HeldRejects
+        from hz_tui.held_rejects import HeldRejects
 
         if self.link.attached and self.warmed.is_set() and HeldRejects(self.home).path.exists():
             self.send_unsent_rejects()
@@ -258,7 +258,7 @@ class CockpitApp(App[int]):
     @work(exclusive=True, group="warm")
     async def warm_client(self) -> None:
         """After the first frame, load what the client put off (an embedded kernel opens)."""
-        from hz_tui.review import HeldRejects
+        from hz_tui.held_rejects import HeldRejects
 
         try:
             await self.client.warm()
@@ -618,7 +618,7 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*tasks, return_exceptions=True)
-    from hz_tui.review import unsent_note
+    from hz_tui.held_rejects import unsent_note
 
     if (note := unsent_note(home)) is not None:
         sys.stderr.write(note)

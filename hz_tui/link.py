@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Literal
 from textual.dom import DOMNode
 from textual.signal import Signal
 
-from hz_kernel.api import KernelStatus
 from hz_kernel.client import FeedItem, KernelClient
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
+from hz_kernel.overview import KernelStatus
 from hz_tui.watcher import RUST_TIMEOUT_MS
 
 if TYPE_CHECKING:

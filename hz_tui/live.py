@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 
 from hz_kernel import operations as ops
-from hz_kernel.api import HeinzelSummary
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import HzError
+from hz_kernel.overview import HeinzelSummary
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 from textual.message import Message
 
-from hz_kernel.api import HeinzelSummary
+from hz_kernel.overview import HeinzelSummary
 from hz_tui.watcher import SpineBatch
 
 

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from hz_kernel import operations as ops
-from hz_kernel.api import TemplateParameter, TemplateSummary
 from hz_kernel.errors import HzError
 from hz_tui.screens.choose import ChooseScreen
 from hz_tui.screens.prompt import PromptScreen
 
 if TYPE_CHECKING:
+    from hz_kernel.api import TemplateParameter, TemplateSummary
     from hz_tui.app import CockpitApp
 
 #: The chooser's id for "describe it in a sentence" (no template name starts with ``*``).
@@ -78,6 +78,8 @@ async def ask(app: CockpitApp, templates: list[TemplateSummary]) -> ops.NewReque
         if name is None:
             return None
         return new_request(sentence=sentence, params={"name": name} if name else {})
+    from hz_kernel.api import TemplateParameter
+
     template = next(t for t in templates if t.name == choice)
     params: dict[str, str] = {}
     details = template.details or [

@@ -18,7 +18,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color, ColorParseError
 
-from hz_kernel.api import HeinzelSummary
+from hz_kernel.overview import HeinzelSummary
 from hz_tui import display
 
 #: The style of a cell with none of its own (one instance: a home of hundreds of rows builds

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hz_kernel.api import KernelLoad
+from hz_kernel.overview import KernelLoad
 
 #: Bumped whenever a route, a frame or a shape changes incompatibly. A client
 #: that speaks another version is refused (``HZD020``) and leaves the daemon alone.

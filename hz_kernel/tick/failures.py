@@ -23,8 +23,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from hz_kernel.overview import HeinzelFailure
 from hz_kernel.store.fsutil import atomic_write, is_regular_file, read_nofollow
-from hz_kernel.tick.report import HeinzelFailure
 
 FAILURES_NAME = "failures.json"
 BACKOFF_FIRST_S = 60.0

@@ -64,24 +64,6 @@ class TickProblem(_Shape):
     heinzel: str | None = None
 
 
-class HeinzelFailure(_Shape):
-    """The tick's work for one heinzel failed; it is left alone until ``retry_at``.
-
-    Kept until that heinzel's work next succeeds; ``hz heinzel list`` and
-    ``show`` carry it.
-    """
-
-    code: str
-    message: str
-    place: str | None = None
-    since: datetime
-    """When the first failure of this run of failures happened."""
-    at: datetime
-    failures: int
-    """Failures in a row; each doubles the wait before the next try."""
-    retry_at: datetime
-
-
 class TickReport(_Shape):
     at: datetime
     due: int

@@ -27,9 +27,9 @@ from textual.timer import Timer
 from textual.widgets import Header, Input, Static
 
 from hz_kernel import operations as ops
-from hz_kernel.api import SpendToday
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
+from hz_kernel.overview import SpendToday
 from hz_tui import display, keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch

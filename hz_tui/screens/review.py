@@ -42,6 +42,7 @@ from hz_kernel import operations as ops
 from hz_kernel.api import DraftReview, DraftSummary
 from hz_kernel.errors import HzError
 from hz_tui import diffing, keymap, review, rows
+from hz_tui.held_rejects import HeldRejects
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import DEBOUNCE_MS, RUST_TIMEOUT_MS, STEP_MS
 from hz_tui.widgets.diff_view import DiffView
@@ -116,8 +117,8 @@ class ReviewScreen(Screen[None]):
         return self.query_one(DiffView)
 
     @property
-    def held(self) -> review.HeldRejects:
-        return review.HeldRejects(self.cockpit.home)
+    def held(self) -> HeldRejects:
+        return HeldRejects(self.cockpit.home)
 
     @property
     def wide(self) -> bool:

@@ -20,7 +20,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from hz_kernel.api import HeinzelSummary
+from hz_kernel.overview import HeinzelSummary
 from hz_tui import display
 from hz_tui.rows import Palette
 from hz_tui.tail import SpineLine

@@ -26,8 +26,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hz_kernel.api import HeinzelSummary
 from hz_kernel.clock import now_utc
+from hz_kernel.overview import HeinzelSummary
 from hz_tui import keymap, rows
 from hz_tui.messages import OpenHeinzel
 from hz_tui.rows import Cell, Palette

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from hz_kernel.api import HeinzelSummary
+from hz_kernel.overview import HeinzelSummary
 from hz_tui import display, rows
 from hz_tui.rows import Palette
 

@@ -9,7 +9,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from hz_kernel.api import SpendToday
+from hz_kernel.overview import SpendToday
 from hz_tui import display
 
 

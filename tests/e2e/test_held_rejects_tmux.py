@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hz_kernel.connect import connect
 from hz_tui.app import CockpitApp
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 from tests.support.env import hz_env
 from tests.support.tmux import HZ, WAIT_S, Tmux, hz
 from tests.tui import worlds

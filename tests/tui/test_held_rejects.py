@@ -17,7 +17,7 @@ import pytest
 
 from hz_kernel.client import LocalClient
 from hz_tui.app import CockpitApp
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 from hz_tui.settings import prefs_path
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, until
@@ -68,7 +68,7 @@ HOLD_MANY = """
 import os, sys, time
 from pathlib import Path
 from hz_kernel.home import Home
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 held = HeldRejects(Home.resolve(sys.argv[1]))
 go = Path(sys.argv[2])
 while not go.exists():

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from hz_kernel import operations as ops
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 from tests.tui import worlds
 from tests.tui.test_cockpit import SIZE, until
 from tests.tui.test_held_rejects_reconnect import messages, open_app, stop, world
@@ -28,7 +28,7 @@ __all__ = ["world"]  # three heinzels with a draft each, served by a daemon
 QUIT_COCKPIT = """
 import sys
 from hz_kernel.home import Home
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 HeldRejects(Home.resolve(sys.argv[1])).hold(sys.argv[2], sys.argv[3])
 """
 

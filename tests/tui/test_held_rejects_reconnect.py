@@ -19,7 +19,7 @@ from hz_kernel.connect import connect
 from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.draft_queue import WAITING
 from tests.e2e.test_cockpit_reconnects import kill_daemon

@@ -27,7 +27,8 @@ from hz_kernel.store.scan import scan_file
 from hz_kernel.store.spine import SPINE_NAME
 from hz_tui.app import CockpitApp
 from hz_tui.diffing import Block
-from hz_tui.review import MARK, HeldRejects
+from hz_tui.held_rejects import HeldRejects
+from hz_tui.review import MARK
 from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.diff_view import DiffView
@@ -113,7 +114,7 @@ def hold_in_a_process_that_ends(home: Home, *held: tuple[str, str]) -> None:
 HOLD = """
 import sys
 from hz_kernel.home import Home
-from hz_tui.review import HeldRejects
+from hz_tui.held_rejects import HeldRejects
 held = HeldRejects(Home.resolve(sys.argv[1]))
 for key, name in zip(sys.argv[2::2], sys.argv[3::2]):
     held.hold(key, name)

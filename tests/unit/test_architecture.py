@@ -38,6 +38,67 @@ def test_every_kernel_model_builds_its_schema_on_first_use() -> None:
     assert eager == []
 
 
+def test_every_operation_answers_with_the_model_it_names() -> None:
+    """The table names its answers (looked up on first use); a name that matches no model
+    would only fail when that operation is first called."""
+    from pydantic import BaseModel
+
+    from hz_kernel.operations import OPERATIONS
+
+    for operation in OPERATIONS.values():
+        answer = operation.response
+        assert issubclass(answer, BaseModel) and answer.__name__ == operation.answer
+
+
+#: Modules a cockpit's first frame must not wait for: every answer model of the interface,
+#: the kernel itself (opened after the frame), the review desk's diff code.
+_NOT_BEFORE_THE_FIRST_FRAME = ("hz_kernel.api", "hz_kernel.kernel", "hz_tui.review")
+
+_FIRST_FRAME = """
+import asyncio, os, sys
+from hz_tui.entry import prepare_process
+prepare_process()
+from hz_kernel.connect import connect
+from hz_kernel.home import Home
+from hz_tui.app import CockpitApp
+
+home = Home.resolve(sys.argv[1])
+client = asyncio.run(connect(home, defer_kernel=True))
+app = CockpitApp(home, client, live=False)
+said_drawn = app.first_frame_drawn
+
+def drawn():
+    print(sorted(name for name in sys.argv[2:] if name in sys.modules), flush=True)
+    os._exit(0)
+
+app.first_frame_drawn = drawn
+app.run(headless=True, size=(120, 40))
+"""
+
+
+def test_the_cockpit_draws_its_first_frame_before_loading_the_interface(tmp_path: Path) -> None:
+    """Issue 14 (cold start): the first frame needs the rows (``hz_kernel.overview``) and the
+    operations table, not every answer model nor the kernel: those load after it."""
+    import asyncio
+
+    from hz_kernel.home import Home
+    from hz_kernel.kernel import Kernel
+
+    home = Home.resolve(tmp_path / "home", create=True)
+
+    async def index() -> None:  # as any home a kernel has opened once: its index is current
+        await (await Kernel.open(home)).close()
+
+    asyncio.run(index())
+    drawn = subprocess.run(
+        [sys.executable, "-c", _FIRST_FRAME, str(home.root), *_NOT_BEFORE_THE_FIRST_FRAME],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert drawn.stdout.strip() == "[]", drawn.stdout + drawn.stderr
+
+
 def _subclasses(root: type) -> list[type]:
     found, todo = [], [root]
     while todo:
