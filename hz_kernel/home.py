@@ -91,10 +91,14 @@ class Home:
             raise HzError("HZS040", "not a heinzel id", heinzel_id[:80])
         return self.heinzel_root / heinzel_id
 
-    def spine_paths(self) -> dict[str, Path]:
-        """Each heinzel's spine file (whether or not it exists yet), by id."""
+    def spine_paths(self) -> dict[str, str]:
+        """Each heinzel's spine file (whether or not it exists yet), by id.
+
+        Plain strings: a listing checks every spine of the home before it
+        answers, and 500 ``Path`` objects cost more than the 500 ``stat``s.
+        """
         root = os.fspath(self.heinzel_root)
-        return {h: Path(root, h, SPINE_NAME) for h in self.heinzel_ids()}
+        return {h: os.path.join(root, h, SPINE_NAME) for h in self.heinzel_ids()}
 
     def heinzel_ids(self) -> list[str]:
         """Every heinzel directory under the home, sorted (ids are ULIDs, so by creation)."""

@@ -2,10 +2,11 @@
 
 Kept apart from the widget so the rules (which words a filter matches, what
 "waits on you" means, how a state sorts) read in one place and are tested
-without a screen. A cell is ``Cell``: rich ``Text`` that also carries the
-value it sorts by, so a table sorts by meaning (state order, newest first,
-cost) rather than by the text shown. The page tables (``DataTable``) show
-cells as they are; the home table draws them into its cached row strips.
+without a screen. A cell carries the value it sorts by, so a table sorts
+by meaning (state order, newest first, cost) rather than by the text shown.
+The page tables (``DataTable``) show ``Cell``s, rich ``Text``, as they are;
+the home table draws ``RowCell``s (its text, style and sort value only: a
+home of hundreds builds thousands at start) into its cached row strips.
 """
 
 from __future__ import annotations
@@ -37,6 +38,25 @@ class Cell(Text):
     def signature(self) -> tuple[str, str, object]:
         """What decides whether a redraw is needed: text, style and sort value."""
         return (self.plain, str(self.style), self.order)
+
+
+class RowCell:
+    """One cell of the home table: its text (safe to draw), style and the value it sorts by."""
+
+    __slots__ = ("order", "plain", "style")
+
+    def __init__(self, text: str, style: Style = PLAIN, *, order: object = None) -> None:
+        self.plain = display.visible(text)
+        self.style = style
+        self.order = order if order is not None else text.lower()
+
+    @property
+    def signature(self) -> tuple[str, Style, object]:
+        """What decides whether a redraw is needed: text, style and sort value."""
+        return (self.plain, self.style, self.order)
+
+    def as_text(self) -> Text:
+        return Text(self.plain, style=self.style, end="")
 
 
 @dataclass(frozen=True)
@@ -165,7 +185,7 @@ def matches(item: HeinzelSummary, terms: list[str]) -> bool:
     return all(term in haystack for term in terms)
 
 
-def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Cell]:
+def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, RowCell]:
     """Every column's cell for one heinzel."""
     state_style = {
         "awake": palette.ok,
@@ -175,34 +195,34 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ce
         "proposed": palette.accent,
     }.get(item.state, PLAIN)
     state = (
-        Cell("damaged", palette.bad, order=-1)
+        RowCell("damaged", palette.bad, order=-1)
         if item.damaged
-        else Cell(item.state, state_style, order=display.STATE_ORDER.get(item.state, 9))
+        else RowCell(item.state, state_style, order=display.STATE_ORDER.get(item.state, 9))
     )
     if item.contract_version is None:
-        contract = Cell("—", palette.muted, order=("", 0))
+        contract = RowCell("—", palette.muted, order=("", 0))
     else:
         label = f"{item.contract_name or 'contract'} v{item.contract_version}"
-        contract = Cell(label, order=(item.contract_name or "", item.contract_version))
+        contract = RowCell(label, order=(item.contract_name or "", item.contract_version))
     last_turn = _last_turn(item, palette, now)
     waits = waits_on_user(item)
     return {
-        "name": Cell(item.name, palette.bad if item.damaged else PLAIN, order=item.name.lower()),
+        "name": RowCell(item.name, palette.bad if item.damaged else PLAIN, order=item.name.lower()),
         "state": state,
         "contract": contract,
-        "next_due": Cell(display.due(item.next_due, now), order=item.next_due or "~"),
+        "next_due": RowCell(display.due(item.next_due, now), order=item.next_due or "~"),
         "last_turn": last_turn,
-        "waits": Cell(", ".join(waits), palette.warn if waits else PLAIN, order=-len(waits)),
-        "cost": Cell(display.usd(item.cost_today), order=-item.cost_today),
+        "waits": RowCell(", ".join(waits), palette.warn if waits else PLAIN, order=-len(waits)),
+        "cost": RowCell(display.usd(item.cost_today), order=-item.cost_today),
     }
 
 
-def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
+def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> RowCell:
     if item.queued:
         # What it waits for now says more than how its last turn went; it sorts first.
-        return Cell(display.queued(item.queued), palette.warn, order=(0, float("-inf")))
+        return RowCell(display.queued(item.queued), palette.warn, order=(0, float("-inf")))
     if not item.last_turn_at:
-        return Cell("—", palette.muted, order=(1, ()))
+        return RowCell("—", palette.muted, order=(1, ()))
     stamp = display.parse_time(item.last_turn_at)
     # Ascending order lists the newest turn first.
     newest_first = (0, -stamp.timestamp() if stamp else 0.0)
@@ -210,7 +230,7 @@ def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> Cell:
     if item.state == "awake" and not item.last_disposition:
         started = stamp or now
         elapsed = display.span((now - started).total_seconds(), exact=False)
-        return Cell(f"running {elapsed}", palette.ok, order=newest_first)
+        return RowCell(f"running {elapsed}", palette.ok, order=newest_first)
     disposition = item.last_disposition or item.last_cause or "turn"
     style = palette.bad if disposition in ("failed", "abandoned") else PLAIN
-    return Cell(f"{disposition} {when}", style, order=newest_first)
+    return RowCell(f"{disposition} {when}", style, order=newest_first)

@@ -240,7 +240,7 @@ class SpineStat:
     mtime_ns: int
 
 
-def stat_spine(path: Path) -> SpineStat | None:
+def stat_spine(path: str | os.PathLike[str]) -> SpineStat | None:
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -352,7 +352,7 @@ class IndexQueries:
             self.damage_seen = True
         return error
 
-    async def is_current(self, spines: dict[str, Path]) -> bool:
+    async def is_current(self, spines: Mapping[str, str | os.PathLike[str]]) -> bool:
         """True when the index has seen every spine as it is now (size and mtime) and no other."""
         return not stale_spines(await self.spine_marks(), spines)[0]
 
@@ -441,7 +441,7 @@ class IndexQueries:
 
 
 def stale_spines(
-    marks: dict[str, SpineMark], spines: dict[str, Path]
+    marks: dict[str, SpineMark], spines: Mapping[str, str | os.PathLike[str]]
 ) -> tuple[list[str], dict[str, SpineStat | None]]:
     """Heinzels whose spine differs from the index's mark (or has none), and every stat taken.
 

@@ -30,7 +30,7 @@ from hz_kernel.clock import now_utc
 from hz_kernel.overview import HeinzelSummary
 from hz_tui import keymap, rows
 from hz_tui.messages import OpenHeinzel
-from hz_tui.rows import Cell, Palette
+from hz_tui.rows import Palette, RowCell
 
 CELL_PADDING = 1
 HEADER_LINES = 1
@@ -106,7 +106,7 @@ class HeinzelTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.items: dict[str, HeinzelSummary] = {}
-        self.shown: dict[str, dict[str, Cell]] = {}
+        self.shown: dict[str, dict[str, RowCell]] = {}
         self.order: list[str] = []
         self.position: dict[str, int] = {}
         self.terms: list[str] = []
@@ -189,7 +189,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         if reorder:
             self._resort(focused)
 
-    def _measured(self, cells: dict[str, Cell]) -> dict[str, Cell]:
+    def _measured(self, cells: dict[str, RowCell]) -> dict[str, RowCell]:
         """Note how wide the growing columns' texts are (for ``_lay_out``); the cells."""
         for key in rows.GROWING:
             self.wanted[key] = max(self.wanted.get(key, 0), cell_len(cells[key].plain))
@@ -374,9 +374,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         strip = self._strips.get(heinzel_id)
         if strip is None:
             cells = self.shown[heinzel_id]
-            strip = self._line(
-                (cells[key].plain, _style_of(cells[key])) for key in rows.COLUMN_KEYS
-            )
+            strip = self._line((cells[key].plain, cells[key].style) for key in rows.COLUMN_KEYS)
             self._strips[heinzel_id] = strip
         return strip
 
@@ -414,7 +412,7 @@ class HeinzelTable(ScrollView, can_focus=True):
 
     # -- internals ---------------------------------------------------------------------
 
-    def _update(self, heinzel_id: str, cells: dict[str, Cell]) -> bool:
+    def _update(self, heinzel_id: str, cells: dict[str, RowCell]) -> bool:
         """Take the new cells; redraw the row if any differ. True when the sort value moved."""
         old = self.shown[heinzel_id]
         self.shown[heinzel_id] = cells
@@ -441,7 +439,3 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.cursor_row = max(0, min(row, len(self.order) - 1))
         self._scroll_to_cursor(animate=False)
         self._announce_cursor()
-
-
-def _style_of(cell: Cell) -> Style:
-    return cell.style if isinstance(cell.style, Style) else Style.parse(cell.style)

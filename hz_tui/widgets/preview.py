@@ -55,7 +55,7 @@ def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Gr
     """The preview's content for ``item`` (None: no row is highlighted)."""
     if item is None:
         return Text("No heinzel selected.", style="dim")
-    state = rows.cells(item, palette, now)["state"]
+    state = rows.cells(item, palette, now)["state"].as_text()
     title = Text.assemble((item.name, "bold"), "  ", state)
     facts = Table.grid(padding=(0, 1))
     facts.add_column(style="dim", no_wrap=True)

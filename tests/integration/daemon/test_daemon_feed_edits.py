@@ -31,7 +31,7 @@ def spine_envelopes(home: Home) -> dict[tuple[str, int], dict[str, object]]:
     """Every line of every spine of ``home``, parsed, by (heinzel, seq)."""
     found: dict[tuple[str, int], dict[str, object]] = {}
     for heinzel_id, path in home.spine_paths().items():
-        for raw in path.read_bytes().splitlines():
+        for raw in Path(path).read_bytes().splitlines():
             envelope = orjson.loads(raw)
             found[(heinzel_id, envelope["seq"])] = envelope
     return found
@@ -39,7 +39,7 @@ def spine_envelopes(home: Home) -> dict[tuple[str, int], dict[str, object]]:
 
 def grow(home: Home, lines: int) -> Path:
     """Append ``lines`` events to the home's first spine; its path."""
-    path = sorted(home.spine_paths().values())[0]
+    path = Path(sorted(home.spine_paths().values())[0])
     with SpineWriter.open(path.parent) as writer:
         for _ in range(lines):
             writer.append(StepDone(step="think"))

@@ -37,13 +37,13 @@ def spine_lines(home: Home) -> set[tuple[str, int]]:
     """(heinzel, seq) of every line of every spine of ``home``."""
     lines: set[tuple[str, int]] = set()
     for heinzel_id, path in home.spine_paths().items():
-        for raw in path.read_bytes().splitlines():
+        for raw in Path(path).read_bytes().splitlines():
             lines.add((heinzel_id, orjson.loads(raw)["seq"]))
     return lines
 
 
 def envelope(home: Home, heinzel_id: str, seq: int) -> dict[str, object]:
-    raw = home.spine_paths()[heinzel_id].read_bytes().splitlines()[seq - 1]
+    raw = Path(home.spine_paths()[heinzel_id]).read_bytes().splitlines()[seq - 1]
     parsed: dict[str, object] = orjson.loads(raw)
     return parsed
 
@@ -231,7 +231,7 @@ async def test_a_feed_asked_for_while_the_daemon_stops_ends_at_once(home: Home) 
 def append_unindexed(home: Home, count: int) -> list[tuple[str, int]]:
     """``count`` lines spread over the home's spines, written with no daemon and no index
     (what a restarted daemon's readers have missed)."""
-    paths = sorted(home.spine_paths().values())
+    paths = sorted(Path(p) for p in home.spine_paths().values())
     writers = [SpineWriter.open(path.parent) for path in paths]
     written: list[tuple[str, int]] = []
     try:
