@@ -73,8 +73,10 @@ class SpineWatcher:
 
     def prime(self, heinzel_ids: Iterable[str]) -> None:
         """Start each known spine's tail at its current end: what is there is already shown."""
+        root = os.fspath(self.root)
         for heinzel_id in heinzel_ids:
-            self.tails[heinzel_id] = SpineTail.at_end(self.root / heinzel_id / SPINE_NAME)
+            path = Path(os.path.join(root, heinzel_id, SPINE_NAME))  # one parse, not two joins
+            self.tails[heinzel_id] = SpineTail.at_end(path)
 
     def heinzel_of(self, path: str) -> str | None:
         """The heinzel id a changed path belongs to, for spines and heinzel folders only."""

@@ -192,7 +192,9 @@ class HeinzelTable(ScrollView, can_focus=True):
     def _measured(self, cells: dict[str, RowCell]) -> dict[str, RowCell]:
         """Note how wide the growing columns' texts are (for ``_lay_out``); the cells."""
         for key in rows.GROWING:
-            self.wanted[key] = max(self.wanted.get(key, 0), cell_len(cells[key].plain))
+            text = cells[key].plain
+            width = len(text) if text.isascii() else cell_len(text)
+            self.wanted[key] = max(self.wanted.get(key, 0), width)
         return cells
 
     def retime(self) -> None:
