@@ -140,10 +140,12 @@ def test_issue15_item2_a_stream_cut_after_text_fails_without_a_second_answer(
     failed = events(world, heinzel_id, "attempt.failed")
     assert [f["code"] for f in failed] == ["stream_truncated"] and failed[0]["output_size"] > 0
     streamed = "".join(_chunks(world, heinzel_id))
-    assert streamed and DRAFT_TEXT.startswith(streamed) and streamed != DRAFT_TEXT
+    assert streamed and DRAFT_TEXT.startswith(streamed)
+    if provider.pieces:
+        assert streamed != DRAFT_TEXT
     assert [f["disposition"] for f in events(world, heinzel_id, "turn.finished")] == ["failed"]
     assert "draft.placed" not in world.kinds(heinzel_id)
-    assert "fixed the login bug" not in (tmp_path / "reports" / "digest.md").read_text()
+    assert not (tmp_path / "reports" / "digest.md").exists()
 
 
 @BY_NAME

@@ -3,12 +3,17 @@ hz at it, with a key only the stub should ever see."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from unittest.mock import patch
 
 import orjson
 
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
 from tests.support.homes import World, digest_contract, make_world
 from tests.support.wire.anthropic import AnthropicStub
 from tests.support.wire.ollama import OllamaStub
@@ -106,14 +111,25 @@ PROVIDERS = [
 
 
 def heinzel_on(tmp_path: Path, spec: str, **env: str) -> tuple[World, str]:
-    """A home with the notes-digest heinzel on model ``spec``, approved."""
+    """A home with the notes-digest heinzel on model ``spec``, approved.
+
+    Made by a kernel in this process, at the pinned time: only the turn is the
+    test's subject, and two ``hz`` processes per test would double its time.
+    ``env`` is accepted for symmetry with the wake; creating needs no key.
+    """
     world = make_world(tmp_path)
-    contract = tmp_path / "digest.prose.md"
-    contract.write_text(digest_contract(model=spec))
-    env = {"HZ_NOW": NOW} | env
-    made = world.hz("heinzel", "new", str(contract), "--json", **env)
-    world.hz("approve", "notes-digest", **env)
-    return world, str(orjson.loads(made.stdout)["id"])
+
+    async def create() -> str:
+        kernel = await Kernel.open(Home.resolve(world.home))
+        try:
+            made = await kernel.new(text=digest_contract(model=spec))
+            await kernel.approve(ref=made.id)
+            return str(made.id)
+        finally:
+            await kernel.close()
+
+    with patch.dict(os.environ, {"HZ_NOW": env.get("HZ_NOW", NOW)}):
+        return world, asyncio.run(create())
 
 
 def events(world: World, heinzel_id: str, kind: str) -> list[dict[str, object]]:
