@@ -295,13 +295,15 @@ async def scaled_sleep(seconds: float) -> None:
 
 
 class TokenUsage(BaseModel):
-    """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache."""
+    """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache
+    and the ``cache_write_tokens`` written to one (Anthropic prices those above plain input)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     cached_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
     requests: int = Field(default=0, ge=0)
 
     @classmethod
@@ -310,6 +312,7 @@ class TokenUsage(BaseModel):
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cached_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             requests=usage.requests,
         )
 
@@ -322,6 +325,7 @@ class TokenUsage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             requests=self.requests + other.requests,
         )
 
@@ -367,6 +371,7 @@ def price_usd(model_spec: str, usage: TokenUsage, *, settings: ModelEnv | None =
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cached_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
     )
     try:
         calculation = genai_prices.calc_price(table_usage, name, provider_id=provider_id)
