@@ -77,10 +77,12 @@ def test_issue15_item2_a_rate_limit_waits_as_told_up_to_the_cap_and_is_journalle
         env = provider.env(stub) | FAST_WAITS
         world, heinzel_id = heinzel_on(tmp_path, provider.spec(stub), **env)
         wake = world.hz("heinzel", "wake", "notes-digest", "--json", HZ_NOW=NOW, **env)
-        requests = stub.requests
-    assert orjson.loads(wake.stdout)["disposition"] == "drafted" and len(requests) == 3
+        asked = [exchange.at for exchange in stub.exchanges]
+    assert orjson.loads(wake.stdout)["disposition"] == "drafted" and len(asked) == 3
     retries = events(world, heinzel_id, "attempt.retry")
     assert [(r["attempt"], r["delay_ms"]) for r in retries] == [(1, 3000), (2, 20000)]
+    # The waits were waited, scaled by HZ_MODEL_WAIT_SCALE (0.001): 3 ms, then 20 ms.
+    assert asked[1] - asked[0] >= 0.003 and asked[2] - asked[1] >= 0.020
     assert all("RateLimit" in str(r["error"]) for r in retries)
     assert len(events(world, heinzel_id, "attempt.started")) == 3
     think = [d for d in events(world, heinzel_id, "step.done") if d["step"] == "think"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,11 +99,13 @@ class Dialect(Protocol):
 
 @dataclass(frozen=True)
 class Exchange:
-    """One request the stub received: path, headers (lower-case names) and JSON body."""
+    """One request the stub received: path, headers (lower-case names), JSON body, and when
+    it arrived (``time.monotonic()``), so a test can see that a wait was really waited."""
 
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass
