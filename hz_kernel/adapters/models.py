@@ -1,11 +1,13 @@
 """The model seam: model strings to pydantic-ai models, and what their tokens cost.
 
 A model string names where a turn's think step goes: ``local`` (the default,
-offline and keyless), ``openai:<name>``, ``anthropic:<name>``, ``ollama:<name>``
-or ``openai-compatible:<name>@<base url>``. Keys come from the user's own
-environment; hz sends nothing anywhere else. Every SDK-backed model is built
-with the SDK's own retries off, because the engine journals and paces each
-attempt itself.
+offline and keyless), ``openai:<name>`` (OpenAI's Responses API),
+``openai-chat:<name>`` (its Chat Completions API), ``anthropic:<name>``,
+``ollama:<name>`` or ``openai-compatible:<name>@<base url>``. Keys come from
+the user's own environment, or from a private file the environment names
+(``<KEY>_FILE``, read only when the provider is used); hz sends them nowhere
+else. Every SDK-backed model is built with the SDK's own retries off, because
+the engine journals and paces each attempt itself.
 
 The framing helpers the context builder uses (``render_inputs`` and friends)
 are re-exported here, so callers need only this module.
@@ -13,9 +15,12 @@ are re-exported here, so callers need only this module.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import stat
 from collections.abc import Mapping
-from typing import Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 import genai_prices
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -38,6 +43,9 @@ from hz_kernel.adapters.local_model import (
 from hz_kernel.adapters.pricing import PRICED_PROVIDERS
 from hz_kernel.errors import HzError
 
+if TYPE_CHECKING:
+    from pydantic_ai.providers.openai import OpenAIProvider
+
 __all__ = [
     "LOCAL_MODEL_NAME",
     "FramedInput",
@@ -54,22 +62,32 @@ __all__ = [
     "render_summary",
     "render_summary_request",
     "resolve_model",
+    "scaled_sleep",
 ]
 
 DEFAULT_MODEL: Final = "local"
 DEFAULT_OLLAMA_URL: Final = "http://localhost:11434/v1"
 _SPEC_HELP = (
-    "use local, openai:<name>, anthropic:<name>, ollama:<name> "
+    "use local, openai:<name>, openai-chat:<name>, anthropic:<name>, ollama:<name> "
     "or openai-compatible:<name>@<base url>"
 )
+#: The provider keys hz reads, each from its variable or from the file ``<variable>_FILE`` names.
+KEY_VARIABLES: Final = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OLLAMA_API_KEY",
+    "HZ_OPENAI_COMPATIBLE_API_KEY",
+)
+_KEY_FILE_MAX = 4096
 _NO_SDK_RETRIES = ModelSettings(max_retries=0)
 
 
 class ModelEnv(BaseModel):
-    """What the model seam reads from the environment: provider keys, URLs and two knobs.
+    """What the model seam reads from the environment: provider keys, URLs and knobs.
 
     Built from ``os.environ`` by default; tests pass their own. Keys are secret
-    strings so they never show up in a repr or a log line.
+    strings so they never show up in a repr or a log line; a key kept in a file
+    is only its path here (``key_files``), read when its provider is used.
     """
 
     model_config = ConfigDict(defer_build=True, frozen=True)
@@ -77,13 +95,16 @@ class ModelEnv(BaseModel):
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
     ollama_base_url: str = DEFAULT_OLLAMA_URL
     ollama_api_key: SecretStr | None = None
     compatible_api_key: SecretStr | None = None
+    key_files: dict[str, str] = Field(default_factory=dict)
     delay_ms: int = Field(default=0, ge=0, le=600_000)
     hold_file: str | None = None
     record_file: str | None = None
     local_usd_per_mtok: float = Field(default=0.0, ge=0.0, le=1_000_000.0)
+    wait_scale: float = Field(default=1.0, ge=0.0, le=1.0)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> ModelEnv:
@@ -98,15 +119,22 @@ class ModelEnv(BaseModel):
             "openai_api_key": secret("OPENAI_API_KEY"),
             "openai_base_url": env.get("OPENAI_BASE_URL") or None,
             "anthropic_api_key": secret("ANTHROPIC_API_KEY"),
+            "anthropic_base_url": env.get("ANTHROPIC_BASE_URL") or None,
             "ollama_base_url": env.get("OLLAMA_BASE_URL") or DEFAULT_OLLAMA_URL,
             "ollama_api_key": secret("OLLAMA_API_KEY"),
             "compatible_api_key": secret("HZ_OPENAI_COMPATIBLE_API_KEY"),
+            "key_files": {
+                variable: path
+                for variable in KEY_VARIABLES
+                if (path := env.get(f"{variable}_FILE", "").strip())
+            },
         }
         knobs = {
             "delay_ms": "HZ_MODEL_DELAY_MS",
             "hold_file": "HZ_MODEL_HOLD_FILE",
             "record_file": "HZ_MODEL_RECORD_FILE",
             "local_usd_per_mtok": "HZ_LOCAL_USD_PER_MTOK",
+            "wait_scale": "HZ_MODEL_WAIT_SCALE",
         }
         for field_name, variable in knobs.items():
             if raw := env.get(variable, "").strip():
@@ -129,21 +157,74 @@ def _split_spec(spec: str) -> tuple[str, str]:
     return provider, name.strip()
 
 
-def _require(key: SecretStr | None, variable: str, spec: str) -> str:
-    if key is None:
-        raise HzError("HZE011", f"{spec} needs an API key: set {variable} in your environment")
-    return key.get_secret_value()
+def read_key_file(path: str, variable: str) -> str:
+    """The key in the file ``<variable>_FILE`` names: one line, private to the user (0600).
+
+    A file others could read, a missing or unreadable one, or an empty one is an
+    ``HZE066`` error naming the variable and the path, never the content.
+    """
+    place = f"{variable}_FILE"
+    try:
+        info = Path(path).stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise HzError("HZE066", f"{path} is not a regular file", place)
+        if info.st_mode & 0o077:
+            raise HzError(
+                "HZE066",
+                f"{path} can be read by others (mode {stat.S_IMODE(info.st_mode):o}): "
+                f"chmod 600 {path}",
+                place,
+            )
+        with Path(path).open("rb") as handle:
+            raw = handle.read(_KEY_FILE_MAX + 1)
+    except OSError as exc:
+        raise HzError("HZE066", f"cannot read {path}: {exc.strerror}", place) from None
+    key = raw.decode("utf-8", errors="replace").strip()
+    if not key or len(raw) > _KEY_FILE_MAX or "\n" in key:
+        raise HzError("HZE066", f"{path} must hold the key alone, on one line", place)
+    return key
+
+
+def _key(key: SecretStr | None, variable: str, env: ModelEnv) -> str | None:
+    """A provider key: from its variable, else from the file ``<variable>_FILE`` names."""
+    if key is not None:
+        return key.get_secret_value()
+    path = env.key_files.get(variable)
+    return read_key_file(path, variable) if path else None
+
+
+def _require(key: SecretStr | None, variable: str, env: ModelEnv, spec: str) -> str:
+    value = _key(key, variable, env)
+    if value is None:
+        raise HzError(
+            "HZE011",
+            f"{spec} needs an API key: set {variable} in your environment, "
+            f"or {variable}_FILE to a file only you can read",
+        )
+    return value
+
+
+def _openai_provider(env: ModelEnv, spec: str) -> OpenAIProvider:
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIProvider(
+        base_url=env.openai_base_url,
+        api_key=_require(env.openai_api_key, "OPENAI_API_KEY", env, spec),
+    )
 
 
 def _openai(name: str, env: ModelEnv, spec: str) -> Model:
     from pydantic_ai.models.openai import OpenAIResponsesModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
-    provider = OpenAIProvider(
-        base_url=env.openai_base_url,
-        api_key=_require(env.openai_api_key, "OPENAI_API_KEY", spec),
-    )
+    provider = _openai_provider(env, spec)
     return OpenAIResponsesModel(name, provider=provider, settings=_NO_SDK_RETRIES)
+
+
+def _openai_chat(name: str, env: ModelEnv, spec: str) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    provider = _openai_provider(env, spec)
+    return OpenAIChatModel(name, provider=provider, settings=_NO_SDK_RETRIES)
 
 
 def _anthropic(name: str, env: ModelEnv, spec: str) -> Model:
@@ -154,7 +235,10 @@ def _anthropic(name: str, env: ModelEnv, spec: str) -> Model:
         raise HzError(
             "HZE012", f"{spec} needs the anthropic extra: pip install 'hz[anthropic]'"
         ) from None
-    provider = AnthropicProvider(api_key=_require(env.anthropic_api_key, "ANTHROPIC_API_KEY", spec))
+    provider = AnthropicProvider(
+        api_key=_require(env.anthropic_api_key, "ANTHROPIC_API_KEY", env, spec),
+        base_url=env.anthropic_base_url,
+    )
     return AnthropicModel(name, provider=provider, settings=_NO_SDK_RETRIES)
 
 
@@ -162,7 +246,7 @@ def _ollama(name: str, env: ModelEnv, spec: str) -> Model:
     from pydantic_ai.models.ollama import OllamaModel
     from pydantic_ai.providers.ollama import OllamaProvider
 
-    key = env.ollama_api_key.get_secret_value() if env.ollama_api_key else None
+    key = _key(env.ollama_api_key, "OLLAMA_API_KEY", env)
     provider = OllamaProvider(base_url=env.ollama_base_url, api_key=key)
     return OllamaModel(name, provider=provider, settings=_NO_SDK_RETRIES)
 
@@ -176,13 +260,14 @@ def _openai_compatible(name_at_url: str, env: ModelEnv, spec: str) -> Model:
         raise HzError(
             "HZE010", f"{spec!r} needs a model name and a base URL: <name>@http://host/v1", "model"
         )
-    key = env.compatible_api_key.get_secret_value() if env.compatible_api_key else None
+    key = _key(env.compatible_api_key, "HZ_OPENAI_COMPATIBLE_API_KEY", env)
     provider = OpenAICompatibleProvider("openai-compatible", base_url=base_url, api_key=key)
     return OpenAIChatModel(name, provider=provider, settings=_NO_SDK_RETRIES)
 
 
 _PROVIDERS = {
     "openai": _openai,
+    "openai-chat": _openai_chat,
     "anthropic": _anthropic,
     "ollama": _ollama,
     "openai-compatible": _openai_compatible,
@@ -200,14 +285,25 @@ def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None
     return _PROVIDERS[provider](name, env, spec.strip())
 
 
+async def scaled_sleep(seconds: float) -> None:
+    """Wait between attempts: ``seconds`` times ``HZ_MODEL_WAIT_SCALE`` (1 unless a test sets it).
+
+    The journal keeps the wait as decided; only the real pause shrinks, so a
+    test can check a 20-second cap without waiting 20 seconds.
+    """
+    await asyncio.sleep(seconds * ModelEnv.from_environ().wait_scale)
+
+
 class TokenUsage(BaseModel):
-    """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache."""
+    """Tokens one step used; ``input_tokens`` includes the ``cached_tokens`` read from a cache
+    and the ``cache_write_tokens`` written to one (Anthropic prices those above plain input)."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)
     cached_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
     requests: int = Field(default=0, ge=0)
 
     @classmethod
@@ -216,6 +312,7 @@ class TokenUsage(BaseModel):
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cached_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
             requests=usage.requests,
         )
 
@@ -228,6 +325,7 @@ class TokenUsage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             requests=self.requests + other.requests,
         )
 
@@ -273,6 +371,7 @@ def price_usd(model_spec: str, usage: TokenUsage, *, settings: ModelEnv | None =
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cached_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
     )
     try:
         calculation = genai_prices.calc_price(table_usage, name, provider_id=provider_id)

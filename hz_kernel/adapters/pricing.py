@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-PRICED_PROVIDERS: Final = {"openai": "openai", "anthropic": "anthropic"}
+PRICED_PROVIDERS: Final = {"openai": "openai", "openai-chat": "openai", "anthropic": "anthropic"}
 """hz's provider names mapped to the genai-prices table's; other providers are unpriced."""
 
 

@@ -285,7 +285,7 @@ Approver = Annotated[str, AfterValidator(_approver)]
 
 MODEL_PROVIDERS = ("openai", "anthropic", "ollama")
 _MODEL = re.compile(
-    r"(?:openai|anthropic|ollama):[A-Za-z0-9][A-Za-z0-9._:/+-]{0,99}"
+    r"(?:openai|openai-chat|anthropic|ollama):[A-Za-z0-9][A-Za-z0-9._:/+-]{0,99}"
     r"|openai-compatible:[A-Za-z0-9][A-Za-z0-9._:/+-]{0,99}@https?://[^\s@]{1,200}"
 )
 
@@ -294,8 +294,8 @@ def _model(value: str) -> str:
     if value != "local" and not _MODEL.fullmatch(value):
         raise fail(
             "HZC070",
-            f"{shown(value)} is not a model: write local, or openai:NAME, anthropic:NAME, "
-            "ollama:NAME or openai-compatible:NAME@URL",
+            f"{shown(value)} is not a model: write local, or openai:NAME, openai-chat:NAME, "
+            "anthropic:NAME, ollama:NAME or openai-compatible:NAME@URL",
         )
     return value
 

@@ -23,7 +23,17 @@ from hz_kernel.store.fsutil import atomic_write, read_nofollow
 START_RECORD_NAME = "daemon.start.json"
 #: Settings that live in the environment, kept by value (never secrets: see ``is_secret``).
 VALUE_PREFIXES = ("HZ_",)
-VALUE_NAMES = frozenset({"OPENAI_BASE_URL", "OLLAMA_BASE_URL"})
+VALUE_NAMES = frozenset(
+    {
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OLLAMA_BASE_URL",
+        # Where a key is kept (``<KEY>_FILE``): a path, never the key itself.
+        "OPENAI_API_KEY_FILE",
+        "ANTHROPIC_API_KEY_FILE",
+        "OLLAMA_API_KEY_FILE",
+    }
+)
 #: Provider keys: kept by name only.
 SECRET_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY"})
 _SECRET_SUFFIX = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)$")

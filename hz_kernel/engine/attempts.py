@@ -7,6 +7,9 @@ Rules this module keeps, whatever the provider:
 * A retryable failure (429, 5xx, transport) before any output is retried with
   jittered exponential backoff, up to ``max_attempts`` per request; each retry is
   reported through ``on_retry`` before its wait.
+* The provider saying the context is longer than the model's window is a
+  ``ContextOverflow`` (``HZE065``), told apart from every other refusal so the
+  caller can shrink the context and ask again; it is never retried here.
 * Once text has streamed (``on_chunk`` was called), a failure ends the step
   with ``StreamTruncated`` carrying that text. It is never retried: a retry would
   show the user the same answer twice.
@@ -22,7 +25,6 @@ from the step's messages, the only way to ask again once a stream is consumed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import json
@@ -44,7 +46,9 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
+    ModelQuotaExceededError,
     ModelRateLimitError,
     ModelRequestTimeout,
     ModelServerError,
@@ -70,7 +74,7 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.usage import UsageLimits
 from pydantic_core import from_json
 
-from hz_kernel.adapters.models import TokenUsage, render_steering
+from hz_kernel.adapters.models import TokenUsage, render_steering, scaled_sleep
 from hz_kernel.engine.outcome import Outcome, OutcomeAdapter, OutcomeKind, output_tools
 from hz_kernel.errors import HzError
 
@@ -109,10 +113,33 @@ class StreamTruncated(HzError):
 class ModelRefused(HzError):
     """The provider refused the request itself (a 4xx other than 429); asking again won't help."""
 
-    def __init__(self, message: str, *, error: str, status_code: int | None) -> None:
-        super().__init__("HZE022", message, "think")
+    def __init__(
+        self, message: str, *, error: str, status_code: int | None, code: str = "HZE022"
+    ) -> None:
+        super().__init__(code, message, "think")
         self.error = error
         self.status_code = status_code
+
+
+class ContextOverflow(ModelRefused):
+    """The provider says the request is longer than the model's context window (``HZE065``).
+
+    A refusal, so a caller that does nothing about it fails the step like any
+    other; a caller that can shrink the context catches this class and asks again.
+    """
+
+    def __init__(self, message: str, *, error: str, status_code: int | None) -> None:
+        super().__init__(message, error=error, status_code=status_code, code="HZE065")
+
+
+class QuotaExhausted(ModelRefused):
+    """The provider says the account's quota or credits are used up (``HZE067``).
+
+    It comes as a 429 like a rate limit, but waiting won't help, so it is not retried.
+    """
+
+    def __init__(self, message: str, *, error: str, status_code: int | None) -> None:
+        super().__init__(message, error=error, status_code=status_code, code="HZE067")
 
 
 class ModelOutputInvalid(HzError):
@@ -223,7 +250,7 @@ def messages_from_json(data: Sequence[dict[str, Any]]) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_python(list(data))
 
 
-Failure = Literal["retry", "refused", "invalid", "cap", "unknown"]
+Failure = Literal["retry", "refused", "overflow", "quota", "invalid", "cap", "unknown"]
 _RETRYABLE = (
     ModelRateLimitError,
     ModelUnavailableError,
@@ -235,16 +262,45 @@ _RETRYABLE = (
 )
 
 
+#: How servers that send no ``context_length_exceeded`` code word a context overflow
+#: (Ollama: "the input length exceeds the context length"; llama.cpp: "exceeds the available
+#: context size"; Anthropic: "prompt is too long").
+_OVERFLOW_WORDS = (
+    "context length",
+    "context window",
+    "context size",
+    "maximum context",
+    "prompt is too long",
+    "context_length_exceeded",
+    "exceed_context_size",
+)
+
+
+def _says_overflow(error: ModelAPIError) -> bool:
+    if isinstance(error, ModelHTTPError) and error.status_code not in (400, 413, 422):
+        return False
+    said = " ".join(
+        str(part)
+        for part in (error.provider_error_code, error.provider_error_type, error.body, error)
+        if part is not None
+    ).lower()
+    return any(words in said for words in _OVERFLOW_WORDS)
+
+
 def classify(error: BaseException) -> Failure:
     """Sort a provider failure: retry it, give up at once, or report invalid output or a cap."""
     if isinstance(error, UsageLimitExceeded):
         return "cap"
+    if isinstance(error, ModelContextWindowExceededError):
+        return "overflow"
+    if isinstance(error, ModelQuotaExceededError):
+        return "quota"
     if isinstance(error, _RETRYABLE):
         return "retry"
-    if isinstance(error, ModelHTTPError):
-        return "retry" if error.status_code == 429 or error.status_code >= 500 else "refused"
+    if isinstance(error, ModelHTTPError) and (error.status_code == 429 or error.status_code >= 500):
+        return "retry"
     if isinstance(error, ModelAPIError):
-        return "refused"
+        return "overflow" if _says_overflow(error) else "refused"
     if isinstance(error, UnexpectedModelBehavior):
         return "invalid"
     return "unknown"
@@ -308,7 +364,12 @@ class _StreamedText:
                 return ""
             self.tools[index] = event.part.tool_name
             args = event.part.args
-            self.arguments[index] = args if isinstance(args, str) else json.dumps(args or {})
+            # A call whose arguments will stream opens empty: Anthropic's tool_use block starts
+            # with ``input: {}``, which must not become a "{}" that the pieces are appended to.
+            if not args:
+                self.arguments[index] = ""
+            else:
+                self.arguments[index] = args if isinstance(args, str) else json.dumps(args)
         elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, ToolCallPartDelta):
             index = event.index
             if index not in self.tools:
@@ -429,6 +490,18 @@ class _Step:
                 usage=spent,
                 messages=messages_to_json(run_messages),
             ) from error
+        if kind == "overflow":
+            raise ContextOverflow(
+                f"the context is longer than the model's window: {_describe(error)}",
+                error=type(error).__name__,
+                status_code=_status(error),
+            ) from error
+        if kind == "quota":
+            raise QuotaExhausted(
+                f"the provider's quota or credits are used up: {_describe(error)}",
+                error=type(error).__name__,
+                status_code=_status(error),
+            ) from error
         if kind == "refused":
             raise ModelRefused(
                 f"the model refused the request: {_describe(error)}",
@@ -486,7 +559,7 @@ async def run_model_step(
     outcomes: Sequence[OutcomeKind] | None = None,
     budget: TokenBudget | None = None,
     max_attempts: int = 3,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    sleep: Callable[[float], Awaitable[None]] = scaled_sleep,
     backoff: Backoff | None = None,
     rng: random.Random | None = None,
 ) -> StepResult:
@@ -499,7 +572,8 @@ async def run_model_step(
     most ``budget.output`` tokens when that is set. Each run of requests (the first
     and every restart) holds what ``admit()`` gives (the kernel's attempt slot)
     and lets it go before a restart's backoff. Raises ``ModelUnavailable``,
-    ``StreamTruncated``, ``ModelRefused``, ``ModelOutputInvalid`` or ``TokenCapReached``.
+    ``StreamTruncated``, ``ModelRefused`` (``ContextOverflow`` and ``QuotaExhausted`` among
+    them), ``ModelOutputInvalid`` or ``TokenCapReached``.
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")

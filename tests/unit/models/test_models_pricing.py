@@ -59,3 +59,21 @@ def test_the_local_model_is_free_unless_the_knob_sets_a_rate(
     cost = price_usd("local", USAGE)
     assert cost.priced is True
     assert cost.usd == pytest.approx(12.0)
+
+
+def test_issue15_item2_tokens_written_to_anthropics_cache_are_priced_as_cache_writes() -> None:
+    """Anthropic charges more for input it writes to its prompt cache than for plain input;
+    the step's usage carries those tokens to the table instead of pricing them as input."""
+    usage = TokenUsage(input_tokens=10_000, output_tokens=2_000, cache_write_tokens=6_000)
+    cost = price_usd("anthropic:claude-sonnet-4-5", usage)
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(input_tokens=10_000, output_tokens=2_000, cache_write_tokens=6_000),
+        "claude-sonnet-4-5",
+        provider_id="anthropic",
+    )
+    assert cost.usd == pytest.approx(float(expected.total_price))
+    plain = price_usd(
+        "anthropic:claude-sonnet-4-5", usage.model_copy(update={"cache_write_tokens": 0})
+    )
+    assert cost.usd > plain.usd
+    assert (usage + usage).cache_write_tokens == 12_000

@@ -10,8 +10,10 @@ from hz_kernel.adapters.models import ModelEnv, render_steering, resolve_model
 from hz_kernel.engine.attempts import (
     AttemptInfo,
     Backoff,
+    ContextOverflow,
     ModelRefused,
     ModelUnavailable,
+    QuotaExhausted,
     RetryInfo,
     StepResult,
     StreamTruncated,
@@ -20,7 +22,7 @@ from hz_kernel.engine.attempts import (
     user_message,
 )
 from hz_kernel.engine.outcome import DraftOutcome
-from tests.support.openai_stub import OpenAIStub, Reply, Status, ToolCall
+from tests.support.openai_stub import OpenAIStub, Overflow, Reply, Status, ToolCall
 
 DRAFT = {
     "type": "draft",
@@ -195,3 +197,26 @@ async def test_steering_admitted_during_a_retry_wait_reaches_the_retry() -> None
     assert any(marked in text for text in user_texts(requests[1]))
     assert [(a.attempt, a.request, a.retry) for a in journal.attempts] == [(1, 1, 0), (2, 1, 1)]
     assert isinstance(result.outcome, DraftOutcome)
+
+
+async def test_issue15_item2_a_context_overflow_is_told_apart_and_not_retried() -> None:
+    with scripted(Overflow(), ToolCall("draft", DRAFT)) as stub:
+        journal = Journal()
+        with pytest.raises(ContextOverflow) as caught:
+            await think(stub, journal)
+        requests = stub.requests
+    assert caught.value.code == "HZE065" and isinstance(caught.value, ModelRefused)
+    assert caught.value.status_code == 400
+    assert len(requests) == 1 and journal.retries == [] and journal.sleeps == []
+
+
+async def test_issue15_item2_a_quota_429_is_not_retried() -> None:
+    with scripted(
+        Status(429, "quota", error_code="insufficient_quota"), ToolCall("draft", DRAFT)
+    ) as stub:
+        journal = Journal()
+        with pytest.raises(QuotaExhausted) as caught:
+            await think(stub, journal)
+        requests = stub.requests
+    assert caught.value.code == "HZE067"
+    assert len(requests) == 1 and journal.retries == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 from pydantic_ai.models.ollama import OllamaModel
@@ -97,3 +98,59 @@ def test_bad_knobs_are_hze013_naming_the_variable(variable: str, value: str) -> 
         ModelEnv.from_environ({variable: value})
     assert caught.value.code == "HZE013"
     assert caught.value.place == variable
+
+
+def test_issue15_item2_openai_chat_uses_chat_completions_with_the_openai_key() -> None:
+    env = ModelEnv.from_environ({"OPENAI_API_KEY": "sk-test-not-real"})
+    model = resolve_model("openai-chat:gpt-4o", settings=env)
+    assert isinstance(model, OpenAIChatModel) and not isinstance(model, OllamaModel)
+    assert model.model_name == "gpt-4o"
+    assert model.settings is not None and model.settings.get("max_retries") == 0
+
+
+def test_issue15_item2_a_key_can_come_from_a_private_file(tmp_path: Path) -> None:
+    key_file = tmp_path / "openai.key"
+    key_file.write_text("sk-from-a-file\n")
+    key_file.chmod(0o600)
+    env = ModelEnv.from_environ({"OPENAI_API_KEY_FILE": str(key_file)})
+    assert "sk-from-a-file" not in repr(env)
+    assert isinstance(resolve_model("openai:gpt-4o", settings=env), OpenAIResponsesModel)
+
+
+@pytest.mark.parametrize(
+    ("mode", "content", "says"),
+    [
+        (0o644, "sk-from-a-file\n", "chmod 600"),
+        (0o600, "\n", "on one line"),
+        (0o600, "sk-one\nsk-two\n", "on one line"),
+    ],
+)
+def test_issue15_item2_a_key_file_that_is_shared_or_not_one_key_is_refused(
+    tmp_path: Path, mode: int, content: str, says: str
+) -> None:
+    key_file = tmp_path / "openai.key"
+    key_file.write_text(content)
+    key_file.chmod(mode)
+    env = ModelEnv.from_environ({"OPENAI_API_KEY_FILE": str(key_file)})
+    with pytest.raises(HzError) as caught:
+        resolve_model("openai:gpt-4o", settings=env)
+    assert caught.value.code == "HZE066" and says in caught.value.one_line()
+    assert "sk-" not in caught.value.one_line()
+    assert caught.value.place == "OPENAI_API_KEY_FILE"
+
+
+def test_issue15_item2_a_missing_key_file_is_refused_and_the_local_model_never_reads_it(
+    tmp_path: Path,
+) -> None:
+    env = ModelEnv.from_environ({"OPENAI_API_KEY_FILE": str(tmp_path / "absent.key")})
+    assert isinstance(resolve_model("local", settings=env), LocalModel)
+    with pytest.raises(HzError) as caught:
+        resolve_model("openai:gpt-4o", settings=env)
+    assert caught.value.code == "HZE066" and "absent.key" in caught.value.one_line()
+
+
+def test_issue15_item2_the_wait_scale_knob_is_a_fraction() -> None:
+    assert ModelEnv.from_environ({"HZ_MODEL_WAIT_SCALE": "0.001"}).wait_scale == 0.001
+    with pytest.raises(HzError) as caught:
+        ModelEnv.from_environ({"HZ_MODEL_WAIT_SCALE": "2"})
+    assert caught.value.code == "HZE013" and caught.value.place == "HZ_MODEL_WAIT_SCALE"
