@@ -42,7 +42,7 @@ from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.vocabulary import EventData, HeinzelCreated
 
 #: The turn engine (pydantic-ai and the model adapters): seconds of imports.
-ENGINE_MODULE = "hz_kernel.engine.turn"
+ENGINE_MODULE = "hz_kernel.engine.runner"
 
 
 class KernelCore:

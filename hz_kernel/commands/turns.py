@@ -48,19 +48,20 @@ from hz_kernel.vocabulary import (
 )
 
 if TYPE_CHECKING:
-    from hz_kernel.engine.turn import TurnRunner, TurnState
+    from hz_kernel.engine.runner import TurnRunner
+    from hz_kernel.engine.state import TurnState
 
 
 def _runner(kernel: KernelCore, held: HeldSession) -> TurnRunner:
     """A turn runner. Imported here, not at the top: the engine pulls in pydantic-ai, whose
     import costs more than a second, and listings and other reads must not pay for it."""
-    from hz_kernel.engine.turn import TurnRunner
+    from hz_kernel.engine.runner import TurnRunner
 
     return TurnRunner(kernel, held)
 
 
 def _load_state(held: HeldSession, turn: str) -> object:
-    from hz_kernel.engine.turn import load_state
+    from hz_kernel.engine.state import load_state
 
     return load_state(held.scan.events, turn)
 
@@ -326,7 +327,7 @@ class TurnCommands(KernelCore):
         return last
 
     async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
-        from hz_kernel.engine.turn import TurnState, timeout_s
+        from hz_kernel.engine.state import TurnState, timeout_s
 
         state = _load_state(held, turn)
         if not isinstance(state, TurnState) or self.draining:

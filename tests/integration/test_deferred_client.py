@@ -88,7 +88,7 @@ async def test_no_index_yet_and_warm_both_open_the_kernel(home: Home) -> None:
 def test_the_cockpit_starts_without_the_kernel_the_event_models_or_the_http_stack() -> None:
     probe = (
         "import sys, hz_kernel.cli, hz_kernel.connect, hz_tui.app, hz_tui.entry;"
-        "heavy = [m for m in ('hz_kernel.kernel', 'hz_kernel.engine.turn', 'httpx',"
+        "heavy = [m for m in ('hz_kernel.kernel', 'hz_kernel.engine.runner', 'httpx',"
         " 'hz_kernel.commands.tick', 'pydantic_ai', 'hz_kernel.vocabulary',"
         " 'hz_kernel.store.projection', 'hz_kernel.daemon.feed') if m in sys.modules];"
         "print(heavy)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hz_kernel.engine.turn import load_state, running_time_s
+from hz_kernel.engine.state import load_state, running_time_s
 from hz_kernel.store.envelope import Event
 
 TURN = "01TURN"

@@ -1,0 +1,293 @@
+"""think: build the context in code and ask the model for one typed outcome; each request
+is an attempt, a failure ends the turn, and output that had streamed before a crash is
+never asked for again."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from hz_kernel import crashpoints
+from hz_kernel.adapters.local_model import FramedInput, render_approval, render_rejection
+from hz_kernel.adapters.models import TokenUsage, UsdCost, price_usd, resolve_model
+from hz_kernel.adapters.sources import sha256_hex
+from hz_kernel.clock import now_utc
+from hz_kernel.engine.attempts import (
+    AttemptInfo,
+    ModelOutputInvalid,
+    ModelRefused,
+    ModelUnavailable,
+    RetryInfo,
+    StreamTruncated,
+    TokenCapReached,
+    messages_from_json,
+    run_model_step,
+    steering_message,
+    user_message,
+)
+from hz_kernel.engine.caps import check_caps, token_budget
+from hz_kernel.engine.context import build_context
+from hz_kernel.engine.state import TurnState
+from hz_kernel.engine.steps.finish import finish
+from hz_kernel.observe import Observation
+from hz_kernel.store.bodies import read_body
+from hz_kernel.store.inbox import Inbox
+from hz_kernel.vocabulary import AttemptFailed, AttemptRetry, AttemptStarted, StepDone
+
+if TYPE_CHECKING:
+    from hz_kernel.engine.runner import TurnRunner
+
+#: The code of a think attempt cut on purpose for the next kernel: its step is asked again.
+HANDED_OVER = "engine_handed_over"
+
+
+async def think(run: TurnRunner, state: TurnState) -> str | None:
+    """Ask the model; a failure ends the turn (returns the disposition)."""
+    assert run.body is not None
+    contract = run.contract(state)
+    records = read_body(run.held.dir, state.turn) or []
+    interrupted = await _interrupted_stream(run, state, records)
+    if interrupted is not None:
+        return interrupted
+    requests = [str(r["message"]) for r in records if r.get("type") == "request"]
+    requests.extend(_answers(run, state))
+    output = next(iter(contract.hz.outputs), "section")
+    approval = "approval" in state.causes
+    by_name = {str(i["name"]): str(i["content"]) for i in state.inputs}
+    extra: list[str] = []
+    if approval and "rejection_reason" in by_name:
+        extra.append(render_rejection(reason=by_name["rejection_reason"]))
+    elif approval:
+        extra.append(
+            render_approval(
+                draft_as_placed=by_name.get("draft_as_placed", ""),
+                approved_text=by_name.get("approved_text", ""),
+            )
+        )
+    context = build_context(
+        contract=contract,
+        version=state.version,
+        events=run.held.scan.events,
+        before_seq=state.started.seq,
+        lessons_seq=int(state.started.data.get("lessons_seq") or 0),
+        inputs=None
+        if approval
+        else [
+            FramedInput(name=i["name"], source=i["source"], content=i["content"], moved=i["moved"])
+            for i in state.inputs
+        ],
+        output=output,
+        requests=requests,
+        approved_text=None if approval else _last_approved_text(run),
+        extra=extra,
+        keep_turns=run.settings.heinzel.summary_keep_turns,
+    )
+    spec = contract.hz.agent.model or run.settings.model.default
+    size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
+    max_tokens = contract.hz.agent.max_tokens
+    cap = check_caps(
+        model=spec,
+        context_bytes=size,
+        max_tokens=max_tokens,
+        contract_max_usd=contract.hz.agent.max_usd,
+        user_max_usd=run.settings.heinzel.max_usd,
+        spent_today_usd=await _spent_today(run),
+        max_usd_per_day=run.settings.heinzel.max_usd_per_day,
+    )
+    if not cap.ok:
+        return await finish(run, state, "skipped", reason=f"cap: {cap.reason}")
+    budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
+    model = resolve_model(spec, settings=run.env)
+    run.body.write("context", **context.record())
+    run.body.sync()
+
+    async def on_attempt(info: AttemptInfo) -> None:
+        assert run.body is not None
+        # The body says which request an attempt asked (the spine counts attempts only),
+        # so a transcript pairs each attempt with the request and the answer it got.
+        run.body.write("attempt", attempt=info.attempt, request=info.request, retry=info.retry)
+        await run.held.append(
+            AttemptStarted(step="think", attempt=info.attempt, model=spec), turn=state.turn
+        )
+
+    async def on_retry(info: RetryInfo) -> None:
+        await run.held.append(
+            AttemptRetry(
+                step="think", attempt=info.attempt, delay_ms=info.delay_ms, error=info.error
+            ),
+            turn=state.turn,
+        )
+
+    async def on_chunk(chunk: str) -> None:
+        assert run.body is not None
+        offset = run.body.size
+        run.body.write("chunk", text=chunk)
+        crashpoints.reached("model:chunk")
+        # The record's byte range in the body: a reader over the wire (``turn.body``) tells
+        # a repeat from a gap by it.
+        delta = {"type": "chunk", "text": chunk, "offset": offset, "end": run.body.size}
+        run.kernel.observe(Observation(heinzel=run.held.id, turn=state.turn, body=delta))
+
+    history: list[Any] = [user_message(*context.messages)]
+    usage = TokenUsage()
+    attempts = 0
+    started = len([e for e in run.held.scan.events if e.kind == "attempt.started"])
+    try:
+        while True:
+            left = budget.left(usage)
+            if left is None:
+                raise TokenCapReached("no tokens left to answer steering", usage=TokenUsage())
+            result = await run_model_step(
+                model=model,
+                instructions=context.instructions,
+                messages=history,
+                on_attempt=on_attempt,
+                on_chunk=on_chunk,
+                on_retry=on_retry,
+                admit=run.admit_attempt,
+                steering=run.steer,
+                outcomes=("lessons", "nothing") if approval else None,
+                budget=left,
+            )
+            usage += result.usage
+            attempts += result.attempts
+            late = await run.steer() if run.steer is not None else []
+            if not late:
+                break
+            history = [*messages_from_json(result.messages), steering_message(*late)]
+    except TokenCapReached as exc:
+        _spent(run, state, usage + exc.usage, spec)
+        await _attempt_failed(run, state, exc.code, exc.message, 0)
+        reason = f"cap: used max_tokens {max_tokens} per turn"
+        return await finish(run, state, "failed", reason=reason, step="think")
+    except StreamTruncated as exc:
+        run.body.sync()
+        await _attempt_failed(run, state, "stream_truncated", exc.message, len(exc.text))
+        return await finish(run, state, "failed", reason="stream_truncated", step="think")
+    except (ModelUnavailable, ModelRefused, ModelOutputInvalid) as exc:
+        await _attempt_failed(run, state, exc.code, exc.message, 0)
+        return await finish(run, state, "failed", reason=exc.one_line()[:500], step="think")
+    except asyncio.CancelledError:
+        asked = [e for e in run.held.scan.events if e.kind == "attempt.started"][started:]
+        if run.kernel.draining and asked:
+            # Cut on purpose for the next kernel (a hand-off, a restart): the answer had no
+            # effect yet, so the step is asked again there rather than failed as a crash.
+            run.body.sync()
+            await _attempt_failed(
+                run, state, HANDED_OVER, "the kernel handed the turn over mid-answer", 0
+            )
+        raise
+    run.body.write("messages", messages=result.messages)
+    outcome_json = result.outcome.model_dump(mode="json")
+    run.body.write("outcome", outcome=outcome_json)
+    run.body.sync()
+    state.outcome = result.outcome
+    cost = _spent(run, state, usage, spec)
+    state.attempts = attempts
+    text = orjson.dumps(outcome_json)
+    await run.held.append(
+        StepDone(
+            step="think",
+            output_hash=sha256_hex(text),
+            output_size=len(text),
+            attempts=attempts,
+            tokens=usage.input_tokens + usage.output_tokens,
+            tokens_cached=usage.cached_tokens,
+            usd=cost.usd,
+            priced=None if cost.priced else False,
+        ),
+        turn=state.turn,
+    )
+    state.done.append("think")
+    return None
+
+
+def _answers(run: TurnRunner, state: TurnState) -> list[str]:
+    """The user's answers to questions this turn asked (a turn resumed by an answer)."""
+    asked = {
+        e.data.get("key")
+        for e in run.held.scan.events
+        if e.turn == state.turn and e.kind == "question.asked"
+    }
+    inbox = Inbox(run.held.dir)
+    answers = []
+    for event in run.held.scan.events:
+        if event.kind == "question.answered" and event.data.get("key") in asked:
+            request = inbox.get(str(event.data.get("request_id")))
+            if request is not None:
+                answers.append(f"Your question was answered: {request.message}")
+    return answers
+
+
+def _last_approved_text(run: TurnRunner) -> str | None:
+    """The text the user last approved, from the approval turn that saw it."""
+    approved = [d for d in run.held.projection.drafts.values() if d.get("status") == "approved"]
+    if not approved:
+        return None
+    latest = max(approved, key=lambda d: d.get("seq", 0))
+    for event in reversed(run.held.scan.events):
+        if event.kind == "approval.observed" and event.data.get("key") == latest.get("key"):
+            for record in read_body(run.held.dir, str(event.turn)) or []:
+                if record.get("type") == "input" and record.get("name") == "approved_text":
+                    return str(record.get("content"))
+            break
+    return None
+
+
+async def _interrupted_stream(
+    run: TurnRunner, state: TurnState, records: list[dict[str, Any]]
+) -> str | None:
+    """After a crash in think: output that had streamed is never asked for again."""
+    mine = [e for e in run.held.scan.events if e.turn == state.turn]
+    attempts = [e.seq for e in mine if e.kind == "attempt.started"]
+    thought = [e.seq for e in mine if e.kind == "step.done" and e.data.get("step") == "think"]
+    handed = [
+        e.seq for e in mine if e.kind == "attempt.failed" and e.data.get("code") == HANDED_OVER
+    ]
+    attempted = bool(attempts) and (not thought or thought[-1] < attempts[-1])
+    attempted = attempted and not (handed and handed[-1] > attempts[-1])
+    last_context = max((n for n, r in enumerate(records) if r.get("type") == "context"), default=-1)
+    streamed = sum(
+        len(str(r.get("text", ""))) for r in records[last_context + 1 :] if r.get("type") == "chunk"
+    )
+    if not (attempted and streamed):
+        return None
+    await _attempt_failed(
+        run,
+        state,
+        "engine_restart_mid_stream",
+        "the process stopped while output streamed",
+        streamed,
+    )
+    return await finish(run, state, "failed", reason="engine_restart_mid_stream", step="think")
+
+
+async def _attempt_failed(
+    run: TurnRunner, state: TurnState, code: str, error: str, size: int
+) -> None:
+    await run.held.append(
+        AttemptFailed(
+            step="think",
+            attempt=max(state.attempts, 1),
+            code=code,
+            error=error[:500],
+            output_size=size,
+        ),
+        turn=state.turn,
+    )
+
+
+def _spent(run: TurnRunner, state: TurnState, usage: TokenUsage, spec: str) -> UsdCost:
+    """Add a think step's usage to the turn; an unpriced model leaves its cost unknown."""
+    cost = price_usd(spec, usage, settings=run.env)
+    state.tokens += usage.tokens
+    state.tokens_cached += usage.cached_tokens
+    state.usd += cost.usd
+    state.priced = state.priced and cost.priced
+    return cost
+
+
+async def _spent_today(run: TurnRunner) -> float:
+    return run.kernel.index.spent_on(now_utc().date().isoformat())

@@ -1,0 +1,99 @@
+"""Past the budget, a turn ends with a summary in the fixed shape, chained to the last."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hz_kernel.adapters.local_model import render_summary_request
+from hz_kernel.adapters.models import TokenUsage, price_usd, resolve_model
+from hz_kernel.engine.attempts import run_model_step, user_message
+from hz_kernel.engine.caps import token_budget
+from hz_kernel.engine.context import EVENT_LINES_MAX, FRAMING, event_line, summary_block
+from hz_kernel.engine.outcome import SummaryOutcome
+from hz_kernel.engine.state import TurnState
+from hz_kernel.vocabulary import SummaryWritten, Usage
+
+if TYPE_CHECKING:
+    from hz_kernel.engine.runner import TurnRunner
+
+
+async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
+    """Past the budget, end the turn with a summary in the fixed shape, chained to the last.
+
+    The budget is ``summary_after_turns`` turns or ``summary_after_chars``
+    characters of history since the last summary. The summary's model call
+    is recorded as ``usage`` (spend outside the turn's own think step).
+    """
+    events = run.held.scan.events
+    last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
+    since = last.seq if last is not None else 0
+    if any(e.kind == "summary.written" and e.turn == state.turn for e in events):
+        return
+    ended = [
+        e
+        for e in events
+        if e.seq > since and e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
+    ]
+    lines = [line for e in events if e.seq > since and (line := event_line(e))]
+    settings = run.settings.heinzel
+    over = len(ended) + 1 >= settings.summary_after_turns
+    if not over and sum(len(line) for line in lines) < settings.summary_after_chars:
+        return
+    contract = run.contract(state)
+    asset = next(iter(contract.assets), contract.name)
+    messages = []
+    if last is not None:
+        messages.append(summary_block(last))
+    messages.append("<history>\n" + "\n".join(lines[-EVENT_LINES_MAX:]) + "\n</history>")
+    messages.append(render_summary_request(asset=asset, wants=contract.goal[:500]))
+    spec = contract.hz.agent.model or run.settings.model.default
+    model = resolve_model(spec, settings=run.env)
+
+    async def quiet(*_: object) -> None:
+        return None
+
+    size = len(FRAMING.encode()) + sum(len(m.encode()) for m in messages)
+    result = await run_model_step(
+        model=model,
+        instructions=FRAMING,
+        messages=[user_message(*messages)],
+        on_attempt=quiet,
+        on_chunk=quiet,
+        admit=run.admit_attempt,
+        outcomes=("summary",),
+        budget=token_budget(
+            max_tokens=contract.hz.agent.max_tokens,
+            context_bytes=size,
+            priced=price_usd(spec, TokenUsage(), settings=run.env).priced,
+        ),
+    )
+    outcome = result.outcome
+    if not isinstance(outcome, SummaryOutcome):
+        return
+    assert run.body is not None
+    run.body.write("summary", outcome=outcome.model_dump(mode="json"))
+    run.body.sync()
+    await run.held.append(
+        SummaryWritten(
+            asset=outcome.asset,
+            wants=outcome.wants,
+            decisions=list(outcome.decisions),
+            open_questions=list(outcome.open_questions),
+            next_deadline=outcome.next_deadline,
+            sources=list(outcome.sources) or sorted(contract.hz.inputs),
+            previous_seq=last.seq if last is not None else None,
+            covers_through_seq=run.held.writer.last_seq,
+        ),
+        turn=state.turn,
+    )
+    cost = price_usd(spec, result.usage, settings=run.env)
+    await run.held.append(
+        Usage(
+            purpose="summary",
+            tokens=result.usage.input_tokens + result.usage.output_tokens,
+            tokens_cached=result.usage.cached_tokens,
+            usd=cost.usd,
+            priced=None if cost.priced else False,
+        ),
+        turn=state.turn,
+    )
