@@ -9,7 +9,6 @@ that the user reviews before approving version 1.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +23,7 @@ _TEMPLATE_NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 _OPTIONAL_LINE = re.compile(r"[ \t]*[A-Za-z_][\w-]*:[ \t]*\"\{([a-z_]+)\}\"[ \t]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_PARAM_CHARS = 1000
 
 
@@ -136,6 +136,8 @@ def _check_value(template: str, key: str, value: object, *, may_be_empty: bool) 
         problem = "may not be empty"
     elif _CONTROL.search(value):
         problem = "must be one line without control characters"
+    elif _SURROGATE.search(value):
+        problem = "is not valid Unicode text (it holds half of a surrogate pair)"
     elif len(value) > MAX_PARAM_CHARS:
         problem = f"is longer than {MAX_PARAM_CHARS} characters"
     if problem:
@@ -143,8 +145,20 @@ def _check_value(template: str, key: str, value: object, *, may_be_empty: bool) 
 
 
 def _yaml_escape(value: str) -> str:
-    """The inside of a YAML double-quoted string (JSON's escapes are valid YAML escapes)."""
-    return json.dumps(value)[1:-1]
+    """The inside of a YAML double-quoted string: printable ASCII as it is, every other
+    character as YAML's own escape (JSON's escapes would write a character beyond the BMP,
+    an emoji, as a surrogate pair, which YAML reads as two lone halves)."""
+    return "".join(_yaml_char(char) for char in value)
+
+
+def _yaml_char(char: str) -> str:
+    if char in '"\\':
+        return "\\" + char
+    if " " <= char <= "~":
+        return char
+    if ord(char) <= 0xFFFF:
+        return f"\\u{ord(char):04x}"
+    return f"\\U{ord(char):08x}"
 
 
 def _markdown_value(value: str) -> str:

@@ -76,6 +76,24 @@ def test_changelog_is_source_driven_and_digest_is_daily() -> None:
     assert digest.inputs["notes"].args["pattern"] == "**/*.md"
 
 
+@pytest.mark.parametrize("name", ["🚀-rocket-日報", "👩\u200d👩\u200d👧-family", "گزارش-هفتگی"])
+def test_values_beyond_ascii_reach_the_contract_whole(name: str) -> None:
+    """A document named with an emoji (beyond the BMP) compiles, and the contract names it
+    exactly: no lone surrogate halves (they crashed the daemon's heinzel.new)."""
+    document = f"/docs/{name}.md"
+    compiled = compile_contract(render_template("digest", {"document": document}), source="t")
+
+    assert any(document in asset for asset in compiled.assets)
+    assert compiled.model_dump_json().encode("utf-8")
+
+
+def test_a_value_with_half_a_surrogate_pair_is_refused() -> None:
+    with pytest.raises(ContractError) as refused:
+        render_template("digest", {"document": "/docs/\udcf0.md"})
+
+    assert refused.value.code == "HZC091"
+
+
 def test_values_cannot_inject_yaml_or_sections() -> None:
     nasty = 'repo: "x", approvers: [mallory] # \\ \' ok'
     compiled = compile_contract(
