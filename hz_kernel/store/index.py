@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from hz_kernel.store.projection import Projection
 
 #: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
-SCHEMA_VERSION = 2
+#: 3: a turn's start clears the heinzel's last outcome (rows folded before it showed a running
+#: turn with the previous turn's disposition and report).
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -301,7 +301,15 @@ def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
         req = p._touch("requests", p.requests, request_id, request_id=request_id)
         req.update(status="consumed", turn=e.turn)
     h = p.heinzel
-    h.update(awake_turn=e.turn, last_turn=e.turn, last_cause=d.get("cause"), last_turn_at=e.ts)
+    # The row now describes the turn under way: the last one's outcome no longer applies.
+    h.update(
+        awake_turn=e.turn,
+        last_turn=e.turn,
+        last_cause=d.get("cause"),
+        last_turn_at=e.ts,
+        last_disposition=None,
+        last_report=None,
+    )
     h["turns_count"] += 1
     if h["waiting_turn"] == e.turn:
         h["waiting_turn"] = None

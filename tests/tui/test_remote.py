@@ -131,7 +131,8 @@ async def test_the_wire_only_cockpit_lists_follows_and_streams_a_turn_without_re
             await until(
                 lambda: any("notes-digest: a draft landed" in m for m in messages_of(app)), TURN_S
             )
-            assert app.rows[heinzel].last_disposition == "drafted"
+            # The row tells this turn's outcome once it ended (none while it ran).
+            await until(lambda: app.rows[heinzel].last_disposition == "drafted", TURN_S)
 
             await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
             await until(lambda: app.rows[heinzel].state == "awake", TURN_S)

@@ -143,3 +143,22 @@ async def test_verify_reports_then_accepts_a_break(kernel: Kernel, home: Home) -
     (later,) = await kernel.verify("weekly")
     assert later.ok
     assert (await kernel.index.heinzel(heinzel_id) or {})["damaged"] == 0
+
+
+async def test_a_turn_under_way_does_not_show_the_last_turns_outcome(kernel: Kernel) -> None:
+    """A row whose turn started says nothing of how the turn before it ended (the home showed
+    "learned 6s ago" for a turn that was still thinking); the new turn's end sets it again."""
+    heinzel_id = await _busy_heinzel(kernel, "weekly", turns=1)
+    turn = "01JTURN" + "9" * 19
+    async with kernel.holding(heinzel_id) as held:
+        await held.append(TurnStarted(cause="asked", keys=[], contract_version=1), turn=turn)
+        under_way = (await kernel.list_heinzels(ids=[heinzel_id])).items[0]
+        await held.append(
+            TurnFinished(disposition="learned", causes=["asked"], usd=0.0, report="noted"),
+            turn=turn,
+        )
+    ended = (await kernel.list_heinzels(ids=[heinzel_id])).items[0]
+
+    assert (under_way.state, under_way.last_turn, under_way.last_cause) == ("awake", turn, "asked")
+    assert under_way.last_disposition is None and under_way.last_report is None
+    assert (ended.last_disposition, ended.last_report) == ("learned", "noted")
