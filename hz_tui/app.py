@@ -39,6 +39,7 @@ from hz_tui import (
     monochrome,
     notices,
     paste,
+    rows,
     settings,
     themes,
     ticking,
@@ -291,6 +292,7 @@ class CockpitApp(App[int]):
         delivered (a reload after a reconnect, while the user acts): the
         newer row, by its spine position, stays.
         """
+        update = update.model_copy(update={"rows": [rows.drawable(row) for row in update.rows]})
         held = self.rows
         newer = {
             row.id: held[row.id]

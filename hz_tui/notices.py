@@ -20,6 +20,7 @@ from textual.app import App
 from textual.notifications import Notification
 from textual.signal import Signal
 
+from hz_tui import display
 from hz_tui.watcher import SpineBatch
 
 Severity = Literal["information", "warning", "error"]
@@ -35,7 +36,7 @@ class Toast:
 def names_seen(batch: SpineBatch) -> dict[str, str]:
     """Names given in a batch (a new heinzel, a rename): a toast may come before its row."""
     return {
-        heinzel_id: str(line.data["name"])
+        heinzel_id: display.visible(str(line.data["name"]))
         for heinzel_id, lines in batch.lines.items()
         for line in lines
         if line.kind in ("heinzel.created", "heinzel.renamed") and line.data.get("name")

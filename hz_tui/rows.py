@@ -185,6 +185,26 @@ def matches(item: HeinzelSummary, terms: list[str]) -> bool:
     return all(term in haystack for term in terms)
 
 
+#: The row fields written by others (a name given with file access, a report, a question):
+#: every screen shows them, so they are made safe to draw once, as the rows arrive.
+_FREE_TEXT = ("name", "contract_name", "last_report", "pending_question", "last_cause")
+
+
+def drawable(item: HeinzelSummary) -> HeinzelSummary:
+    """``item`` with its free text safe to draw (``display.visible``): escape sequences in a
+    name written into the index by hand reached the terminal raw from the preview. The same
+    row when nothing needed it (a copy only for the rare row that does)."""
+    changed: dict[str, object] = {
+        field: display.visible(value)
+        for field in _FREE_TEXT
+        if isinstance(value := getattr(item, field), str) and display.visible(value) != value
+    }
+    assets = [display.visible(asset) for asset in item.assets]
+    if assets != item.assets:
+        changed["assets"] = assets
+    return item.model_copy(update=changed) if changed else item
+
+
 def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, RowCell]:
     """Every column's cell for one heinzel."""
     state_style = {

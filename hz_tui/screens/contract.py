@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 from hz_kernel import operations as ops
 from hz_kernel.api import ContractProposal, ContractView
 from hz_kernel.errors import HzError
-from hz_tui import actions, keymap, review, rows
+from hz_tui import actions, display, keymap, review, rows
 from hz_tui.messages import RowsUpdate
 from hz_tui.widgets.diff_view import DiffView
 from hz_tui.widgets.key_bar import KeyBar
@@ -91,7 +91,7 @@ class ContractScreen(Screen[None]):
         if self._page_gone():
             return
         self.view = self.shown = view
-        self.title = f"hz · {view.name} · contract"
+        self.title = f"hz · {display.visible(view.name)} · contract"
         items = self.query_one(OptionList)
         items.clear_options()
         if view.pending is not None:

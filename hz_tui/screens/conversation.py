@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from hz_kernel import operations as ops
 from hz_kernel.errors import HzError
+from hz_tui import display
 from hz_tui.screens.transcript import SearchableScreen
 from hz_tui.transcript import conversation_lines
 from hz_tui.watcher import SpineBatch
@@ -44,5 +45,5 @@ class ConversationScreen(SearchableScreen):
             return
         if not self.is_attached:
             return
-        self.title = f"hz · {conversation.name} · conversation"
+        self.title = f"hz · {display.visible(conversation.name)} · conversation"
         self.show_lines(conversation_lines(conversation))

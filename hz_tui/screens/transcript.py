@@ -19,7 +19,7 @@ from textual.widgets import Header, Input, Static
 
 from hz_kernel import operations as ops
 from hz_kernel.errors import HzError
-from hz_tui import keymap
+from hz_tui import display, keymap
 from hz_tui.transcript import Line, TranscriptModel, find
 from hz_tui.watcher import SpineBatch
 from hz_tui.widgets.key_bar import KeyBar
@@ -221,7 +221,7 @@ class TranscriptScreen(SearchableScreen):
         finally:
             self.reading = False
         if first:
-            self.title = f"hz · {self.model.name} · transcript"
+            self.title = f"hz · {display.visible(self.model.name)} · transcript"
             self.view.following = self.model.running
         if changed:
             self.show_lines(self.model.lines())

@@ -105,6 +105,23 @@ def summary(**fields: object) -> HeinzelSummary:
     return HeinzelSummary.model_validate({"state": "asleep", **base, **fields})
 
 
+def test_a_row_written_by_hand_with_escape_sequences_is_made_safe_to_draw() -> None:
+    """Attack pass (issue 14): a name written into the index with a clear-screen and an OSC 52
+    clipboard write reached the terminal raw from the preview and blanked the cockpit."""
+    hostile = "x\x1b[2J\x1b]52;c;cHduZWQ=\x07ad\u200bmin\u202eLIVE"
+    item = summary(
+        name=hostile, last_report=hostile, pending_question=hostile, assets=[f"doc:{hostile}"]
+    )
+    safe = rows.drawable(item)
+
+    for text in (safe.name, safe.last_report, safe.pending_question, *safe.assets):
+        assert text is not None
+        assert not any(ord(c) < 0x20 or c in "\u200b\u202e" for c in text), repr(text)
+        assert "␛[2J" in text
+    clean = summary(name="weekly")
+    assert rows.drawable(clean) is clean
+
+
 def test_filter_matches_every_word_in_name_artifact_state_or_contract() -> None:
     item = summary(
         contract_name="weekly-report", assets=["doc:reports/weekly.md#x"], state="waiting"
