@@ -90,7 +90,7 @@ async def test_live_turn_streams_its_steps_output_and_effects(
         assert "No turn has run yet." in text_of(panel.query_one(StepLine))
         await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
         stream = panel.query_one(StreamView)
-        await until(lambda: panel.live.step == "think" and "## Digest" in stream.text)
+        await until(lambda: panel.live.step == "think" and "### Notes" in stream.text)
         assert panel.live.status == "running"
         assert "● think (attempt 1)" in text_of(panel.query_one(StepLine))
         await until(lambda: panel.live.status == "finished")
