@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, ToolCallPart, UserPromptPart
 
-from hz_kernel.adapters.local_model import estimate_tokens
+from hz_kernel.adapters.local_model import compose_draft, estimate_tokens, outline_of
 from hz_kernel.adapters.models import (
     FramedInput,
     LocalModel,
@@ -334,3 +334,32 @@ async def test_hz_model_delay_ms_holds_each_chunk(monkeypatch: pytest.MonkeyPatc
     assert min(gaps) >= 0.03
     undelayed, _ = await draft()
     assert undelayed.outcome == result.outcome
+
+
+@pytest.mark.parametrize(
+    ("maintains", "outline"),
+    [
+        ("one line per change, grouped under\n  Added, Changed, Fixed and Removed.",
+         ["Added", "Changed", "Fixed", "Removed"]),
+        ("a summary under `### Summary`, then `### Risks`.", ["Summary", "Risks"]),
+        ("a short summary first, then what was merged grouped by theme.", []),
+        ("a few bullets per file that changed, newest first.", []),
+    ],
+)  # fmt: skip
+def test_the_outline_is_the_headings_maintains_names(maintains: str, outline: list[str]) -> None:
+    """issue 15 item 3: headings count when Maintains names them; prose names none."""
+    assert outline_of(maintains) == outline
+
+
+def test_a_heading_named_after_an_input_takes_that_inputs_items() -> None:
+    """issue 15 item 3: an outline heading that names an input is filled from that input,
+    in the order the contract gives, and no heading the contract does not name appears."""
+    inputs = [
+        FramedInput(name="notes", source="files", content="- Beta ships Friday\n"),
+        FramedInput(name="risks", source="files", content="- the pricing page may slip\n"),
+    ]
+    drafted = compose_draft("section", inputs, maintains="grouped under Risks and Notes.")
+    assert isinstance(drafted, DraftOutcome)
+    assert (
+        drafted.text == "### Risks\n- the pricing page may slip\n\n### Notes\n- Beta ships Friday\n"
+    )
