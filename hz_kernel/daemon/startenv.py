@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hz_kernel.daemon.logs import SUPERVISOR_ENV
 from hz_kernel.home import Home
-from hz_kernel.store.fsutil import atomic_write, read_nofollow
+from hz_kernel.store.fsutil import atomic_write, read_nofollow, store_error
 
 START_RECORD_NAME = "daemon.start.json"
 #: Settings that live in the environment, kept by value (never secrets: see ``is_secret``).
@@ -96,8 +96,14 @@ class StartRecord(BaseModel):
 
 
 def write_record(home: Home) -> None:
+    """Keep how this daemon was started; a home it cannot write to is a coded refusal
+    (``HZS092``, ``HZS091``), never an internal error."""
     record = StartRecord.of_this_process()
-    atomic_write(home.root / START_RECORD_NAME, record.model_dump_json().encode())
+    path = home.root / START_RECORD_NAME
+    try:
+        atomic_write(path, record.model_dump_json().encode())
+    except OSError as exc:
+        raise store_error(exc, path) from None
 
 
 def read_record(home: Home, pid: int) -> StartRecord | None:

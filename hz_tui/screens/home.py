@@ -319,7 +319,7 @@ class HomeScreen(Screen[None]):
             self.preview_full = False
         full = self.preview_full
         preview = self.preview_shown
-        if self._beside and not beside:
+        if self._beside and not beside and self.app.screen is self:  # said where it applies
             self.notify(
                 f"The preview gives way below {BESIDE_FROM} columns so the table keeps its "
                 "columns: o shows it full width."
