@@ -304,11 +304,19 @@ class KernelCore:
             for heinzel_id in ids:
                 if heinzel_id not in self.sessions:
                     lock = FileLock(self.home.heinzel_dir(heinzel_id) / LOCK_NAME)
-                    if not lock.try_acquire():
-                        if skip_busy:
-                            continue
+                    try:
+                        acquired = lock.try_acquire()
+                    except HzError as exc:
+                        # A folder hz may not write to (mode 000, read-only): no writer can
+                        # take it either; its rows come from what can be read, or it is
+                        # damaged, and every other heinzel is listed as usual.
+                        self.warnings.append(exc)
+                        acquired = True
                     else:
-                        locks.append(lock)
+                        if acquired:
+                            locks.append(lock)
+                    if not acquired and skip_busy:
+                        continue
                 proj, found = self._project_from_disk(heinzel_id)
                 if _contradicts(marks.get(heinzel_id), found):
                     contradicted.append(heinzel_id)

@@ -162,3 +162,29 @@ async def test_a_turn_under_way_does_not_show_the_last_turns_outcome(kernel: Ker
     assert (under_way.state, under_way.last_turn, under_way.last_cause) == ("awake", turn, "asked")
     assert under_way.last_disposition is None and under_way.last_report is None
     assert (ended.last_disposition, ended.last_report) == ("learned", "noted")
+
+
+async def test_a_heinzel_folder_hz_cannot_lock_does_not_hide_the_others(home: Home) -> None:
+    """Attack pass (issue 14): one heinzel folder hz may not write to (mode 000 for a user; a
+    directory where its lock goes, here, as tests run as root) left the whole home listed
+    empty. Every other heinzel is listed; the one folder is a coded warning."""
+    from hz_kernel.store.spine import LOCK_NAME
+
+    kernel = await Kernel.open(home)
+    healthy = await _busy_heinzel(kernel, "healthy", turns=1)
+    blocked = await _busy_heinzel(kernel, "blocked", turns=1)
+    await kernel.close()
+    for suffix in ("", "-wal", "-shm"):  # a fresh index: every spine is read again
+        (home.heinzel_root / f"index.sqlite{suffix}").unlink(missing_ok=True)
+    lock = home.heinzel_dir(blocked) / LOCK_NAME
+    lock.unlink(missing_ok=True)
+    lock.mkdir()
+
+    kernel = await Kernel.open(home)
+    try:
+        listed = await kernel.list_heinzels()
+    finally:
+        await kernel.close()
+
+    assert healthy in {row.id for row in listed.items}
+    assert any(LOCK_NAME in warning and "HZS" in warning for warning in listed.warnings)
