@@ -917,6 +917,13 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
                     removed.setdefault(section, []).append(line)
                 elif counterpart.strip():
                     reworded.append((line, counterpart))
+    # The lines above the first heading deleted whole (the draft's summary line) leave no
+    # headless section to pair them with; they are removed all the same.
+    preamble_gone = (
+        placed and placed[0].heading is None and not (approved and approved[0].heading is None)
+    )
+    if preamble_gone:
+        removed.setdefault(None, []).extend(line for line in placed[0].body if line.strip())
     if with_tickets:
         add("Leave out ticket numbers; name the work instead.", set(with_tickets))
     for rule, pairs in _rewording_rules(reworded):

@@ -5,7 +5,8 @@ last checkpoint. The user chooses: quit and cut them (a kernel that starts
 later resumes them), hand them to the daemon (started now, it resumes and
 finishes them while the window is gone), or stay. Turns start and end while
 the question is open, so it counts them again every ``RECOUNT_S`` and says
-what is true now, in the right number.
+what is true now, in the right number. With turns running, Enter hands them
+to the daemon: a quick ``q`` then Enter never cuts a turn.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def wording(running: int) -> tuple[str, list[tuple[str, str]]]:
     ]
 
 
+def default_choice(running: int) -> int:
+    """What Enter does at once: with turns running, hand them to the daemon (nothing is cut);
+    with none, quit."""
+    return 1 if running else 0
+
+
 class QuitScreen(ChooseScreen):
     """Returns ``cut``, ``daemon`` or ``stay`` (also Escape); ``count`` says how many turns run."""
 
@@ -51,18 +58,22 @@ class QuitScreen(ChooseScreen):
         super().__init__(*wording(self.running))
 
     def on_mount(self) -> None:
+        self.query_one(OptionList).highlighted = default_choice(self.running)
         self.set_interval(RECOUNT_S, self.recount)
 
     def recount(self) -> None:
         running = self.count()
         if running == self.running:
             return
+        options = self.query_one(OptionList)
+        untouched = options.highlighted == default_choice(self.running)
         self.running = running
         title, items = wording(running)
         self.query_one("#dialog-title", Static).update(title)
-        options = self.query_one(OptionList)
         for ident, label in items:
             options.replace_option_prompt(ident, label)
+        if untouched:  # the user has not chosen yet: Enter means what is safe now
+            options.highlighted = default_choice(running)
 
     def action_cancel(self) -> None:
         self.dismiss("stay")

@@ -189,7 +189,7 @@ def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_
     hold.touch()
     tmux.keys("q")
     tmux.wait_for(lambda s: "Hand it to the daemon" in s, "the quit question")
-    tmux.keys("Down", "Enter")
+    tmux.keys("Enter")  # the default with a turn running: hand it to the daemon
     shown = tmux.wait_for(lambda s: "started the daemon (pid" in s, "the daemon's start")
     assert hold.exists(), "the model was released before the hand-off said it was done"
     lines = [line.strip() for line in shown.splitlines() if line.strip()]

@@ -74,12 +74,13 @@ async def test_issue13_item1_quit_mid_turn_offers_cut_hand_off_or_stay_and_the_d
             "Hand it to the daemon",
             "Stay",
         ]
-        await pilot.press("down", "down", "enter")
+        assert options.highlighted == 1  # Enter hands the turn over; it never cuts it
+        await pilot.press("down", "enter")
         await until(lambda: not isinstance(app.screen, QuitScreen))
         assert app.is_running and not app.hand_off and turns_to_cut(client) == 1
 
         await quit_dialog(pilot, app)
-        await pilot.press("down", "enter")
+        await pilot.press("enter")
         await until(lambda: not app.is_running)
     assert app.hand_off
     report = await hand_off(client, home)
@@ -120,7 +121,7 @@ async def test_hand_off_cuts_a_thinking_turn_at_once_and_the_daemon_runs_its_thi
         await until(lambda: body.exists() and b'"chunk"' in body.read_bytes())
         hold.touch()  # the answer has begun streaming; now it stops there until released
         await quit_dialog(pilot, app)
-        await pilot.press("down", "enter")
+        await pilot.press("enter")
         await until(lambda: not app.is_running)
     report = await asyncio.wait_for(hand_off(client, home), 60)
     assert report.running and not report.adopted
