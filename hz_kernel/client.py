@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from hz_kernel import operations as ops
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, FeedItem
+from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.listing import list_summaries
 from hz_kernel.operations import OPERATIONS, Operation, Req, Resp
@@ -182,7 +183,13 @@ class DeferredClient:
         """Open the kernel (once, however many callers ask at the same time)."""
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open())
-        local = await asyncio.shield(self._opening)
+        opening = self._opening
+        try:
+            local = await asyncio.shield(opening)
+        except HzError:
+            if self._opening is opening:
+                self._opening = None  # put right (an index moved away, say), the next call opens
+            raise
         if self._local is None:
             self._local = local
             if self._reader is not None:

@@ -106,6 +106,8 @@ class CockpitApp(App[int]):
         self.rows: dict[str, HeinzelSummary] = {}
         self.listed = False
         """Whether ``rows`` was filled once (an empty dict before that is not an empty home)."""
+        self.list_error: str | None = None
+        """Why the last listing failed (a damaged index, say): the home says it, not "empty"."""
         self.rows_changed: Signal[RowsUpdate] = Signal(self, "rows-changed")
         self.spines_moved: Signal[SpineBatch] = Signal(self, "spines-moved")
         self.ticker = ticking.Ticker(self)
@@ -280,7 +282,10 @@ class CockpitApp(App[int]):
         except HzError as exc:
             if not (quiet_if_lost and isinstance(exc, NotConnected)):
                 self.notify(exc.one_line(), severity="error", timeout=10)
+                self.list_error = exc.one_line()
+                self.rows_changed.publish(RowsUpdate(rows=list(self.rows.values()), full=True))
             return
+        self.list_error = None
         for warning in listed.warnings:
             self.notify(warning, severity="warning")
         self.publish(RowsUpdate(rows=listed.items, full=True))

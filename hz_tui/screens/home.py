@@ -13,7 +13,9 @@ one line; ``o`` then shows the preview full width in the table's place
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -29,6 +31,7 @@ from textual.widgets import Header, Input, Static
 from hz_kernel import operations as ops
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
+from hz_kernel.home import SPINE_NAME
 from hz_kernel.overview import SpendToday
 from hz_tui import display, keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
@@ -42,6 +45,7 @@ from hz_tui.widgets.preview import HeinzelPreview
 from hz_tui.widgets.status_line import StatusLine, Totals
 
 if TYPE_CHECKING:
+    from hz_kernel.api import VerifyReport
     from hz_tui.app import CockpitApp
 
 #: The side panes' width beside the table (``home.tcss``: ``HomeScreen #side``).
@@ -65,6 +69,12 @@ EMPTY = (
     "or run `hz demo` for a throwaway home with a few to try."
 )
 
+LIST_FAILED = (
+    "The heinzels could not be listed.\n\n"
+    "{error}\n\n"
+    "Press {retry} to list them again once that is put right."
+)
+
 
 class HomeScreen(Screen[None]):
     """All heinzels, live."""
@@ -84,7 +94,8 @@ class HomeScreen(Screen[None]):
         self.preview_full = False
         """Too narrow for it beside the table, the preview shows full width in its place."""
         self._beside = False
-        self._had_rows = False
+        self._offered = (False, True)
+        """Whether the key bar offers the row keys, and New: there are rows, the list was read."""
         """The preview showed beside the table at the last layout (it gives way with a note)."""
         self.spend: SpendToday | None = None
         self._preview_timer: Timer | None = None
@@ -265,15 +276,19 @@ class HomeScreen(Screen[None]):
         """An empty table says why: no heinzels at all, or none that match the filter."""
         table = self.table
         empty = self.query_one("#empty", Static)
-        blank = self.cockpit.listed and not table.order
-        if bool(table.order) != self._had_rows:
-            self._had_rows = bool(table.order)
-            self.refresh_bindings()  # the row keys come to the key bar, or leave it
+        failed = self.cockpit.list_error
+        blank = (self.cockpit.listed or failed is not None) and not table.order
+        if (bool(table.order), failed is None) != self._offered:
+            self._offered = (bool(table.order), failed is None)
+            self.refresh_bindings()  # the row keys (and New) come to the key bar, or leave it
         empty.display = blank
         self.query_one("#list").set_class(blank, "-empty")
         if not blank:
             return
-        if table.items:
+        if failed is not None and not table.items:
+            retry = keymap.shown_keys("home.refresh", self.cockpit.keymap_overrides)
+            empty.update(Text(LIST_FAILED.format(error=display.visible(failed), retry=retry)))
+        elif table.items:
             words = display.echoed(self.filter_bar.value)
             empty.update(Text(f"no heinzel matches '{words}' (Esc clears the filter)"))
         else:
@@ -295,7 +310,26 @@ class HomeScreen(Screen[None]):
             return
         key = self.table.cursor_key()
         item = self.table.items.get(key) if key else None
+        if item is not None and item.damaged != (item.id in self.preview.damage):
+            if item.damaged:
+                self.ask_damage(item.id, item.name)
+            else:
+                del self.preview.damage[item.id]  # accepted: a later break is checked afresh
         self.preview.show(item, now, filtered_out=bool(self.table.items) and key is None)
+
+    @work(exclusive=True, group="damage")
+    async def ask_damage(self, heinzel_id: str, name: str) -> None:
+        """Ask the kernel what is wrong with a damaged heinzel's spine, for the preview."""
+        await self.cockpit.warmed.wait()
+        try:
+            found = await self.cockpit.client.call(ops.VERIFY, ops.VerifyRequest(ref=heinzel_id))
+        except HzError as exc:
+            line = f"{exc.code}: {exc.message}"
+        else:
+            line = _damage_line(found.items, name, self.cockpit.home.heinzel_dir(heinzel_id))
+        self.preview.damage[heinzel_id] = line
+        with contextlib.suppress(NoMatches):
+            self.show_preview(now_utc())
 
     @property
     def fits_beside(self) -> bool:
@@ -349,6 +383,8 @@ class HomeScreen(Screen[None]):
         if action == "act":
             table = next(iter(self.query(HeinzelTable)), None)  # None before the home is composed
             return table is not None and bool(table.order)  # no row, no heinzel to act on
+        if action == "new_heinzel":
+            return self.cockpit.list_error is None  # a home that cannot be listed takes none
         return True
 
     def action_toggle_preview(self) -> None:
@@ -400,3 +436,17 @@ class HomeScreen(Screen[None]):
 
     def on_heinzel_table_sorted(self) -> None:
         self.update_status()
+
+
+def _damage_line(reports: Sequence[VerifyReport], name: str, folder: Path) -> str:
+    """The first problem the spine check found, with its code and place, and what to run."""
+    problems = [p for r in reports for p in r.problems if not p.accepted]
+    accept = f"hz heinzel verify {name} --accept records the break"
+    if not problems:
+        return f"the spine disagrees with the index; {accept}"
+    first = problems[0]
+    where = f"byte {first.offset}" if first.seq is None else f"seq {first.seq}, byte {first.offset}"
+    spine = folder / SPINE_NAME
+    if first.problem == "unreadable-file":
+        return f"{first.code}: {first.detail} ({spine})"
+    return f"{first.code} at {where} of {spine}: {first.detail}; {accept}"

@@ -37,6 +37,8 @@ class HeinzelPreview(Static):
         self.palette = Palette()
         self.note = ""
         """A line above the heinzel, saying why the pane shows as it does (full width)."""
+        self.damage: dict[str, str] = {}
+        """What the spine check found for each damaged heinzel, by id, once the kernel said."""
 
     def show(
         self, item: HeinzelSummary | None, now: datetime, *, filtered_out: bool = False
@@ -47,12 +49,19 @@ class HeinzelPreview(Static):
         if item is None and filtered_out:
             described: Group | Text = Text("No heinzel matches the filter.", style="dim")
         else:
-            described = describe(item, now, self.palette)
+            damage = self.damage.get(item.id) if item is not None else None
+            described = describe(item, now, self.palette, damage=damage)
         self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 
 
-def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Group | Text:
-    """The preview's content for ``item`` (None: no row is highlighted)."""
+def describe(
+    item: HeinzelSummary | None, now: datetime, palette: Palette, *, damage: str | None = None
+) -> Group | Text:
+    """The preview's content for ``item`` (None: no row is highlighted).
+
+    ``damage`` is the spine check's finding for a damaged heinzel (code, place,
+    what to run); until it comes, the pane says the check is under way.
+    """
     if item is None:
         return Text("No heinzel selected.", style="dim")
     state = rows.cells(item, palette, now)["state"].as_text()
@@ -80,6 +89,9 @@ def describe(item: HeinzelSummary | None, now: datetime, palette: Palette) -> Gr
         facts.add_row("Lessons", str(item.lessons_active))
     if item.failure is not None:
         facts.add_row("Failing", Text(f"{item.failure.code}: {item.failure.message}", palette.bad))
+    if item.damaged:
+        found = display.visible(damage) if damage else "checking its spine…"
+        facts.add_row("Damaged", Text(found, palette.bad))
     return Group(title, facts)
 
 

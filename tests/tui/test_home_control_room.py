@@ -17,7 +17,7 @@ from textual.widgets._toast import Toast
 from time_machine import TimeMachineFixture
 
 from hz_kernel import operations as ops
-from hz_kernel.client import LocalClient
+from hz_kernel.client import DeferredClient, LocalClient
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
 from hz_tui import paste, rows
@@ -375,3 +375,57 @@ async def test_s6_a_long_pasted_filter_is_echoed_cut_and_inert_and_the_preview_m
         assert before.split()[0] not in preview_text(app)
         await pilot.press("escape")
         await until(lambda: not empty.display and preview_text(app) == before)
+
+
+async def test_attack_a_damaged_heinzel_says_what_broke_where_and_what_to_run(
+    cockpit_home: Home,
+) -> None:
+    """Attack pass: a heinzel whose spine was edited by hand showed only "damaged". The
+    preview now gives the check's code, the line (seq and byte) and the spine's path, and
+    the command that accepts the break."""
+    spine = cockpit_home.heinzel_dir(homes.heinzel_id(1)) / "session.jsonl"
+    lines = spine.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"seq":3', b'"seq":3,"x":1', 1)
+    assert b'"x":1' in lines[2]
+    spine.write_bytes(b"".join(lines))
+    client = await LocalClient.open(cockpit_home)
+    try:
+        app = CockpitApp(cockpit_home, client, live=False)
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            table = home_of(app).table
+            await until(lambda: table.items[homes.heinzel_id(1)].damaged)
+            table.move_cursor(row=table.order.index(homes.heinzel_id(1)))
+            await until(lambda: "HZS033" in preview_text(app))
+            shown = preview_text(app)
+            assert "seq 3" in shown and str(spine) in "".join(shown.split())
+            assert "hz heinzel verify weekly-report --accept" in shown
+    finally:
+        await client.close()
+
+
+async def test_attack_a_home_whose_index_cannot_be_read_says_so_and_recovers_with_r(
+    cockpit_home: Home,
+) -> None:
+    """Attack pass: with the index a directory the home read as an empty one, offering New.
+    It now says the heinzels could not be listed and why, offers no New, and once the
+    index is moved away ``r`` lists them (the embedded kernel opens on the retry)."""
+    index = cockpit_home.index_path
+    for stale in index.parent.glob(index.name + "*"):
+        stale.unlink()
+    index.mkdir()
+    client = DeferredClient(cockpit_home)
+    try:
+        app = CockpitApp(cockpit_home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            home = home_of(app)
+            empty = home.query_one("#empty", Static)
+            await until(lambda: "could not be listed" in text_of(empty))
+            assert "HZS090" in text_of(empty) and "No heinzels yet" not in text_of(empty)
+            assert "New" not in key_bar_text(app)
+            index.rmdir()
+            await pilot.press("r")
+            await until(lambda: homes.heinzel_id(1) in home.table.items)
+            assert not empty.display and "New" in key_bar_text(app)
+    finally:
+        await client.close()
