@@ -54,13 +54,14 @@ def body(screen: Screen[object]) -> Widget | None:
 
 
 def place(screen: Screen[object]) -> None:
-    """Stand the toast rack of a page (a screen with a key bar; a dialog keeps Textual's
-    place) on the floor and cap its height below the body's head."""
-    if not screen.query_children(KeyBar):
-        return
+    """Stand the toast rack of a page (a screen with a key bar) on the floor and cap its
+    height below the body's head; on a dialog, keep the toasts under the dialog."""
     main = body(screen)
     racks = screen.query_children(ToastRack)
     if main is None or not racks or not main.region:
+        return
+    if not screen.query_children(KeyBar):
+        below_dialog(racks.first(), screen.size.height - main.region.bottom)
         return
     floor = screen.size.height - main.region.bottom
     room = max(main.region.height - HEAD_ROWS, 0)
@@ -76,6 +77,17 @@ def place(screen: Screen[object]) -> None:
     if styles.max_height is None or styles.max_height.value != room:
         styles.max_height = room
     make_room(rack, room)
+
+
+def below_dialog(rack: ToastRack, below: int) -> None:
+    """Fit the toasts in the ``below`` rows under a dialog (F1's keys, a question), never
+    over it: with no room there, they wait unseen for the dialog to close (F5 lists them)."""
+    room = below - int(rack.styles.margin.bottom)
+    rack.display = room > 0
+    if room > 0:
+        if rack.styles.max_height is None or rack.styles.max_height.value != room:
+            rack.styles.max_height = room
+        make_room(rack, room)
 
 
 def make_room(rack: ToastRack, room: int) -> None:

@@ -27,6 +27,7 @@ from textual.widgets._toast import Toast
 from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.heinzel import HeinzelScreen
+from hz_tui.screens.help import HelpScreen
 from hz_tui.screens.home import HomeScreen
 from hz_tui.screens.notices import NoticesScreen
 from hz_tui.screens.review import ReviewScreen
@@ -127,6 +128,29 @@ async def test_issue14_item5_toasts_on_the_home_leave_the_columns_preview_and_ke
         await pilot.pause()
         app.clear_notifications()
         assert_clear(app, await show_toasts(app))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_attack_toasts_never_cover_the_help_dialog(
+    cockpit_home: Home, client, size: tuple[int, int]
+) -> None:
+    """Attack pass: at 80×24 toasts covered the last lines of F1's keys. On a dialog they
+    stand in the rows under it, or wait unseen for it to close, and come back after."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await app.loaded.wait()
+        await pilot.press("f1")
+        await until(lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause()
+        for n in range(3):
+            app.notify(f"{MESSAGE} ({n})", timeout=600)
+        await pilot.pause()
+        await pilot.pause()
+        dialog = app.screen.query_one("#help").region
+        assert dialog.height > 0
+        assert not any(toast.region.overlaps(dialog) for toast in toasts(app))
+        await pilot.press("escape")
+        await until(lambda: isinstance(app.screen, HomeScreen) and bool(toasts(app)))
 
 
 @pytest.mark.parametrize("size", SIZES)
