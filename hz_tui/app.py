@@ -123,6 +123,8 @@ class CockpitApp(App[int]):
         """Rejections a closed review desk could not send: sent when the link is back."""
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
+        self.cut_turns = False
+        """Set when the user quit cutting the embedded kernel's running turns (said after)."""
         self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problems = settings.load_prefs(home)
@@ -429,6 +431,7 @@ class CockpitApp(App[int]):
     def quit_chosen(self, choice: str | None) -> None:
         if choice in ("cut", "daemon"):
             self.hand_off = choice == "daemon"
+            self.cut_turns = choice == "cut"
             if self.hand_off:
                 from hz_kernel.connect import drain
 
@@ -613,6 +616,8 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
 
         if app.hand_off:
             handing = handing_off(client)
+        elif app.cut_turns:
+            cutting(client)
         await settle()
         if app.link.current is not client:
             await app.link.current.close()
@@ -669,6 +674,19 @@ def handing_off(client: KernelClient) -> list[str]:
     else:
         say("starting the daemon…")
     return names
+
+
+def cutting(client: KernelClient) -> None:
+    """Say which turns quitting cuts, and that nothing of them is lost."""
+    from hz_kernel.connect import running_names
+
+    names = running_names(client)
+    if names:
+        they = "it resumes" if len(names) == 1 else "they resume"
+        say(
+            f"cut {_turns_of(names)} at the last checkpoint; {they} when a kernel next "
+            "starts here (hz, or hz daemon start)"
+        )
 
 
 def _turns_of(names: list[str]) -> str:

@@ -206,6 +206,28 @@ def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_
     assert finished and finished[0]["data"]["disposition"] == "drafted"  # type: ignore[index]
 
 
+def test_quit_and_cut_says_which_turns_it_cut_and_that_they_resume(
+    world: worlds.World, tmux: Tmux, tmp_path: Path
+) -> None:
+    """Session 7 (attack pass): "Quit and cut" left the terminal silent, while the hand-off
+    narrates each phase. Now the terminal names the turn it cut and says it resumes."""
+    home = world.home
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = env_of(world, HZ_MODEL_HOLD_FILE=str(hold), HZ_TICK_SECONDS="3600")
+    command = cockpit_command(env, "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
+    tmux.start(f"env -u HZ_EMBEDDED {command}; sleep 600")  # the pane stays to be read
+    tmux.wait_for(lambda s: "notes-digest" in s and "embedded kernel" in s, "the home table")
+    tmux.keys("w")
+    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
+    tmux.keys("q")
+    tmux.wait_for(lambda s: "Quit and cut it" in s, "the quit question")
+    tmux.keys("Up", "Enter")  # from the highlighted hand-off up to "Quit and cut it"
+    said = "cut notes-digest's turn at the last checkpoint; it resumes when a kernel next starts"
+    tmux.wait_for(lambda s: said in " ".join(s.split()), "the cut to be said")
+    assert read_discovery(home) is None, "cutting started a daemon"
+
+
 def test_hz_on_an_empty_home_says_it_starts_the_daemon_before_the_screen_waits(
     tmux: Tmux, tmp_path: Path
 ) -> None:
