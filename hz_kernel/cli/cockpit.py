@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
@@ -64,7 +65,26 @@ async def open_remote_cockpit(args: argparse.Namespace, cockpit: Cockpit | None)
 def _need_cockpit(cockpit: Cockpit | None) -> Cockpit:
     if cockpit is None:
         raise UsageError("HZU063", "this hz was started without its cockpit; run the hz command")
+    _need_foreground()
     return cockpit
+
+
+def _need_foreground() -> None:
+    """Refuse a terminal whose foreground is another process group (``timeout hz``, ``hz &``):
+    the terminal stops a background cockpit the moment it draws, and nothing resumes it, so
+    it would hang stopped, deaf even to the signal meant to end it."""
+    try:
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd) or os.tcgetpgrp(fd) == os.getpgrp():
+            return
+    except (OSError, ValueError):
+        return  # no terminal to ask: the cockpit says what it needs when it starts
+    raise UsageError(
+        "HZU241",
+        "the cockpit needs the terminal's foreground, and another process group holds it; "
+        "run hz in the foreground (under timeout: timeout --foreground)",
+        "stdin",
+    )
 
 
 async def _tick_beside(client: DeferredClient, stop: asyncio.Event) -> None:

@@ -249,3 +249,16 @@ def test_hz_on_an_empty_home_says_it_starts_the_daemon_before_the_screen_waits(
     finally:
         os.close(lock)
         hz(env, "daemon", "stop")
+
+
+def test_a_cockpit_in_the_terminals_background_says_so_instead_of_hanging_stopped(
+    world: worlds.World, tmux: Tmux
+) -> None:
+    """Session 7 (attack pass): under plain ``timeout`` (its own process group, not the
+    terminal's foreground) the cockpit was stopped by the terminal as it drew, and stayed
+    stopped past the timeout. It now exits at once with ``HZU241`` and status 2; under
+    ``timeout --foreground`` it opens as usual."""
+    command = cockpit_command(env_of(world), "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
+    tmux.start(f"timeout 600 env {command}; echo EXIT=$?; sleep 600")
+    shown = tmux.wait_for(lambda s: "EXIT=" in s, "the cockpit to exit")
+    assert "HZU241" in shown and "EXIT=2" in shown, shown
