@@ -162,6 +162,27 @@ class VerifyList(_Shape):
     items: list[VerifyReport]
 
 
+class DoctorCheck(_Shape):
+    """What ``hz doctor`` found for one model string: configured, and answering?"""
+
+    model: str
+    used_by: list[str] = []
+    """The heinzels whose turns use it now (empty: the home's default, or asked for)."""
+    ok: bool
+    priced: bool = True
+    code: str | None = None
+    problem: str | None = None
+    hint: str = ""
+    note: str = ""
+    seconds: float | None = None
+    """How long the check's question took, when the model was asked."""
+    tokens: int | None = None
+
+
+class DoctorReport(_Shape):
+    items: list[DoctorCheck]
+
+
 class CostByCause(_Shape):
     total: float
     by_cause: dict[str, float]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.composer import ComposerCommands
+from hz_kernel.commands.doctor import DoctorCommands
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.review import ReviewCommands
-from hz_kernel.commands.store import StoreCommands
 from hz_kernel.commands.tick import TickCommands
 from hz_kernel.commands.transcripts import TranscriptCommands
 from hz_kernel.commands.turns import TurnCommands
@@ -25,7 +25,7 @@ class Kernel(
     ReviewCommands,
     TurnCommands,
     LifecycleCommands,
-    StoreCommands,
+    DoctorCommands,
     TranscriptCommands,
     ComposerCommands,
 ):

@@ -125,6 +125,13 @@ class VerifyRequest(Request):
     accept: bool = False
 
 
+class DoctorRequest(Request):
+    model: str | None = Field(default=None, max_length=400)
+    """Check this model string only; None: the home's default and every heinzel's."""
+    ask: bool = True
+    """Ask each model a tiny question (False: only check that it is configured)."""
+
+
 class NewRequest(Request):
     text: str | None = Field(default=None, max_length=256 * 1024)
     template: str | None = None
@@ -270,6 +277,9 @@ SHOW: Operation[HeinzelRef, api.HeinzelDetail] = Operation(
 VERIFY: Operation[VerifyRequest, api.VerifyList] = Operation(
     "heinzel.verify", VerifyRequest, "VerifyList", "verify", True, "Check spines' hash chains"
 )
+DOCTOR: Operation[DoctorRequest, api.DoctorReport] = Operation(
+    "doctor", DoctorRequest, "DoctorReport", "doctor", False, "Check the models turns use"
+)
 REINDEX: Operation[Empty, api.ReindexReport] = Operation(
     "heinzel.reindex", Empty, "ReindexReport", "reindex", True, "Rebuild the index"
 )
@@ -408,6 +418,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER, COMPOSER_SAVE,
-        COMPOSER_SENT, TRANSCRIPT, CONVERSATION,
+        COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR,
     )
 }  # fmt: skip
