@@ -2,22 +2,34 @@
 
 The home table fits its region whatever narrows it (the filter line, a
 scrollbar), keeps its sort mark on a narrow header and gives the width its
-columns' texts leave unused to the one still cut.
+columns' texts leave unused to the one still cut; the kernel page keeps its
+keys at 80 columns, its turns cut a name rather than drop a column, and the
+home's totals line shows whole parts.
 """
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from rich.console import Console
 
 from hz_kernel.client import LocalClient
+from hz_kernel.connect import connect
 from hz_kernel.home import Home
+from hz_kernel.overview import TurnActivity
 from hz_tui import rows
 from hz_tui.app import CockpitApp
+from hz_tui.screens.daemon import DaemonScreen, turns_table
 from hz_tui.widgets.heinzel_table import CELL_PADDING, HeinzelTable
+from hz_tui.widgets.status_line import StatusLine
 from tests.tui import homes
 from tests.tui.cells import row_text, screen_cells
-from tests.tui.test_cockpit import table_of
-from tests.tui.test_terminals import LONG_NAME
+from tests.tui.test_attach import daemon
+from tests.tui.test_cockpit import table_of, text_of, until
+from tests.tui.test_terminals import LONG_NAME, key_bar_text
+
+__all__ = ["daemon"]  # the fixture: a daemon started on the standard home, stopped after
 
 
 def drawn_width(table: HeinzelTable) -> int:
@@ -156,3 +168,59 @@ async def test_s8_at_240_columns_a_cut_column_takes_what_the_others_leave_unused
         assert any(LONG_NAME in line for line in table_lines(app))
         contract = next(line for line in table_lines(app) if LONG_NAME in line)
         assert LONG_NAME[:40] in contract.split(LONG_NAME, 1)[1], contract
+
+
+async def test_s8_at_80_columns_the_kernel_page_of_a_daemon_keeps_every_key_of_its_own(
+    daemon: Home,
+) -> None:
+    """s8 item 4: a daemon's kernel page at 80×24 showed Restart but not l Daemon log; its own
+    keys (refresh, restart, the log) stay, the palette key (F1 lists it) gives way."""
+    client = await connect(daemon)
+    app = CockpitApp(daemon, client)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.loaded.wait()
+            await pilot.press("f2")
+            await until(lambda: isinstance(app.screen, DaemonScreen))
+            await until(lambda: "a local daemon" in text_of(app.screen.query_one("#facts")))
+            await pilot.pause()
+            bar = key_bar_text(app)
+            for key in ("esc Back", "r Refresh", "^r Restart daemon", "l Daemon log", "f1 Help"):
+                assert key in bar, (key, bar)
+    finally:
+        await app.link.close()
+
+
+def test_s8_the_kernel_pages_turns_cut_a_long_name_rather_than_drop_a_column() -> None:
+    """s8 item 4: 74 cells (the page at 80 columns, with its scrollbar) were too few for a long
+    name: Rich cut every column alike and the Step vanished. The name is cut with "…"."""
+    turns = [
+        TurnActivity(heinzel="h1", name=LONG_NAME, step="outcome", elapsed_s=3700, usd=1.25),
+        TurnActivity(heinzel="h2", name="weekly-report", queued="low-memory", elapsed_s=4000),
+    ]
+    out = io.StringIO()
+    Console(file=out, width=74, color_system=None).print(turns_table(turns, rows.Palette()))
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["Heinzel", "State", "Step", "Elapsed", "Cost", "so", "far"]
+    assert "outcome" in lines[1] and "$1.25" in lines[1] and "…" in lines[1], lines
+    assert "queued: low memory" in lines[2] and "waited 1h 6m" in lines[2], lines
+
+
+async def test_s8_at_80_columns_the_totals_line_shows_whole_parts(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """s8 item 4: the home's totals line, too long for 80 columns, was cut after a dangling
+    "·"; it shows whole parts (the sort gives way first), and all of them when wide."""
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        home = app.get_home()
+        await until(lambda: home.spend is not None)
+        await pilot.pause()
+        status = home.query_one(StatusLine)
+        parts = [part.plain for part in status._parts.values()]
+        shown = row_text(screen_cells(app), status.region.y).strip()
+        assert shown.split(" · ") == [part for part in parts if not part.startswith("sorted")]
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        assert row_text(screen_cells(app), status.region.y).strip().split(" · ") == parts
