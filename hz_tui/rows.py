@@ -113,6 +113,10 @@ NAME_MAX = 24
 GROWING = ("name", "last_turn", "waits", "contract")
 #: The most a growing column asks for when the table yields its spare width to what is beside it.
 GROWN_MAX = 40
+#: The columns that give way, in that order, when the table is narrower than its columns'
+#: least widths (a narrowed region, a scrollbar): each is cut (with ``…``) down to ``CUT_MIN``.
+SHRINKING = ("contract", "waits", "last_turn", "next_due", "state", "name", "cost")
+CUT_MIN = 4
 
 
 def table_min_width(padding: int) -> int:
@@ -129,19 +133,30 @@ def column_widths(
     Fixed columns take their narrow or wide width and the name at least
     ``NAME_MIN``; what is left goes to the columns whose longest text
     (``wanted``; a name gets ``NAME_MAX`` in any case) would be cut, in
-    ``GROWING`` order, and the rest to the contract.
+    ``GROWING`` order, each up to ``GROWN_MAX``. A column still cut then
+    gets the width the other growing columns' texts leave unused, beyond
+    ``GROWN_MAX`` too; the rest goes to the contract. Narrower than every
+    column's least, the columns give way in ``SHRINKING`` order (after the
+    last one's outer padding): they are cut, never pushed past the edge.
     """
     wide = available >= WIDE_FROM
     widths = {c.key: (c.wide if wide else c.narrow) for c in COLUMNS}
     widths["name"] = NAME_MIN
     rest = available - sum(widths.values()) - 2 * padding * len(COLUMNS)
-    want = dict(wanted or {})
-    want["name"] = max(NAME_MAX, want.get("name", 0))
+    if rest < 0:
+        return _shrunk(widths, -rest - padding)
+    want = {key: (wanted or {}).get(key, 0) for key in GROWING}
+    asked = want | {"name": max(NAME_MAX, want["name"])}
     for key in GROWING:
-        more = min(max(0, rest), max(0, want.get(key, 0) - widths[key]))
+        more = min(rest, max(0, min(asked[key], GROWN_MAX) - widths[key]))
         widths[key] += more
         rest -= more
-    widths["contract"] += max(0, rest)
+    rest += _spared(widths, want, rest)
+    for key in GROWING:
+        more = min(rest, max(0, want[key] - widths[key]))
+        widths[key] += more
+        rest -= more
+    widths["contract"] += rest
     return widths
 
 
@@ -154,6 +169,31 @@ def natural_width(padding: int, wanted: Mapping[str, int]) -> int:
     for key in GROWING:
         widths[key] = max(widths[key], min(wanted.get(key, 0), GROWN_MAX))
     return sum(widths.values()) + 2 * padding * len(COLUMNS)
+
+
+def _spared(widths: dict[str, int], want: Mapping[str, int], rest: int) -> int:
+    """Take back from the growing columns the width their text leaves unused (never below a
+    column's least width or its label with the sort mark), as much as the cut ones need
+    beyond ``rest``; how much was taken."""
+    short = sum(max(0, want[key] - widths[key]) for key in GROWING) - rest
+    taken = 0
+    for spec in reversed(COLUMNS):
+        if spec.key in GROWING and taken < short:
+            least = NAME_MIN if spec.key == "name" else spec.narrow
+            floor = max(least, len(spec.label) + 2, want[spec.key])
+            spare = min(short - taken, max(0, widths[spec.key] - floor))
+            widths[spec.key] -= spare
+            taken += spare
+    return taken
+
+
+def _shrunk(widths: dict[str, int], over: int) -> dict[str, int]:
+    """``widths`` made ``over`` cells narrower, column by column in ``SHRINKING`` order."""
+    for key in SHRINKING:
+        less = min(max(0, over), max(0, widths[key] - CUT_MIN))
+        widths[key] -= less
+        over -= less
+    return widths
 
 
 def waits_on_user(item: HeinzelSummary) -> list[str]:

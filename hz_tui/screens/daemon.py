@@ -200,8 +200,11 @@ def turns_table(turns: list[TurnActivity], palette: rows.Palette) -> Table | Tex
     if not turns:
         return Text("No turn runs or waits.", style=palette.muted)
     table = Table(box=None, padding=(0, 2, 0, 0), show_edge=False, header_style="bold")
-    for label, justify in (("Heinzel", "left"), ("State", "left"), ("Step", "left"),
-                           ("Elapsed", "right"), ("Cost so far", "right")):  # fmt: skip
+    # Too narrow for every column, the name is cut (with "…"): Rich narrows only a column
+    # that may wrap, and cut every column alike (a short one, the step, to nothing).
+    table.add_column("Heinzel", overflow="ellipsis")
+    for label, justify in (("State", "left"), ("Step", "left"), ("Elapsed", "right"),
+                           ("Cost so far", "right")):  # fmt: skip
         table.add_column(label, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for turn in turns:
         if turn.queued is not None:

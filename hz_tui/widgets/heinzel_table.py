@@ -131,6 +131,10 @@ class HeinzelTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self._lay_out()
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        """A scrollbar that comes or goes changes the width the columns share (no resize)."""
+        self._lay_out()
+
     def _lay_out(self) -> None:
         """Fit the columns to the width; a new layout drops every cached line."""
         widths = rows.column_widths(self.scrollable_content_region.width, CELL_PADDING, self.wanted)
@@ -389,7 +393,10 @@ class HeinzelTable(ScrollView, can_focus=True):
             labels = []
             for spec in rows.COLUMNS:
                 if spec.key == self.sort_column:
-                    labels.append((f"{spec.label} {SORT_MARKS[self.sort_reverse]}", sorted_style))
+                    # The mark says how the rows are sorted: the label is cut, never the mark.
+                    label = _cut(spec.label, self.widths[spec.key] - 2)
+                    mark = SORT_MARKS[self.sort_reverse]
+                    labels.append((f"{label} {mark}".lstrip(), sorted_style))
                 else:
                     labels.append((spec.label, base))
             self._header = self._line(labels).apply_style(base)
@@ -404,9 +411,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         segments: list[Segment] = []
         for key, (text, style) in zip(rows.COLUMN_KEYS, cells, strict=True):
             width = self.widths[key]
-            if cell_len(text) > width:
-                text = set_cell_size(text, max(0, width - 1)) + "…" if width else ""
-            segments += [pad, Segment(set_cell_size(text, width), style), pad]
+            segments += [pad, Segment(set_cell_size(_cut(text, width), width), style), pad]
         return Strip(segments)
 
     def _refresh_row(self, row: int) -> None:
@@ -441,3 +446,10 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.cursor_row = max(0, min(row, len(self.order) - 1))
         self._scroll_to_cursor(animate=False)
         self._announce_cursor()
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells with an ellipsis (whole when it fits)."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…" if width > 0 else ""

@@ -75,6 +75,9 @@ PRIORITY = {
     "composer.stop_twice": 4,
     "composer.newline": 4,
     "composer.mode": 3,
+    "daemon.refresh": 3,
+    "daemon.restart": 3,
+    "daemon.logs": 3,
     "app.daemon": 0,
 }
 #: Any binding that leaves the page or dialog (``*.back``, ``*.close``, …) counts as this.
