@@ -284,6 +284,7 @@ class CockpitApp(App[int]):
         except HzError as exc:
             if not (quiet_if_lost and isinstance(exc, NotConnected)):
                 self.notify(exc.one_line(), severity="error", timeout=10)
+            if not isinstance(exc, NotConnected):  # a lost link is the header's to say
                 self.list_error = exc.one_line()
                 self.rows_changed.publish(RowsUpdate(rows=list(self.rows.values()), full=True))
             return
