@@ -24,15 +24,10 @@ class PendingPanel(Static):
         for draft in detail.drafts:
             if draft.status == "pending":
                 parts.append(Text.assemble(("Draft ", "bold"), f"in {draft.asset or '?'}"))
-                parts.append(
-                    Text(
-                        f"  v{draft.contract_version or '?'} · placed "
-                        f"{display.ago(draft.placed_at, now)} · key {short_key(draft.key)}",
-                        style="dim",
-                        overflow="ellipsis",
-                        no_wrap=True,
-                    )
-                )
+                placed = f"placed {display.ago(draft.placed_at, now)}"
+                parts.append(Text(f"  v{draft.contract_version or '?'} · {placed}", style="dim"))
+                # The key whole (folded, never cut): it is what ``hz approve KEY`` takes.
+                parts.append(Text(f"  key {short_key(draft.key)}", style="dim", overflow="fold"))
         for question in detail.questions:
             if question.status == "pending":
                 parts.append(Text.assemble(("Question ", "bold"), question.question or ""))
