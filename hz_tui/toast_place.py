@@ -90,10 +90,18 @@ def below_dialog(rack: ToastRack, below: int) -> None:
         make_room(rack, room)
 
 
+def shade(rack: ToastRack) -> None:
+    """Every second toast of the stack a shade lighter: they touch, and two of one severity
+    would read as one."""
+    for index, toast in enumerate(rack.query(Toast)):
+        toast.set_class(index % 2 == 1, "-second")
+
+
 def make_room(rack: ToastRack, room: int) -> None:
     """Take the oldest toasts down until the rest fit in ``room`` rows, whole (the newest
     stays, whatever its size): a rack taller than its room showed the oldest and cut the
     newest. A toast taken down counts as gone for the notices; F5 still lists it."""
+    shade(rack)
     shown = list(rack.query(Toast))
     # Only the toasts are laid out (the rack and each toast's holder are hidden).
     heights = [t.outer_size.height + t.styles.margin.top + t.styles.margin.bottom for t in shown]
