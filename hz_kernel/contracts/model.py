@@ -283,7 +283,6 @@ def _approver(value: str) -> str:
 
 Approver = Annotated[str, AfterValidator(_approver)]
 
-MODEL_PROVIDERS = ("openai", "anthropic", "ollama")
 _MODEL = re.compile(
     r"(?:openai|openai-chat|anthropic|ollama):[A-Za-z0-9][A-Za-z0-9._:/+-]{0,99}"
     r"|openai-compatible:[A-Za-z0-9][A-Za-z0-9._:/+-]{0,99}@https?://[^\s@]{1,200}"
