@@ -72,6 +72,16 @@ async def client(cockpit_home: Home) -> AsyncIterator[LocalClient]:
         await opened.close()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test on the fixed-path snapshot home runs on one xdist worker (``--dist
+    loadgroup``): the home's lock is held for a worker's whole session, so a second worker
+    that needed it would wait, and time out, until the first one ended."""
+    for item in items:
+        if "snapshot_home_root" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("snapshot-home"))
+
+
 @pytest.fixture(scope="session")
 def snapshot_home_root() -> Iterator[Path]:
     """The standard home at a fixed path, built once per session under a lock."""
