@@ -341,6 +341,229 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+_GIT_ITEM = re.compile(r"^[0-9a-f]{7,40} \S+ [^:]*: (?P<title>.+)$")
+_KIND_OF_ITEM = re.compile(
+    r"^(feat|fix|chore|docs|ci|build|test|tests|refactor|style|perf|deps|revert|wip)"
+    r"(?:\([^)]*\))?!?:\s*",
+    re.I,
+)
+
+
+def _subject(item: str) -> str:
+    """A commit line's title (the git source writes ``sha date author: title``); else the item."""
+    match = _GIT_ITEM.match(item)
+    return match["title"] if match else item
+
+
+def _kind(item: str) -> str | None:
+    """The conventional-commit kind an item carries (``docs`` for ``docs: ...``), if any."""
+    match = _KIND_OF_ITEM.match(_subject(_BULLET.sub("", item.strip())))
+    return match[1].lower() if match else None
+
+
+# --- the outline the contract names ------------------------------------------------------
+
+LESSONS_HEADING = "## What you learned from this user"
+
+_MAINTAINS = re.compile(r"^### Maintains[ \t]*\n(?P<body>.*?)(?=^#{1,3} |\Z)", re.M | re.S)
+_WRITTEN_HEADING = re.compile(r"`#{1,6}\s+([^`\n]+?)\s*`")
+_GROUPED_UNDER = re.compile(
+    r"\b(?:grouped|sorted|split|organi[sz]ed|arranged|filed)\s+(?:under|into)\s+"
+    r"(?:the\s+)?(?:headings?\s+|sections?\s+)?(?P<list>[^.;:()`]+)",
+    re.I,
+)
+_LIST_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+
+
+def maintains_of(instructions: str) -> str:
+    """The contract's ``Maintains`` section as the context renders it, or ``""``."""
+    match = _MAINTAINS.search(instructions)
+    return match["body"].strip() if match else ""
+
+
+def outline_of(maintains: str) -> list[str]:
+    """The headings a ``Maintains`` section names, in its order; none when it names none.
+
+    Headings written as Markdown in backticks (`` `### Added` ``) count, and so
+    does a capitalised list after "grouped under" ("grouped under Added,
+    Changed and Fixed"); "grouped by theme" names no heading, so the draft
+    then invents none beyond one per input.
+    """
+    named = [match[1] for match in _WRITTEN_HEADING.finditer(maintains)]
+    if not named:
+        for match in _GROUPED_UNDER.finditer(" ".join(maintains.split())):
+            entries = [e.strip() for e in _LIST_SEPARATOR.split(match["list"].strip())]
+            entries = [e for e in entries if e]
+            if entries and all(e[:1].isupper() for e in entries):
+                named.extend(entries)
+    return list(dict.fromkeys(named))
+
+
+_GROUP_WORDS = {
+    "added": "added", "new": "added", "features": "added", "feature": "added",
+    "fixed": "fixed", "fixes": "fixed", "bugs": "fixed", "bug": "fixed",
+    "removed": "removed", "removals": "removed",
+    "deprecated": "deprecated", "security": "security",
+    "changed": "changed", "changes": "changed", "other": "changed", "misc": "changed",
+}  # fmt: skip
+_KIND_GROUPS = {"feat": "added", "fix": "fixed", "revert": "removed"}
+_VERB_GROUPS = {
+    "add": "added", "adds": "added", "added": "added", "introduce": "added", "support": "added",
+    "fix": "fixed", "fixes": "fixed", "fixed": "fixed", "repair": "fixed", "resolve": "fixed",
+    "remove": "removed", "removes": "removed", "removed": "removed", "drop": "removed",
+    "delete": "removed", "deprecate": "deprecated", "deprecates": "deprecated",
+}  # fmt: skip
+
+
+def _group_of(heading: str) -> str | None:
+    return next((_GROUP_WORDS[w] for w in _named(heading).split() if w in _GROUP_WORDS), None)
+
+
+def _classify(item: str, headings: Sequence[str]) -> str:
+    """The named heading an item belongs under: by its commit kind when it has one (a
+    ``docs:`` line is a change, whatever its verb), else by its first verb, else the
+    catch-all (Changed, Other)."""
+    subject = _subject(item)
+    kind = _kind(item)
+    rest = _KIND_OF_ITEM.sub("", subject, count=1)
+    verb = next(iter(re.findall(r"[a-z]+", rest.lower())), "")
+    if kind is not None:
+        wanted = _KIND_GROUPS.get(kind, "changed")
+    else:
+        wanted = _VERB_GROUPS.get(verb, "changed")
+    for heading in headings:
+        if _group_of(heading) == wanted:
+            return heading
+    return next((h for h in headings if _group_of(h) == "changed"), headings[-1])
+
+
+# --- lessons the draft applies -----------------------------------------------------------
+
+RULE_NO_PREFIX = "Leave the commit-kind prefix off each line."
+RULE_PAST_TENSE = "Put the verb that opens a line in the past tense."
+RULE_CAPITAL = "Start each line with a capital letter."
+RULE_FULL_STOP = "End each line with a full stop."
+
+_LEAVE_OUT_KIND = re.compile(r"^Leave out (\w+) items(?: from the (.+?) section)?\.$")
+_LEAVE_OUT_SECTION = re.compile(r"^Leave out the (.+?) section\.$")
+_PUT_SECTION = re.compile(r"^Put the (.+?) section (above|below) the (.+?) section\.$")
+_NAME_SECTION = re.compile(r"^Name the (.+?) section (.+?) instead\.$")
+
+
+def lessons_of(instructions: str) -> list[str]:
+    """The active lessons as the context lists them, one rule each."""
+    start = instructions.rfind(f"{LESSONS_HEADING}\n")
+    if start == -1:
+        return []
+    lessons: list[str] = []
+    for line in instructions[start + len(LESSONS_HEADING) + 1 :].splitlines():
+        if not line.startswith("- "):
+            break
+        lessons.append(line[2:].strip())
+    return lessons
+
+
+@dataclass
+class _Rules:
+    """What the active lessons ask of the next draft, as far as the local model understands."""
+
+    leave_out: list[tuple[str, str | None]] = field(default_factory=list)
+    no_tickets: bool = False
+    drop: set[str] = field(default_factory=set)
+    moves: list[tuple[str, str, str]] = field(default_factory=list)
+    renames: dict[str, str] = field(default_factory=dict)
+    wording: set[str] = field(default_factory=set)
+    brevity: list[str] = field(default_factory=list)
+
+
+def _rules(lessons: Sequence[str]) -> _Rules:
+    rules = _Rules()
+    for lesson in lessons:
+        if match := _LEAVE_OUT_KIND.match(lesson):
+            rules.leave_out.append((match[1].lower(), match[2]))
+        elif lesson.startswith("Leave out ticket numbers"):
+            rules.no_tickets = True
+        elif match := _LEAVE_OUT_SECTION.match(lesson):
+            rules.drop.add(match[1])
+        elif match := _PUT_SECTION.match(lesson):
+            rules.moves.append((match[1], match[2], match[3]))
+        elif match := _NAME_SECTION.match(lesson):
+            rules.renames[match[1]] = match[2]
+        elif lesson in (RULE_NO_PREFIX, RULE_PAST_TENSE, RULE_CAPITAL, RULE_FULL_STOP):
+            rules.wording.add(lesson)
+        elif lesson.startswith("Keep drafts "):
+            rules.brevity.append(lesson)
+    return rules
+
+
+_IRREGULAR_PAST = {
+    "build": "built", "do": "did", "find": "found", "get": "got", "give": "gave", "go": "went",
+    "keep": "kept", "make": "made", "put": "put", "rebuild": "rebuilt", "rewrite": "rewrote",
+    "run": "ran", "send": "sent", "set": "set", "split": "split", "take": "took",
+    "write": "wrote", "drop": "dropped", "ship": "shipped", "stop": "stopped", "plan": "planned",
+}  # fmt: skip
+
+
+def _past(verb: str) -> str:
+    """The past tense of a base-form verb: the common irregular ones, else the regular rule."""
+    if verb in _IRREGULAR_PAST:
+        return _IRREGULAR_PAST[verb]
+    if verb.endswith("e"):
+        return verb + "d"
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ied"
+    return verb + "ed"
+
+
+def _restyle(item: str, wording: set[str]) -> str:
+    """An item in the wording the lessons name; a commit line keeps its sha, date and author."""
+    subject = _subject(item)
+    lead, text = item[: len(item) - len(subject)], subject
+    conventional = _KIND_OF_ITEM.match(text) is not None
+    if RULE_NO_PREFIX in wording:
+        text = _KIND_OF_ITEM.sub("", text, count=1)
+    first = re.match(r"[A-Za-z]+", text)
+    if RULE_PAST_TENSE in wording and first and (conventional or first[0].lower() in _VERB_GROUPS):
+        word = first[0]
+        if not word.lower().endswith("ed") and word.lower() not in _IRREGULAR_PAST.values():
+            past = _past(word.lower())
+            text = (past[:1].upper() + past[1:] if word[:1].isupper() else past) + text[len(word) :]
+    if RULE_CAPITAL in wording and text[:1].islower():
+        text = text[:1].upper() + text[1:]
+    if RULE_FULL_STOP in wording and text and not text.endswith((".", "!", "?")):
+        text += "."
+    return lead + text
+
+
+def _apply_to_items(group: _Group, rules: _Rules) -> None:
+    name = _named(group.title)
+    left_out = {kind for kind, section in rules.leave_out if section in (None, name)}
+    items = [item for item in group.items if _kind(item) not in left_out]
+    if rules.no_tickets:
+        items = [re.sub(r"\s{2,}", " ", _TICKET.sub("", item)).strip(" -,;") for item in items]
+    group.items = [_restyle(item, rules.wording) for item in items if item]
+
+
+def _apply_to_groups(groups: list[_Group], rules: _Rules) -> list[_Group]:
+    """Sections left out, renamed and moved as the lessons say."""
+    kept = [g for g in groups if _named(g.title) not in rules.drop]
+    for moved, relation, other in rules.moves:
+        mover = next((g for g in kept if _named(g.title) == moved), None)
+        anchor = next((g for g in kept if _named(g.title) == other), None)
+        if mover is None or anchor is None or mover is anchor:
+            continue
+        kept.remove(mover)
+        at = kept.index(anchor) + (1 if relation == "below" else 0)
+        kept.insert(at, mover)
+    for group in kept:
+        if (new := rules.renames.get(_named(group.title))) is not None:
+            group.title = new[:1].upper() + new[1:]
+    return kept
+
+
+# --- composing the draft ----------------------------------------------------------------
+
+
 @dataclass
 class _Group:
     title: str
@@ -366,47 +589,87 @@ def _summary_line(groups: Sequence[_Group], left_out: int) -> str:
 
 
 def _render_draft(
-    heading: str, groups: Sequence[_Group], *, compact: bool, left_out: int
+    groups: Sequence[_Group], *, summary: bool, compact: bool, left_out: int
 ) -> list[str]:
-    lines = [f"## {heading}", _summary_line(groups, left_out)]
+    """The draft's lines: its subsections sit one level below the ``##`` section hz keeps."""
+    lines = [_summary_line(groups, left_out)] if summary else []
     for group in groups:
         if not group.items:
             continue
-        if not compact:
+        if lines and not compact:
             lines.append("")
         lines.append(f"### {group.title}")
         lines.extend(f"- {item}" for item in group.items)
     return lines
 
 
+def _outlined(ordered: Sequence[FramedInput], headings: Sequence[str]) -> list[_Group]:
+    """Items under the headings the contract names: an input named by a heading fills it."""
+    by_heading = {h: _Group(h, [], False) for h in headings}
+    for source in ordered:
+        named = next((h for h in headings if _named(h) == _named(_title(source.name))), None)
+        for item in _items(source.content):
+            target = by_heading[named or _classify(item, headings)]
+            target.items.append(item if named else _subject(item))
+            target.moved = target.moved or source.moved
+    return list(by_heading.values())
+
+
 def compose_draft(
-    output: str, inputs: Sequence[FramedInput], steering: Sequence[str] = ()
+    output: str,
+    inputs: Sequence[FramedInput],
+    steering: Sequence[str] = (),
+    *,
+    maintains: str = "",
+    lessons: Sequence[str] = (),
 ) -> DraftOutcome | NothingOutcome:
-    """A grouped list per input, inputs that moved first, shortened as steering asks."""
+    """The draft of the section hz keeps, applying the active lessons.
+
+    When the contract's ``Maintains`` names headings, the draft has exactly
+    those (the empty ones left out) in that order and no others; otherwise a
+    summary line and one subsection per input, inputs that moved first. It
+    never repeats the kept section's own heading. Steering and length lessons
+    shorten it.
+    """
     ordered = [i for i in inputs if i.moved] + [i for i in inputs if not i.moved]
-    groups = [_Group(_title(i.name), _items(i.content), i.moved) for i in ordered]
-    total = sum(len(g.items) for g in groups)
-    if total == 0:
+    headings = outline_of(maintains)
+    rules = _rules(lessons)
+    if headings:
+        groups = _outlined(ordered, headings)
+    else:
+        groups = [_Group(_title(i.name), _items(i.content), i.moved) for i in ordered]
+    if sum(len(g.items) for g in groups) == 0:
         names = ", ".join(i.name for i in inputs) or "no inputs"
         return NothingOutcome(report=_clip(f"Nothing to draft: {names} had no items.", REPORT_MAX))
-    brevity = _brevity(steering)
+    for group in groups:
+        _apply_to_items(group, rules)
+    groups = _apply_to_groups(groups, rules)
+    total = sum(len(g.items) for g in groups)
+    brevity = _brevity([*rules.brevity, *steering])
     if brevity.halve:
         for group in groups:
             group.items = group.items[: math.ceil(len(group.items) / 2)]
     compact = brevity.halve or brevity.line_cap is not None
-    heading = _title(output)
+    summary = not headings
 
     def shown() -> int:
         return sum(len(g.items) for g in groups)
 
-    lines = _render_draft(heading, groups, compact=compact, left_out=total - shown())
+    def render() -> list[str]:
+        return _render_draft(groups, summary=summary, compact=compact, left_out=total - shown())
+
+    lines = render()
     while brevity.line_cap is not None and len(lines) > brevity.line_cap and shown():
         last = max(i for i, g in enumerate(groups) if g.items)
         groups[last].items.pop()
-        lines = _render_draft(heading, groups, compact=compact, left_out=total - shown())
+        lines = render()
     if brevity.line_cap is not None:
         lines = lines[: brevity.line_cap]
-    inputs_count = sum(1 for g in groups if g.items)
+    if not shown():
+        return NothingOutcome(
+            report=_clip(f"Nothing to draft for {output}: lessons left out every item.", REPORT_MAX)
+        )
+    inputs_count = sum(1 for i in inputs if _items(i.content))
     report = f"Drafted {output}: {_plural(shown(), 'item')} from {_plural(inputs_count, 'input')}"
     if total > shown():
         report += f", {total - shown()} left out"
@@ -509,19 +772,9 @@ def _named(title: str) -> str:
     return " ".join(words[:6]) or "untitled"
 
 
-_KIND_OF_ITEM = re.compile(
-    r"^(feat|fix|chore|docs|ci|build|test|tests|refactor|style|perf|deps|revert|wip)"
-    r"(?:\([^)]*\))?!?:",
-    re.I,
-)
-
-
 def _removal_rule(section: str | None, lines: Sequence[str]) -> str:
     """The pattern a set of removed lines shares, as a rule; never one of the lines."""
-    kinds = {
-        (match[1].lower() if (match := _KIND_OF_ITEM.match(_BULLET.sub("", line.strip()))) else "")
-        for line in lines
-    }
+    kinds = {_kind(line) or "" for line in lines}
     if len(kinds) == 1 and (kind := kinds.pop()):
         where = f" from the {section} section" if section else ""
         return f"Leave out {kind} items{where}."
@@ -530,13 +783,49 @@ def _removal_rule(section: str | None, lines: Sequence[str]) -> str:
     return "Keep the text to what matters: leave out minor lines."
 
 
+def _first_word(text: str) -> str:
+    return next(iter(re.findall(r"[A-Za-z]+", text[:40])), "").lower()
+
+
+def _rewording_rules(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The wording patterns every rewritten line shares: a rule holds where no line contradicts it.
+
+    Each pair is a line as drafted and as the user rewrote it; the rules name
+    a pattern (a prefix dropped, a past-tense verb, a capital, a full stop),
+    never the words.
+    """
+    votes: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {
+        rule: ([], []) for rule in (RULE_NO_PREFIX, RULE_PAST_TENSE, RULE_CAPITAL, RULE_FULL_STOP)
+    }
+    for pair in pairs:
+        old = _subject(_BULLET.sub("", pair[0].strip()))
+        new = _subject(_BULLET.sub("", pair[1].strip()))
+        if _KIND_OF_ITEM.match(old):
+            votes[RULE_NO_PREFIX][0 if not _KIND_OF_ITEM.match(new) else 1].append(pair)
+            old = _KIND_OF_ITEM.sub("", old, count=1)
+        if not old or not new:
+            continue
+        if old[:1].islower():
+            votes[RULE_CAPITAL][0 if new[:1].isupper() else 1].append(pair)
+        if not old.endswith((".", "!", "?")):
+            votes[RULE_FULL_STOP][0 if new.endswith(".") else 1].append(pair)
+        was, now = _first_word(old), _first_word(new)
+        if was in _VERB_GROUPS or was in _IRREGULAR_PAST or _past(was) == now:
+            if now == _past(was) and now != was:
+                votes[RULE_PAST_TENSE][0].append(pair)
+            elif now == was:
+                votes[RULE_PAST_TENSE][1].append(pair)
+    return [(rule, yes) for rule, (yes, no) in votes.items() if yes and not no]
+
+
 def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
     """Lessons the user's edits teach, each with the hunks of the diff it comes from.
 
     Recognised edits: a section moved ("X goes above Y"), descriptive words
     dropped from a heading, a heading renamed, a section removed, ticket numbers
-    removed, and other lines removed. Each lesson names the pattern and the
-    sections by name; it never quotes a line of the document.
+    removed, lines reworded in a shared pattern, and other lines removed. Each
+    lesson names the pattern and the sections by name; it never quotes a line
+    of the document.
     """
     before, after = draft_as_placed.splitlines(), approved_text.splitlines()
     hunks = _hunks(before, after)
@@ -606,6 +895,7 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
         add(f"Leave out the {_named(gone.title)} section.", {gone.heading or ""})
 
     with_tickets: list[str] = []
+    reworded: list[tuple[str, str]] = []
     removed: dict[str | None, list[str]] = {}
     for d, a in pairs:
         old_body, new_body = placed[d].body, approved[a].body
@@ -625,8 +915,19 @@ def derive_lessons(draft_as_placed: str, approved_text: str) -> LessonsOutcome:
                 elif counterpart is None:
                     section = _named(placed[d].title) if placed[d].heading else None
                     removed.setdefault(section, []).append(line)
+                elif counterpart.strip():
+                    reworded.append((line, counterpart))
+    # The lines above the first heading deleted whole (the draft's summary line) leave no
+    # headless section to pair them with; they are removed all the same.
+    preamble_gone = (
+        placed and placed[0].heading is None and not (approved and approved[0].heading is None)
+    )
+    if preamble_gone:
+        removed.setdefault(None, []).extend(line for line in placed[0].body if line.strip())
     if with_tickets:
         add("Leave out ticket numbers; name the work instead.", set(with_tickets))
+    for rule, pairs in _rewording_rules(reworded):
+        add(rule, {line for pair in pairs for line in pair})
     for section, lines in list(removed.items())[:3]:
         add(_removal_rule(section, lines), set(lines))
 
@@ -692,8 +993,14 @@ def _fallback(kind: str, offered: Sequence[str], request: _Request) -> BaseModel
     raise ValueError(f"the local model cannot answer with any of: {', '.join(offered)}")
 
 
-def plan_reply(messages: Sequence[ModelMessage], offered: Sequence[str]) -> tuple[str, str]:
-    """Decide the outcome for this request: the output tool to call and its JSON arguments."""
+def plan_reply(
+    messages: Sequence[ModelMessage], offered: Sequence[str], instructions: str | None = None
+) -> tuple[str, str]:
+    """Decide the outcome for this request: the output tool to call and its JSON arguments.
+
+    ``instructions`` carry the contract (its ``Maintains`` section names the
+    outline a draft keeps) and the active lessons (rules the draft applies).
+    """
     request = _read(messages)
     outcome: BaseModel
     if request.kind == "summary":
@@ -703,7 +1010,13 @@ def plan_reply(messages: Sequence[ModelMessage], offered: Sequence[str]) -> tupl
     elif request.kind == "rejection":
         outcome = lessons_from_reason(request.rejection_reason)
     elif request.kind == "draft":
-        outcome = compose_draft(request.output, request.inputs, request.steering)
+        outcome = compose_draft(
+            request.output,
+            request.inputs,
+            request.steering,
+            maintains=maintains_of(instructions or ""),
+            lessons=lessons_of(instructions or ""),
+        )
     else:
         outcome = NothingOutcome(report="Nothing to do: this turn brought no inputs.")
     kind = str(getattr(outcome, "type", "nothing"))
@@ -805,7 +1118,9 @@ class LocalModel(FunctionModel):
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[DeltaToolCalls]:
-        tool, arguments = plan_reply(messages, [t.name for t in info.output_tools])
+        tool, arguments = plan_reply(
+            messages, [t.name for t in info.output_tools], info.instructions
+        )
         for index, piece in enumerate(_pieces(arguments)):
             if self.delay_ms:
                 await asyncio.sleep(self.delay_ms / 1000)
@@ -822,7 +1137,9 @@ class LocalModel(FunctionModel):
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self._record(messages, info.instructions)
-        tool, arguments = plan_reply(messages, [t.name for t in info.output_tools])
+        tool, arguments = plan_reply(
+            messages, [t.name for t in info.output_tools], info.instructions
+        )
         usage = RequestUsage(
             input_tokens=estimate_tokens(_request_text(messages, info.instructions)),
             output_tokens=estimate_tokens(arguments),

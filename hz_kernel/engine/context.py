@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hz_kernel.adapters.local_model import (
+    LESSONS_HEADING,
     FramedInput,
     render_inputs,
     render_last_approved,
@@ -156,7 +157,7 @@ def build_context(
     lessons = active_lessons(events, lessons_seq)
     if lessons:
         lines = "\n".join(f"- {text}" for _, text in lessons)
-        parts.append(("lessons", f"## What you learned from this user\n{lines}"))
+        parts.append(("lessons", f"{LESSONS_HEADING}\n{lines}"))
 
     hidden = _hidden(events)
     summary: Event | None = None

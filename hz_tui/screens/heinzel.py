@@ -14,6 +14,7 @@ import time
 from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -361,12 +362,16 @@ class HeinzelScreen(Screen[None]):
         self.load()
 
 
+LOCAL = "local"
+"""The model string of hz's built-in, offline stand-in model (docs/models.md)."""
+
+
 def _request_id() -> str:
     """A fresh request id: one per message the user sends, never reused for another."""
     return f"cockpit-{ULID()}"
 
 
-def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str]]:
+def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str | Text]]:
     """The page's header: who the heinzel is, what it keeps, when it ran and is due."""
     summary = detail.heinzel
     versions = ", ".join(f"v{n}" for n in detail.contract_versions) or "none yet"
@@ -374,7 +379,7 @@ def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str]]:
         contract = f"{summary.contract_name or 'contract'} v{summary.contract_version}"
     else:
         contract = "not approved yet"
-    facts = [
+    facts: list[tuple[str, str | Text]] = [
         ("Heinzel", f"{summary.name}  ({summary.id})"),
         ("State", _state(summary)),
         ("Contract", f"{contract} · versions: {versions}"),
@@ -390,13 +395,20 @@ def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str]]:
     return facts
 
 
-def _model(detail: HeinzelDetail) -> str:
-    """Which model the heinzel's turns use, and whether its contract or the home chose it."""
+def _model(detail: HeinzelDetail) -> str | Text:
+    """Which model the heinzel's turns use, and whether its contract or the home chose it.
+
+    The built-in ``local`` model only lists and sorts what the inputs hold, so
+    the page says so quietly, with the setting that switches to a real model.
+    """
     if not detail.model:
         return "—"
-    return f"{detail.model} · " + (
-        "set in the contract" if detail.model_from == "contract" else "the home's default"
-    )
+    contract = detail.model_from == "contract"
+    chosen = f"{detail.model} · " + ("set in the contract" if contract else "the home's default")
+    if detail.model != LOCAL:
+        return chosen
+    setting = "agent.model in the contract" if contract else "[model] default in hz.toml"
+    return Text.assemble(chosen, (f" · offline stand-in; a real model: {setting}", "dim"))
 
 
 def _state(summary: HeinzelSummary) -> str:

@@ -88,7 +88,7 @@ def test_remote_cockpit_steers_and_approves_through_a_port_forward(
         tmux.keys("Enter")
         tmux.wait_for(lambda s: "Live turn" in s, "the heinzel page")
         tmux.keys("w")
-        tmux.wait_for(lambda s: "● think" in s and "## Digest" in s, "the turn thinking")
+        tmux.wait_for(lambda s: "● think" in s and "### Notes" in s, "the turn thinking")
         tmux.keys("i")
         tmux.type_text("name the owners")
         tmux.keys("C-t", "Enter")

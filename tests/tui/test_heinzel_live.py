@@ -90,7 +90,7 @@ async def test_live_turn_streams_its_steps_output_and_effects(
         assert "No turn has run yet." in text_of(panel.query_one(StepLine))
         await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
         stream = panel.query_one(StreamView)
-        await until(lambda: panel.live.step == "think" and "## Digest" in stream.text)
+        await until(lambda: panel.live.step == "think" and "### Notes" in stream.text)
         assert panel.live.status == "running"
         assert "● think (attempt 1)" in text_of(panel.query_one(StepLine))
         await until(lambda: panel.live.status == "finished")
@@ -240,5 +240,24 @@ async def test_the_page_says_which_model_the_heinzel_uses(tmp_path: Path) -> Non
             page = await open_page(pilot, heinzel)
             facts = text_of(page.query_one(Facts))
             assert "ollama:llama3 · the home's default" in facts
+            assert "stand-in" not in facts
+    finally:
+        await client.close()
+
+
+async def test_the_page_says_when_the_heinzel_runs_on_the_local_stand_in(tmp_path: Path) -> None:
+    """issue 15 item 3: on the local model the page says, quietly, that it is an offline
+    stand-in and which setting switches to a real model; a real model gets no such mark."""
+    world = worlds.make_world(tmp_path)
+    client = LocalClient(await Kernel.open(world.home, long_lived=True))
+    try:
+        heinzel = await new_heinzel(client, world)
+        app = CockpitApp(world.home, client)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            page = await open_page(pilot, heinzel)
+            facts = text_of(page.query_one(Facts))
+            assert "local · the home's default · offline stand-in" in " ".join(facts.split())
+            assert "a real model: [model] default in hz.toml" in " ".join(facts.split())
     finally:
         await client.close()

@@ -143,7 +143,7 @@ async def test_the_wire_only_cockpit_lists_follows_and_streams_a_turn_without_re
             await until(lambda: panel.live.status == "finished", TURN_S)
             await until(lambda: panel.settled)
             shown = panel.stream.text
-            assert shown.count("## Digest") == 1
+            assert shown.count("### Notes") == 1
             assert "- fixed the login bug" in shown and "item 13 of the long week" in shown
             assert shown.count("item 13 of the long week") == 1
             assert "✓ finish" in text_of(panel.query_one(StepLine))

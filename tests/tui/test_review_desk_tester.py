@@ -61,8 +61,8 @@ async def test_issue14_item3_the_last_approved_side_numbers_its_own_lines(
     redrafted: tuple[worlds.World, LocalClient],
 ) -> None:
     """Side by side, the "last approved" column numbers the approved text's lines, not the
-    draft's: with two lines added at the top of the draft, an unchanged line reads 5 on the
-    left and 7 on the right."""
+    draft's: with two lines added at the top of the draft, an unchanged line reads 4 on the
+    left and 6 on the right."""
     world, client = redrafted
     document = world.document("notes-digest")
     document.write_text(document.read_text().replace("3 items", "one\ntwo\n3 items"))
@@ -70,9 +70,9 @@ async def test_issue14_item3_the_last_approved_side_numbers_its_own_lines(
         screen = await open_desk(pilot, 1)
         shown = pane_text(screen)
         cells = [cell.strip() for cell in row_with(shown, "- fixed the login bug")]
-        assert cells == ["5", "- fixed the login bug", "7", "- fixed the login bug"], shown
+        assert cells == ["4", "- fixed the login bug", "6", "- fixed the login bug"], shown
         added = [cell.strip() for cell in row_with(shown, "two")]
-        assert added == ["3 +", "two"], shown  # one side only: the old side's cells are blank
+        assert added == ["2 +", "two"], shown  # one side only: the old side's cells are blank
 
 
 @pytest.fixture
@@ -176,8 +176,8 @@ async def test_issue14_item1_at_80_columns_a_wrapped_diff_line_hangs_after_the_g
     async with CockpitApp(world.home, client).run_test(size=(80, 24)) as pilot:
         screen = await open_desk(pilot, 1)
         rows = drawn_rows(screen)
-        start = next(n for n, row in enumerate(rows) if row.startswith("   6 + "))
-        gutter = len("   6 + ")
+        start = next(n for n, row in enumerate(rows) if row.startswith("   5 + "))
+        gutter = len("   5 + ")
         assert rows[start + 1].strip() and rows[start + 1][:gutter] == " " * gutter, rows
         joined = " ".join(row[gutter:].strip() for row in rows[start : start + 3])
         assert long in joined, rows

@@ -81,7 +81,7 @@ def assert_whole_turn(out: str) -> None:
         "started (asked)",
         "✓ gather",
         "· think: attempt 1 with local",
-        "## Digest",
+        "### Notes",
         "- fixed the login bug",
         "item 13 of the long week",
         "✓ think",
@@ -92,7 +92,7 @@ def assert_whole_turn(out: str) -> None:
     ]
     positions = [out.find(part) for part in order]
     assert -1 not in positions and positions == sorted(positions), out
-    assert out.count("## Digest") == 1 and out.count("item 13 of the long week") == 1, out
+    assert out.count("### Notes") == 1 and out.count("item 13 of the long week") == 1, out
     assert out.splitlines()[-1].startswith("notes-digest: drafted: Drafted digest"), out
 
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, ToolCallPart, UserPromptPart
 
-from hz_kernel.adapters.local_model import estimate_tokens
+from hz_kernel.adapters.local_model import compose_draft, estimate_tokens, outline_of
 from hz_kernel.adapters.models import (
     FramedInput,
     LocalModel,
@@ -79,12 +79,14 @@ async def draft(*extra: str, model: LocalModel | None = None, inputs=INPUTS, ste
 
 
 async def test_drafts_a_grouped_section_with_headings_and_a_summary_line() -> None:
+    """issue 15 item 3: without headings named by the contract, a summary line and one
+    subsection per input, and no heading of its own above them (the kept section has one)."""
     result, _ = await draft()
     assert isinstance(result.outcome, DraftOutcome)
     lines = result.outcome.text.splitlines()
-    assert lines[0] == "## Weekly report"
-    assert lines[1].startswith("8 items (commits: 3, merged: 3, notes: 2)")
-    assert "new since last time: commits" in lines[1]
+    assert lines[0].startswith("8 items (commits: 3, merged: 3, notes: 2)")
+    assert "new since last time: commits" in lines[0]
+    assert not any(line.startswith("## ") for line in lines)
     headings = [line for line in lines if line.startswith("### ")]
     assert headings == ["### Commits", "### Merged", "### Notes"]
     assert "- feat: login page (ABC-12)" in lines
@@ -115,8 +117,7 @@ async def test_a_steering_message_caps_the_lines(wording: str) -> None:
     assert len(full.outcome.text.splitlines()) > 9
     capped_lines = capped.outcome.text.splitlines()
     assert len(capped_lines) <= 9
-    assert capped_lines[0] == "## Weekly report"
-    assert "more left out" in capped_lines[1]
+    assert "more left out" in capped_lines[0]
 
 
 def user_texts(result) -> list[str]:
@@ -333,3 +334,32 @@ async def test_hz_model_delay_ms_holds_each_chunk(monkeypatch: pytest.MonkeyPatc
     assert min(gaps) >= 0.03
     undelayed, _ = await draft()
     assert undelayed.outcome == result.outcome
+
+
+@pytest.mark.parametrize(
+    ("maintains", "outline"),
+    [
+        ("one line per change, grouped under\n  Added, Changed, Fixed and Removed.",
+         ["Added", "Changed", "Fixed", "Removed"]),
+        ("a summary under `### Summary`, then `### Risks`.", ["Summary", "Risks"]),
+        ("a short summary first, then what was merged grouped by theme.", []),
+        ("a few bullets per file that changed, newest first.", []),
+    ],
+)  # fmt: skip
+def test_the_outline_is_the_headings_maintains_names(maintains: str, outline: list[str]) -> None:
+    """issue 15 item 3: headings count when Maintains names them; prose names none."""
+    assert outline_of(maintains) == outline
+
+
+def test_a_heading_named_after_an_input_takes_that_inputs_items() -> None:
+    """issue 15 item 3: an outline heading that names an input is filled from that input,
+    in the order the contract gives, and no heading the contract does not name appears."""
+    inputs = [
+        FramedInput(name="notes", source="files", content="- Beta ships Friday\n"),
+        FramedInput(name="risks", source="files", content="- the pricing page may slip\n"),
+    ]
+    drafted = compose_draft("section", inputs, maintains="grouped under Risks and Notes.")
+    assert isinstance(drafted, DraftOutcome)
+    assert (
+        drafted.text == "### Risks\n- the pricing page may slip\n\n### Notes\n- Beta ships Friday\n"
+    )
