@@ -33,6 +33,7 @@ MESSAGE_LABELS = {
     "last_approved": "The text you last approved",
     "approval": "Your approval or rejection",
     "request": "Your request",
+    "situation": "Why it woke, and what a wait may name",
     "inputs": "Inputs, framed as data",
 }
 PART_LABELS = {"framing": "Framing", "contract": "Contract", "lessons": "Lessons"}

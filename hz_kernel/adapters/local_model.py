@@ -87,7 +87,7 @@ class FramedInput(BaseModel):
     moved: bool = False
 
 
-def _escape_body(text: str) -> str:
+def escape_body(text: str) -> str:
     """Escape ``&`` and ``<`` so content can never open or close a framing element."""
     return text.replace("&", "&amp;").replace("<", "&lt;")
 
@@ -110,7 +110,7 @@ def render_inputs(inputs: Sequence[FramedInput], *, output: str) -> str:
     for item in inputs:
         moved = ' moved="true"' if item.moved else ""
         parts.append(f'<input name="{_attr(item.name)}" source="{_attr(item.source)}"{moved}>')
-        parts.append(_escape_body(item.content))
+        parts.append(escape_body(item.content))
         parts.append("</input>")
     parts.append("</inputs>")
     return "\n".join(parts)
@@ -122,12 +122,12 @@ def render_last_approved(text: str) -> str:
     It comes from the document, which anyone who can edit the file can
     write to, so it can never close this element or open another.
     """
-    return f"<last_approved>\n{_APPROVED_NOTE}\n{_escape_body(text)}\n</last_approved>"
+    return f"<last_approved>\n{_APPROVED_NOTE}\n{escape_body(text)}\n</last_approved>"
 
 
 def render_steering(text: str) -> str:
     """Frame a message the user sent while the turn runs; it reaches the next request."""
-    return f"<steering>\n{_escape_body(text)}\n</steering>"
+    return f"<steering>\n{escape_body(text)}\n</steering>"
 
 
 _LESSON_NOTE = (
@@ -141,8 +141,8 @@ def render_approval(*, draft_as_placed: str, approved_text: str) -> str:
     return (
         f"{_LESSON_NOTE}\n"
         "<approval>\n"
-        f"<draft_as_placed>\n{_escape_body(draft_as_placed)}\n</draft_as_placed>\n"
-        f"<approved_text>\n{_escape_body(approved_text)}\n</approved_text>\n"
+        f"<draft_as_placed>\n{escape_body(draft_as_placed)}\n</draft_as_placed>\n"
+        f"<approved_text>\n{escape_body(approved_text)}\n</approved_text>\n"
         "</approval>"
     )
 
@@ -152,7 +152,7 @@ def render_rejection(*, reason: str) -> str:
     return (
         "The user rejected the draft and it was deleted. Learn only from their reason, if it "
         f"teaches how to write; a rejection without a reason teaches nothing. {_LESSON_NOTE}\n"
-        f"<rejection_reason>\n{_escape_body(reason)}\n</rejection_reason>"
+        f"<rejection_reason>\n{escape_body(reason)}\n</rejection_reason>"
     )
 
 
@@ -161,13 +161,13 @@ def render_summary_request(*, asset: str, wants: str, next_deadline: str | None 
     deadline = f' next_deadline="{_attr(next_deadline)}"' if next_deadline else ""
     return (
         f'<summary_request asset="{_attr(asset)}"{deadline}>\n'
-        f"{_escape_body(wants)}\n</summary_request>"
+        f"{escape_body(wants)}\n</summary_request>"
     )
 
 
 def render_summary(summary: SummaryOutcome) -> str:
     """Frame the previous summary so the next one can chain from it."""
-    return f"<summary>\n{_escape_body(summary.model_dump_json())}\n</summary>"
+    return f"<summary>\n{escape_body(summary.model_dump_json())}\n</summary>"
 
 
 # --- reading the framing back ------------------------------------------------------------

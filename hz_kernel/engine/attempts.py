@@ -32,7 +32,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import (
@@ -51,6 +51,7 @@ from pydantic_ai.exceptions import (
     ModelQuotaExceededError,
     ModelRateLimitError,
     ModelRequestTimeout,
+    ModelRetry,
     ModelServerError,
     ModelUnavailableError,
     RetryModelRequest,
@@ -75,7 +76,14 @@ from pydantic_ai.usage import UsageLimits
 from pydantic_core import from_json
 
 from hz_kernel.adapters.models import TokenUsage, render_steering, scaled_sleep
-from hz_kernel.engine.outcome import Outcome, OutcomeAdapter, OutcomeKind, output_tools
+from hz_kernel.engine.outcome import (
+    Outcome,
+    OutcomeAdapter,
+    OutcomeKind,
+    SourceWait,
+    WaitOutcome,
+    output_tools,
+)
 from hz_kernel.errors import HzError
 
 OUTPUT_RETRIES = 2
@@ -558,6 +566,7 @@ async def run_model_step(
     steering: Callable[[], Awaitable[list[str]]] | None = None,
     outcomes: Sequence[OutcomeKind] | None = None,
     budget: TokenBudget | None = None,
+    wait_check: WaitCheck | None = None,
     max_attempts: int = 3,
     sleep: Callable[[float], Awaitable[None]] = scaled_sleep,
     backoff: Backoff | None = None,
@@ -573,7 +582,8 @@ async def run_model_step(
     and every restart) holds what ``admit()`` gives (the kernel's attempt slot)
     and lets it go before a restart's backoff. Raises ``ModelUnavailable``,
     ``StreamTruncated``, ``ModelRefused`` (``ContextOverflow`` and ``QuotaExhausted`` among
-    them), ``ModelOutputInvalid`` or ``TokenCapReached``.
+    them), ``ModelOutputInvalid`` or ``TokenCapReached``. ``wait_check`` refuses a wait on
+    a key or fingerprint the turn does not know; the model is told and asked again.
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
@@ -611,6 +621,7 @@ async def run_model_step(
                         capabilities=hooks,
                         usage_limits=_limits(budget, spent),
                         model_settings=settings,
+                        deps=wait_check,
                     ) as stream,
                 ):
                     result = await _consume(stream, step)
@@ -645,11 +656,39 @@ def _limits(budget: TokenBudget | None, spent: TokenUsage) -> UsageLimits | None
     return UsageLimits(total_tokens_limit=left.total)
 
 
+class WaitCheck(Protocol):
+    """What a turn knows a wait may name: its drafts, questions and input fingerprints
+    (``engine.context.Situation``)."""
+
+    def refusal(self, kind: str, name: str) -> str | None:
+        """Why a wait ``on`` a ``kind`` naming ``name`` cannot be met, or None if it can."""
+
+
 @functools.cache
-def _agent(outcomes: tuple[OutcomeKind, ...] | None) -> Agent[None, Any]:
+def _agent(outcomes: tuple[OutcomeKind, ...] | None) -> Agent[WaitCheck | None, Any]:
     """One agent per set of outcome kinds: building the output tools' schemas costs tens of
-    milliseconds, so it is done once; the model and the attempt hooks are given per run."""
-    return Agent(output_type=output_tools(outcomes), retries={"output": OUTPUT_RETRIES})
+    milliseconds, so it is done once; the model, the attempt hooks and the wait check are
+    given per run."""
+    agent: Agent[WaitCheck | None, Any] = Agent(
+        output_type=output_tools(outcomes),
+        deps_type=WaitCheck,  # type: ignore[arg-type]  # None (no check) is allowed too
+        retries={"output": OUTPUT_RETRIES},
+    )
+    agent.output_validator(_wait_names_what_exists)
+    return agent
+
+
+def _wait_names_what_exists(ctx: RunContext[WaitCheck | None], output: Any) -> Any:
+    """A wait on a key or fingerprint the turn does not know would never end: the model is
+    told which ones exist and asked again (within the output retries)."""
+    if ctx.deps is None or not isinstance(output, WaitOutcome) or output.on is None:
+        return output
+    on = output.on
+    named = f"{on.input}:{on.fingerprint_not}" if isinstance(on, SourceWait) else on.key
+    refusal = ctx.deps.refusal(on.kind, named)
+    if refusal is not None:
+        raise ModelRetry(refusal)
+    return output
 
 
 async def _consume(stream: AgentRunEvents[Any], step: _Step) -> AgentRunResult[Any]:

@@ -4,7 +4,8 @@ Instructions, in this order: hz's framing (what a heinzel is and may not
 do), the contract's body at the turn's pinned version, then the lessons
 active at the turn's pinned lessons seq. Messages: the last summary, the
 events since it (rendered compactly), the last approved text, this wake's
-requests from the user, and the inputs framed as data. The same spine,
+requests from the user, the situation (why the turn woke, and the keys and
+fingerprints a wait may name), and the inputs framed as data. The same spine,
 contract and inputs always give the same context; a ``context.edit`` hides
 a line from the model without touching the record.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from hz_kernel.adapters.local_model import (
     LESSONS_HEADING,
     FramedInput,
+    escape_body,
     render_inputs,
     render_last_approved,
     render_steering,
@@ -35,12 +37,53 @@ EVENT_LINES_MAX = 200
 
 
 @dataclass(frozen=True, slots=True)
+class Situation:
+    """What a turn may wait on, by the exact names a ``wait`` outcome must give.
+
+    ``drafts`` are the pending drafts' keys with their assets, ``questions`` the
+    open questions' keys with their text, ``fingerprints`` each input's name and
+    fingerprint as this turn read it.
+    """
+
+    woken_by: tuple[str, ...] = ()
+    drafts: tuple[tuple[str, str], ...] = ()
+    questions: tuple[tuple[str, str], ...] = ()
+    fingerprints: tuple[tuple[str, str], ...] = ()
+
+    def render(self) -> str:
+        lines = [f"This turn woke for: {', '.join(self.woken_by) or 'a wake'}."]
+        if self.drafts:
+            lines.append("Drafts waiting for the user's decision (wait on: approval, key):")
+            lines += [f"- {key} in {escape_body(asset)}" for key, asset in self.drafts]
+        if self.questions:
+            lines.append("Your questions the user has not answered (wait on: answer, key):")
+            lines += [f"- {key}: {escape_body(question)}" for key, question in self.questions]
+        if self.fingerprints:
+            lines.append("Inputs as you read them now (wait on: source, input, fingerprint_not):")
+            lines += [f"- {name}: {fingerprint}" for name, fingerprint in self.fingerprints]
+        lines.append("A wait's condition must name one of these exactly; there is no other.")
+        return "<situation>\n" + "\n".join(lines) + "\n</situation>"
+
+    def refusal(self, kind: str, name: str) -> str | None:
+        """Why a wait ``on`` a ``kind`` naming ``name`` cannot be met, or None if it can."""
+        known = {
+            "approval": [key for key, _ in self.drafts],
+            "answer": [key for key, _ in self.questions],
+            "source": [f"{n}:{fp}" for n, fp in self.fingerprints],
+        }[kind]
+        if name in known:
+            return None
+        offered = ", ".join(known) if known else "none"
+        return f"a wait on {kind} must name one of these exactly: {offered} (got {name!r})"
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     """What the model is given, and what each piece of it is (for the transcript's labels).
 
     ``instructions`` is ``parts`` joined by a blank line; ``labels`` names each
     of ``messages`` (``summary``, ``history``, ``last_approved``, ``approval``,
-    ``steering``, ``inputs``).
+    ``steering``, ``situation``, ``inputs``).
     """
 
     instructions: str
@@ -147,6 +190,7 @@ def build_context(
     approved_text: str | None = None,
     extra: Sequence[str] = (),
     keep_turns: int = 5,
+    situation: Situation | None = None,
 ) -> Context:
     """The instructions and user messages of a turn; ``before_seq`` is its ``turn.started``.
 
@@ -189,6 +233,8 @@ def build_context(
         messages.append(("last_approved", render_last_approved(approved_text)))
     messages.extend(("approval", text) for text in extra)
     messages.extend(("request", render_steering(text)) for text in requests)
+    if situation is not None:
+        messages.append(("situation", situation.render()))
     if inputs is not None:
         messages.append(("inputs", render_inputs(inputs, output=output)))
     return Context(

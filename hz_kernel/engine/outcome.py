@@ -209,7 +209,7 @@ def output_tools(kinds: Sequence[OutcomeKind] | None = None) -> list[ToolOutput[
     if not chosen:
         raise ValueError("at least one outcome kind is needed")
     return [
-        ToolOutput(OUTCOME_MODELS[kind], name=kind, description=OUTCOME_MODELS[kind].__doc__)
+        ToolOutput(OUTCOME_MODELS[kind], name=kind)  # described by the model's docstring
         for kind in chosen
     ]
 

@@ -28,7 +28,7 @@ from hz_kernel.engine.attempts import (
     user_message,
 )
 from hz_kernel.engine.caps import check_caps, token_budget
-from hz_kernel.engine.context import build_context
+from hz_kernel.engine.context import Situation, build_context
 from hz_kernel.engine.state import TurnState
 from hz_kernel.engine.steps.finish import finish
 from hz_kernel.observe import Observation
@@ -66,6 +66,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
                 approved_text=by_name.get("approved_text", ""),
             )
         )
+    situation = None if approval else _situation(run, state)
     context = build_context(
         contract=contract,
         version=state.version,
@@ -83,6 +84,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         approved_text=None if approval else _last_approved_text(run),
         extra=extra,
         keep_turns=run.settings.heinzel.summary_keep_turns,
+        situation=situation,
     )
     spec = contract.hz.agent.model or run.settings.model.default
     size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
@@ -150,6 +152,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
                 steering=run.steer,
                 outcomes=("lessons", "nothing") if approval else None,
                 budget=left,
+                wait_check=situation,
             )
             usage += result.usage
             attempts += result.attempts
@@ -202,6 +205,27 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     )
     state.done.append("think")
     return None
+
+
+def _situation(run: TurnRunner, state: TurnState) -> Situation:
+    """Why this turn woke, and the drafts, questions and input fingerprints a wait may name."""
+    projection = run.held.projection
+    return Situation(
+        woken_by=tuple(state.causes),
+        drafts=tuple(
+            (str(row["key"]), str(row.get("asset") or ""))
+            for row in projection.drafts.values()
+            if row.get("status") == "pending"
+        ),
+        questions=tuple(
+            (str(row["key"]), str(row.get("question") or ""))
+            for row in projection.questions.values()
+            if row.get("status") == "pending"
+        ),
+        fingerprints=tuple(
+            (str(i["name"]), str(i["fingerprint"])) for i in state.inputs if i.get("fingerprint")
+        ),
+    )
 
 
 def _answers(run: TurnRunner, state: TurnState) -> list[str]:
