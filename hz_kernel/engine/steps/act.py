@@ -5,7 +5,7 @@ the lessons, file the amendment, ask the question, or park the turn waiting."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,6 +89,10 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
             await run.held.append(
                 QuestionAsked(key=key, question=outcome.question), turn=state.turn, key=key
             )
+        # The turn that asked waits for the answer and goes on with it (``hz heinzel
+        # answer`` resumes it), rather than a later turn meeting the answer without the
+        # question's reasons.
+        return await _wait(run, state, outcome.report, {"kind": "answer", "key": key}, None)
     elif isinstance(outcome, AmendmentOutcome):
         await _propose(run, state, outcome)
     elif isinstance(outcome, SummaryOutcome):
@@ -106,15 +110,26 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
             turn=state.turn,
         )
     elif isinstance(outcome, WaitOutcome):
-        until = outcome.until or now_utc() + timedelta(days=run.settings.heinzel.max_wait_days)
-        await run.held.append(StepDone(step="act", report=outcome.report), turn=state.turn)
-        state.done.append("act")
         on = outcome.on.model_dump(mode="json") if outcome.on else None
-        await run.held.append(TurnWaiting(step="act", until=until, on=on), turn=state.turn)
-        return True
+        return await _wait(run, state, outcome.report, on, outcome.until)
     await run.held.append(StepDone(step="act"), turn=state.turn)
     state.done.append("act")
     return False
+
+
+async def _wait(
+    run: TurnRunner,
+    state: TurnState,
+    report: str,
+    on: dict[str, object] | None,
+    until: datetime | None,
+) -> bool:
+    """Park the turn until ``until`` (at most the home's longest wait) or ``on`` is met."""
+    until = until or now_utc() + timedelta(days=run.settings.heinzel.max_wait_days)
+    await run.held.append(StepDone(step="act", report=report), turn=state.turn)
+    state.done.append("act")
+    await run.held.append(TurnWaiting(step="act", until=until, on=on), turn=state.turn)
+    return True
 
 
 async def _place_draft(run: TurnRunner, state: TurnState, outcome: DraftOutcome) -> None:

@@ -231,7 +231,7 @@ def _situation(run: TurnRunner, state: TurnState) -> Situation:
 def _answers(run: TurnRunner, state: TurnState) -> list[str]:
     """The user's answers to questions this turn asked (a turn resumed by an answer)."""
     asked = {
-        e.data.get("key")
+        e.data.get("key"): str(e.data.get("question") or "")
         for e in run.held.scan.events
         if e.turn == state.turn and e.kind == "question.asked"
     }
@@ -241,7 +241,8 @@ def _answers(run: TurnRunner, state: TurnState) -> list[str]:
         if event.kind == "question.answered" and event.data.get("key") in asked:
             request = inbox.get(str(event.data.get("request_id")))
             if request is not None:
-                answers.append(f"Your question was answered: {request.message}")
+                question = asked[event.data.get("key")]
+                answers.append(f"You asked: {question}\nThe user answered: {request.message}")
     return answers
 
 

@@ -59,7 +59,7 @@ async def test_issue14_item2_transcript_and_conversation_agree_embedded_and_over
         assert {"input", "request", "context", "attempt", "messages", "outcome"} <= set(kinds)
         context = next(r for r in wire.records if r["type"] == "context")
         assert [p["part"] for p in context["parts"]] == ["framing", "contract"]
-        assert context["labels"] == ["request", "inputs"]
+        assert context["labels"] == ["request", "situation", "inputs"]
         assert [(m.message, m.mode, m.route, m.turn) for m in wire_talk.items] == [
             ("group it by day", "queue", "queued", wire.turn)
         ]
