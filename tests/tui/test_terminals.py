@@ -148,6 +148,46 @@ async def test_a_low_colour_terminal_gets_the_ansi_theme_and_every_cursor_row_re
     assert settings.load_prefs(cockpit_home)[0].theme == themes.DARK
 
 
+def _contrast(fg: object, bg: object) -> float:
+    """WCAG's contrast ratio of two RGB triplets (the terminal's own colours count as 21:1)."""
+    if not (isinstance(fg, tuple) and isinstance(bg, tuple)):
+        return 21.0
+
+    def luminance(rgb: tuple[int, int, int]) -> float:
+        def channel(c: int) -> float:
+            v = c / 255
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (channel(c) for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    light, dark = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+@pytest.mark.parametrize("theme", [themes.DARK, themes.LIGHT])
+async def test_new_user_the_selected_row_reads_in_the_full_colour_themes(
+    cockpit_home: Home, client, theme: str
+) -> None:
+    """New-user pass: in hz-dark "waiting" and "draft" on the cursor's blue read at 1.4:1 and
+    "failed" at 1.2:1. With the cursor on each row, every letter of the selected row reads
+    at 4.5:1 or better."""
+    settings.save_prefs(cockpit_home, settings.CockpitPrefs(theme=theme))
+    app = CockpitApp(cockpit_home, client, live=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await pilot.pause()
+        assert app.theme == theme
+        table = table_of(app)
+        span = slice(table.region.x, table.region.right - 1)
+        for row in range(table.row_count):
+            table.move_cursor(row=row)
+            await pilot.pause()
+            cells = screen_cells(app)[cursor_line(app)][span]
+            faint = [c.text for c in cells if c.text.strip() and _contrast(c.fg, c.bg) < 4.5]
+            assert not faint, (row_text(screen_cells(app), cursor_line(app)), faint)
+
+
 async def test_a_full_colour_terminal_keeps_the_saved_theme(
     cockpit_home: Home, client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
