@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 #: Below this many columns the queue shrinks to the heinzels' names: the diff takes the width.
 NARROW_COLUMNS = 110
+#: How long leaving the desk (or quitting) waits for the kernel to take each held rejection.
+SEND_ON_LEAVING_S = 5.0
 EMPTY = "No drafts wait for you. New ones appear here as they land."
 FILTERED_OUT = "No draft matches the filter (/ to change it)."
 #: Actions on the highlighted draft: hidden from the key bar while none is.
@@ -562,7 +564,14 @@ class ReviewScreen(Screen[None]):
         for held in self.held.load():
             if held.key in self.held_here and held.key not in self.sending:
                 again = held.key in self.waiting
-                sent = await self.held.send(self.cockpit.client, held, again=again)
+                try:
+                    async with asyncio.timeout(SEND_ON_LEAVING_S):
+                        sent = await self.held.send(self.cockpit.client, held, again=again)
+                except TimeoutError:
+                    # A daemon that does not answer (stopped, say) must not hold the quit: it
+                    # stays held, and the next cockpit sends it (looking first whether it went).
+                    self.cockpit.unsent_rejects.add(held.key)
+                    continue
                 if sent.outcome == "unreachable":
                     self.cockpit.unsent_rejects.add(held.key)
 

@@ -10,6 +10,8 @@ still open, and never applied twice.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -171,3 +173,34 @@ async def test_issue14_item3_a_desk_closed_while_the_daemon_is_away_sends_its_re
     finally:
         await app.link.close()
     assert rejections(world, first.heinzel_name or "") == 1
+
+
+async def test_attack_leaving_the_desk_never_waits_long_on_a_daemon_that_does_not_answer(
+    world: worlds.World,
+) -> None:
+    """Attack pass: with the daemon stopped (SIGSTOP: its socket takes calls, nothing answers)
+    quitting with a held reject waited for the client's five-minute call timeout on a blank
+    terminal. Leaving the desk now waits at most a few seconds per rejection; the rejection
+    stays held for the next cockpit (HZU246 on quit)."""
+    app = await open_app(world)
+    pid = read_discovery(world.home).pid  # type: ignore[union-attr]
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await open_desk(pilot, 3)
+            first = screen.queue.drafts[0]
+            screen.undo_seconds = 3600
+            await pilot.press("x")
+            await until(lambda: screen.queue.row_count == 2)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                left = asyncio.get_running_loop().time()
+                await pilot.press("escape")
+                await until(lambda: not isinstance(app.screen, ReviewScreen), 120)
+                waited = asyncio.get_running_loop().time() - left
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert waited < 60, waited  # the client's own timeout is 300 s
+            assert first.key in app.unsent_rejects
+            assert [h.key for h in HeldRejects(world.home).load()] == [first.key]
+    finally:
+        await app.link.close()
