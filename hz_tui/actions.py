@@ -99,12 +99,29 @@ def confirmation(
     return None
 
 
+#: What a decision decided on (approved or rejected), and what other actions read as done.
+_DECIDED = ("draft", "amendment", "contract")
+_DONE = {
+    "pause": "paused",
+    "unpause": "unpaused",
+    "retire": "retired",
+    "unretire": "unretired",
+    "rename": "renamed",
+    "dismiss": "lesson dismissed",
+}
+
+
 def describe(name: str, result: object) -> str:
     """One line saying what the kernel did."""
     from hz_kernel.api import Decision, TurnReport  # answers, built once the first frame is up
 
     if isinstance(result, Decision):
-        return f"{name}: {result.what}, now {result.state}"
+        if result.what in _DECIDED:
+            verb = "rejected" if result.declined else "approved"
+            version = f" v{result.version}" if result.version else ""
+            return f"{name}: {result.what}{version} {verb}; now {result.state}"
+        done = _DONE.get(result.what, result.what)
+        return f"{name}: {done}" + ("" if done == result.state else f"; now {result.state}")
     if isinstance(result, TurnReport):
         ending = result.disposition or result.status
         return f"{name}: turn {ending}" + (f": {result.report}" if result.report else "")
