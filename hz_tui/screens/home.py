@@ -81,8 +81,15 @@ class HomeScreen(Screen[None]):
 
     CSS_PATH = "home.tcss"
     BINDINGS = keymap.HOME_SCREEN
-    KEY_PRIORITY: ClassVar[dict[str, int]] = {"app.daemon": 3, "app.review": 3}
-    """The kernel page and the review desk are where the home leads: they stay on a narrow bar."""
+    KEY_PRIORITY: ClassVar[dict[str, int]] = {
+        "app.daemon": 3,
+        "app.review": 3,
+        "app.quit": 4,
+        "home.new": 2,
+    }
+    """The kernel page and the review desk are where the home leads, and the home is where one
+    quits (both passes at 80 columns looked for Quit): they stay on a narrow bar, and New (the
+    empty home names its key; F1 lists it) gives way first."""
     #: The table has the keys from the start (the hidden filter never holds them, even briefly:
     #: each move of the focus restyles the widgets it leaves and enters).
     AUTO_FOCUS = "#heinzels"
