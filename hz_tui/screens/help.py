@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hz_tui import keymap
+from hz_tui.widgets.key_bar import SHORT
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -33,12 +34,13 @@ class HelpScreen(ModalScreen[None]):
         for scope in keymap.SCOPES:
             table = Table(title=scope.title, title_justify="left", show_header=False, box=None)
             table.add_column("keys", style="bold", width=12, no_wrap=True)
-            table.add_column("does", width=20, no_wrap=True)
+            table.add_column("does", width=26, no_wrap=True)
             table.add_column("id", style="dim", no_wrap=True)
             for binding in scope.bindings:
-                table.add_row(
-                    keymap.keys_for(binding, overrides), binding.description, binding.id or ""
-                )
+                does = binding.description
+                if (short := SHORT.get(binding.id or "")) and short != does:
+                    does = f"{does} ({short})"  # what a narrow key bar calls it
+                table.add_row(keymap.keys_for(binding, overrides), does, binding.id or "")
             blocks.append(table)
         with VerticalScroll(id="help"):
             yield Static(Group(*blocks), id="keys")
