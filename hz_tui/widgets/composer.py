@@ -35,7 +35,7 @@ from hz_kernel.api import (
     InboxItem,
 )
 from hz_kernel.errors import HzError
-from hz_tui import keymap
+from hz_tui import display, keymap
 from hz_tui.composer_kept import Kept, KeptComposer
 from hz_tui.composer_store import (
     Choice,
@@ -628,7 +628,9 @@ class Composer(Horizontal):
             self.sending_now = False
             self.remove_class("-sending")
         await self._acknowledge(admitted.request_id)
-        self.notify(f"The message {sent_notice(admitted)}.")
+        row = self.cockpit.rows.get(self.heinzel_id)
+        name = display.visible(row.name) if row is not None else self.heinzel_id
+        self.notify(f"{name}: the message {sent_notice(admitted)}.")
 
     async def _acknowledge(self, request_id: str) -> None:
         """Tell the kernel the inbox has ``request_id``; text typed meanwhile stays."""
