@@ -8,6 +8,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from hz_tui import keymap
+from hz_tui.widgets.in_order import InOrderInput
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -29,7 +30,7 @@ class PromptScreen(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(self.heading, id="dialog-title")
             yield Static(self.about, id="dialog-about", markup=False)
-            yield Input(placeholder=self.placeholder, id="dialog-input")
+            yield InOrderInput(placeholder=self.placeholder, id="dialog-input")
 
     def on_mount(self) -> None:
         field = self.query_one(Input)

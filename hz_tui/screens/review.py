@@ -276,7 +276,7 @@ class ReviewScreen(Screen[None]):
 
     def redraw(self) -> None:
         if self.review is not None:
-            self.run_worker(self.draw(), exclusive=True, group="review-draw")
+            self.run_worker(self.draw, exclusive=True, group="review-draw")
 
     async def draw(self) -> None:
         """Show the current draft as the desk is set: its diff (one or two sides) or Markdown."""

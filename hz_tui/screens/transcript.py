@@ -22,6 +22,7 @@ from hz_kernel.errors import HzError
 from hz_tui import display, keymap
 from hz_tui.transcript import Line, TranscriptModel, find
 from hz_tui.watcher import SpineBatch
+from hz_tui.widgets.in_order import InOrderInput
 from hz_tui.widgets.key_bar import KeyBar
 from hz_tui.widgets.transcript_view import TranscriptView
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 POLL_S = 0.25
 
 
-class SearchInput(Input):
+class SearchInput(InOrderInput):
     """The search line: Esc closes it, the matches stay marked."""
 
     BINDINGS = keymap.SEARCH

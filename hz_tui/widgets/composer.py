@@ -48,6 +48,7 @@ from hz_tui.composer_store import (
 )
 from hz_tui.link import Link, NotConnected
 from hz_tui.screens.choose import ChooseScreen
+from hz_tui.widgets.in_order import run_own_binding
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
@@ -112,14 +113,9 @@ class ComposerArea(TextArea):
                 event.prevent_default()
                 getattr(self, f"action_{binding.action}")()
                 return
-        # The text area's own editing keys too (Backspace, Ctrl+K, ←, …): bubbled to the app
-        # they would run after the characters typed behind them, deleting those instead.
-        for binding in bound:
-            if not binding.priority and await self.app.run_action(binding.action, self):
-                event.stop()
-                event.prevent_default()
-                return
-        await super()._on_key(event)
+        # The text area's own editing keys too (Backspace, Ctrl+K, ←, …).
+        if not await run_own_binding(self, event):
+            await super()._on_key(event)
 
     def action_send(self) -> None:
         self.composer.send()

@@ -40,6 +40,18 @@ def matches(draft: DraftSummary, words: list[str]) -> bool:
     return all(word in haystack for word in words)
 
 
+def successor(draft: DraftSummary, drafts: list[DraftSummary]) -> int | None:
+    """The row of ``draft`` in ``drafts``, else of the one that replaced it: a heinzel that
+    drafts its section again re-lands the draft under a new key, later in the queue."""
+    for row, other in enumerate(drafts):
+        if other.key == draft.key:
+            return row
+    for row, other in enumerate(drafts):
+        if (other.heinzel, other.asset) == (draft.heinzel, draft.asset):
+            return row
+    return None
+
+
 class DraftQueue(DataTable[Cell]):
     """Drafts keyed by their draft key; a refresh keeps the cursor on the same draft."""
 
@@ -62,6 +74,7 @@ class DraftQueue(DataTable[Cell]):
             asset = -max(1, event.size.width - 2 * self.cell_padding * 2 - 3)
         if asset != self.asset_width:
             self.asset_width = asset
+            followed, position = self.draft(self.cursor_key()), self.cursor_row
             self.clear(columns=True)
             for key, label, width in columns:
                 self.add_column(
@@ -69,12 +82,18 @@ class DraftQueue(DataTable[Cell]):
                     key=key,
                     width=(abs(asset) if key == "heinzel" and asset < 0 else width or asset),
                 )
-            self.show(self.listed)
+            self.fill(self.listed, followed, position)
 
     def show(self, drafts: Iterable[DraftSummary]) -> None:
-        """Show ``drafts`` that pass the filter, in order, keeping the highlighted draft."""
-        focused = self.cursor_key()
-        position = self.cursor_row
+        """Show ``drafts`` that pass the filter, in order; the cursor follows the highlighted
+        draft (k9s and lazygit keep the item, not the row: ``a`` must hit the draft read)."""
+        self.fill(drafts, self.draft(self.cursor_key()), self.cursor_row)
+
+    def fill(
+        self, drafts: Iterable[DraftSummary], followed: DraftSummary | None, position: int
+    ) -> None:
+        """List ``drafts`` with the cursor on ``followed``, on the draft that replaced it, or
+        (both gone) on the row nearest ``position``."""
         self.listed = list(drafts)
         self.selected &= {d.key for d in self.listed}
         self.drafts = [d for d in self.listed if matches(d, self.words)]
@@ -92,9 +111,9 @@ class DraftQueue(DataTable[Cell]):
                 Cell(display.ago(draft.placed_at, now, exact=False)),
             ]
             self.add_row(*cells[: 2 if narrow else 4], key=draft.key)
-        keys = [d.key for d in self.drafts]
-        if focused in keys:
-            self.move_cursor(row=keys.index(focused), animate=False)
+        row = None if followed is None else successor(followed, self.drafts)
+        if row is not None:
+            self.move_cursor(row=row, animate=False)
         elif self.drafts:
             self.move_cursor(row=min(position, len(self.drafts) - 1), animate=False)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input
-
 from hz_tui import keymap
+from hz_tui.widgets.in_order import InOrderInput
 
 
-class FilterBar(Input):
+class FilterBar(InOrderInput):
     """An input that filters as you type; Escape clears it and hands the keys back to the
     table, Enter or Down hands them back with the filter kept."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
 from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
@@ -19,6 +20,7 @@ from tests.tui.test_cockpit import SIZE, table_of, until
 from tests.tui.test_review_desk import open_desk
 
 NOW = "2026-12-01T09:00:00+00:00"
+LATER = "2026-12-01T09:05:00+00:00"
 THREE = ("notes-digest", "team-digest", "ops-digest")
 
 
@@ -127,3 +129,46 @@ async def test_j_and_k_stop_at_the_ends_of_the_queue_and_n_wraps(
         assert queue.cursor_row == 0
         await pilot.press("N")
         assert queue.cursor_row == 2
+
+
+async def test_the_cursor_follows_its_draft_when_it_re_lands_later_in_the_queue(
+    three: tuple[worlds.World, LocalClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A heinzel drafting its section again re-lands the draft under a new key, last in the
+    queue: the cursor goes with it, not to the draft moved up into its row, so ``a`` then
+    approves the draft the user was reading."""
+    world, client = three
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 3)
+        queue = screen.queue
+        await pilot.press("j")
+        read = queue.draft(queue.cursor_key())
+        assert read is not None and read.heinzel_name == "team-digest"
+        monkeypatch.setenv("HZ_NOW", LATER)
+        world.add_note("wednesday.md", "# Wednesday\n- shipped the cart\n")
+        await client.call(ops.WAKE, ops.WakeRequest(ref="team-digest"))
+        await until(lambda: [d.heinzel_name for d in queue.drafts][-1] == "team-digest")
+        relanded = queue.draft(queue.cursor_key())
+        assert relanded is not None and relanded.heinzel_name == "team-digest"
+        assert relanded.key != read.key and queue.cursor_row == 2
+        await until(lambda: screen.review is not None and screen.review.key == relanded.key)
+        await pilot.press("a")
+        await until(lambda: queue.row_count == 2)
+        left = await client.call(ops.DRAFTS, ops.Empty())
+        assert {d.heinzel_name for d in left.items} == {"notes-digest", "ops-digest"}
+
+
+async def test_the_cursor_stays_on_its_draft_when_the_desk_is_resized(
+    three: tuple[worlds.World, LocalClient],
+) -> None:
+    """A new width lays the queue's columns out again; the cursor stays on its draft."""
+    world, client = three
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_desk(pilot, 3)
+        await pilot.press("j", "j")
+        read = screen.queue.cursor_key()
+        await pilot.resize_terminal(SIZE[0] - 20, SIZE[1])
+        await pilot.pause()
+        assert screen.queue.cursor_key() == read
