@@ -370,11 +370,14 @@ class HomeScreen(Screen[None]):
         self.set_class(full, "-full")
         self.set_class(self.size.width >= WIDE_FROM, "-wide")
         self.fit_side()
+        # Hidden with ``o``, the preview takes the activity pane with it: the table gets the
+        # width (new-user pass: at 120 columns it stayed cut while the activity filled the side).
+        side = (beside and preview) or full
         self.query_one("#list").display = not full
-        self.query_one("#side").display = beside or full
+        self.query_one("#side").display = side
         self.preview.display = preview
         self.preview.note = FULL_NOTE if full else ""
-        self.query_one("#activity-line").display = not (beside or full)
+        self.query_one("#activity-line").display = not side
         if not full and self.table.display and self.focused is None:
             self.table.focus()
         now = now_utc()

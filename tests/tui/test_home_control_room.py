@@ -84,8 +84,13 @@ async def test_issue14_item5_preview_follows_the_cursor_without_asking_the_kerne
         await until(lambda: preview.item is not None and preview.item.name == "release-notes")
         assert "running, started 1h ago" in preview_text(app)
         assert counting.calls == before, "moving the cursor asked the kernel"
+        table = home.query_one("#heinzels")
+        narrow = table.size.width
         await pilot.press("o")
         assert not preview.display
+        # The table takes the width, the activity a line under it (new-user pass at 120).
+        await until(lambda: table.size.width > narrow)
+        assert not home.query_one("#side").display and home.query_one("#activity-line").display
         await pilot.press("k")
         await pilot.press("o")
         await until(lambda: preview.item is not None and preview.item.name == "oncall-digest")
