@@ -259,9 +259,6 @@ class TranscriptModel:
         model = started[-1]["data"].get("model") if started else None
         if model:
             yield Line(f"model {model}", "dim")
-        for kind, template in ATTEMPT_LINES.items():
-            for event in self._of(kind):
-                yield Line(template.format_map(_Fields(event["data"])).rstrip(), "bad", "attempts")
         contexts = self._records("context")
         context_messages = [str(m) for r in contexts for m in r.get("messages", [])]
         conversations = self._records("messages")
@@ -270,8 +267,17 @@ class TranscriptModel:
                 yield from _exchange(exchange.get("messages") or [], attempts, context_messages)
         elif attempts or started:
             shown = attempts or [{"attempt": e["data"].get("attempt")} for e in started]
-            for attempt in shown:
-                yield Line(f"→ attempt {attempt.get('attempt')} asked", "label", "attempts")
+            # An attempt asked again after a restart has one record per ask: one line says so.
+            numbers = [attempt.get("attempt") for attempt in shown]
+            for number in dict.fromkeys(numbers):
+                again = numbers.count(number) - 1
+                more = f" (asked again {again}× after a restart)" if again else ""
+                yield Line(f"→ attempt {number} asked{more}", "label", "attempts")
+        # What went wrong comes after what was asked (a failure listed first read as if it
+        # came before the request).
+        for kind, template in ATTEMPT_LINES.items():
+            for event in self._of(kind):
+                yield Line(template.format_map(_Fields(event["data"])).rstrip(), "bad", "attempts")
         streamed = "".join(str(r.get("text", "")) for r in self._records("chunk"))
         if streamed and not conversations:
             yield Line("streamed so far:" if self.running else "streamed output:", "label")
