@@ -43,6 +43,8 @@ class Activity:
     name: str
     text: str
     tone: Tone = "plain"
+    seq: int | None = None
+    """The spine line it came from (None: seeded from a row), so a line read twice shows once."""
 
 
 #: Kinds whose line always reads the same.
@@ -86,7 +88,7 @@ def from_batch(batch: SpineBatch, names: Mapping[str, str]) -> list[Activity]:
         for line in lines:
             described = describe(line)
             if described is not None:
-                entries.append(Activity(line.ts, heinzel_id, name, *described))
+                entries.append(Activity(line.ts, heinzel_id, name, *described, seq=line.seq))
     entries.sort(key=lambda entry: entry.at)
     return entries
 
@@ -126,6 +128,7 @@ class ActivityPane(Static):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.entries: deque[Activity] = deque(maxlen=KEEP)
+        self._seen: set[tuple[str, int]] = set()
         self.seeded = False
         self.palette = Palette()
         self.now: datetime | None = None
@@ -138,10 +141,21 @@ class ActivityPane(Static):
             self.show(now)
 
     def add(self, entries: list[Activity], now: datetime) -> None:
-        if entries:
-            self.seeded = True
-            self.entries.extend(entries)
-            self.show(now)
+        """Add what is new, in time order: after a reconnect a spine's lines may come again,
+        and a catch-up may bring lines older than the newest shown (attack pass: the pane
+        repeated and reordered events after daemon restarts)."""
+        fresh = [e for e in entries if e.seq is None or (e.heinzel, e.seq) not in self._seen]
+        if not fresh:
+            return
+        self.seeded = True
+        self._seen.update((e.heinzel, e.seq) for e in fresh if e.seq is not None)
+        ordered = bool(self.entries) and fresh[0].at >= self.entries[-1].at
+        self.entries.extend(fresh)
+        if not ordered:
+            self.entries = deque(sorted(self.entries, key=lambda e: e.at), maxlen=KEEP)
+        if len(self._seen) > 4 * KEEP:  # remember what the pane can still show, and no more
+            self._seen = {(e.heinzel, e.seq) for e in self.entries if e.seq is not None}
+        self.show(now)
 
     def show(self, now: datetime) -> None:
         self.now = now

@@ -1,11 +1,17 @@
 """What the cockpit says in words: an action's decision (attack pass: approving a draft said
-"weekly-report: draft, now awake", never that it was approved), a transcript's attempts."""
+"weekly-report: draft, now awake", never that it was approved), a transcript's attempts, the
+activity pane's entries."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from textual.app import App
 
 from hz_kernel.api import Decision
 from hz_tui.actions import describe
 from hz_tui.transcript import TranscriptModel
+from hz_tui.widgets.activity import Activity, ActivityPane
 
 
 def test_a_decision_says_what_was_approved_or_rejected_and_the_state_after() -> None:
@@ -41,3 +47,22 @@ def test_a_failed_attempt_is_listed_after_its_ask_and_a_repeated_ask_once() -> N
     failed = next(i for i, text in enumerate(texts) if text.startswith("attempt 1 failed"))
     assert asked < failed
     assert sum(text.startswith("→ attempt 1 asked") for text in texts) == 1
+
+
+async def test_the_activity_shows_a_line_read_twice_once_and_in_time_order() -> None:
+    """Attack pass: after daemon restarts the activity pane repeated events and listed older
+    ones after newer ones. A spine line read again (same heinzel, same seq) shows once; a
+    catch-up's older line goes where its time puts it."""
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+
+    def entry(seq: int, minute: int) -> Activity:
+        return Activity(f"2026-12-01T11:{minute:02d}:00Z", "hz-1", "digest", f"e{seq}", seq=seq)
+
+    app = App[None]()
+    async with app.run_test():
+        pane = ActivityPane()
+        await app.mount(pane)
+        pane.add([entry(1, 1), entry(2, 2)], now)
+        pane.add([entry(1, 1), entry(2, 2), entry(4, 4)], now)  # replayed after a reconnect
+        pane.add([entry(3, 3)], now)  # caught up late
+        assert [e.text for e in pane.entries] == ["e1", "e2", "e3", "e4"]
