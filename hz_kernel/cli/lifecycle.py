@@ -43,6 +43,13 @@ def _read_text(path: str) -> str:
         raise UsageError("HZU025", f"cannot read the file ({exc})", path) from None
 
 
+def _names_a_file(source: str) -> bool:
+    """A contract file's name: one word ending in ``.md`` (a sentence that ends in one, such as
+    "keep a digest of the notes in digest.md", is a sentence; a file given with spaces in its
+    path is found by its existence)."""
+    return source.endswith(".md") and not any(c.isspace() for c in source.strip())
+
+
 @writes
 async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     source = args.source
@@ -50,7 +57,7 @@ async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
         if source:
             raise UsageError("HZU032", "give a template or a contract, not both", source)
         request = ops.NewRequest(template=args.template, params=_params(args.param))
-    elif source and (source.endswith(".md") or Path(source).expanduser().is_file()):
+    elif source and (_names_a_file(source) or Path(source).expanduser().is_file()):
         request = ops.NewRequest(text=_read_text(source), source=source)
     elif source:
         request = ops.NewRequest(sentence=source, params=_params(args.param))

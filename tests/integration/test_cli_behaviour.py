@@ -332,6 +332,17 @@ def test_a_sentence_no_template_fits_is_refused_with_what_hz_can_make(tmp_path: 
     assert json.loads(listed.stdout) == []
 
 
+def test_a_sentence_that_ends_in_a_file_name_is_a_sentence(tmp_path: Path) -> None:
+    """New-user pass: "keep a digest of the notes folder in digest2.md" was read as a contract
+    file's name (HZU024: no such file); a one-word name ending in .md still is one."""
+    world = make_world(tmp_path)
+    made = hz(world.home, "heinzel", "new", "keep a digest of the notes folder in digest2.md")
+    assert made.returncode == 0, made.stderr
+    assert "proposed digest" in made.stdout
+    missing = hz(world.home, "heinzel", "new", "missing.md")
+    assert missing.returncode == 2 and missing.stderr.startswith("HZU024")
+
+
 # --- item 13: terminal control characters in data -------------------------------------------
 
 
