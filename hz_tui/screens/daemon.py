@@ -27,6 +27,7 @@ from textual.widgets import Header, Static
 
 from hz_kernel import operations as ops
 from hz_kernel.api import KernelStatus, TickStatus, TurnActivity
+from hz_kernel.clock import now_utc, stamp
 from hz_kernel.errors import HzError
 from hz_tui import display, keymap, rows
 from hz_tui.link import Link, NotConnected
@@ -226,6 +227,18 @@ def turns_table(turns: list[TurnActivity], palette: rows.Palette) -> Table | Tex
     return table
 
 
+def _next_tick(tick: TickStatus) -> str:
+    """When the next tick comes: a tick under way (or late) puts it after its own end, never in
+    the past (new-user pass: "Next 15:20 (3s ago)" beside "ticking since 15:20")."""
+    if tick.ticking_since:
+        return f"when this one ends, then every {display.span(tick.interval_s)}"
+    if not tick.next_at:
+        return "after the first"
+    if tick.next_at <= stamp(now_utc()):
+        return "due now"
+    return f"{display.clock(tick.next_at)} ({display.ago(tick.next_at)})"
+
+
 def tick_facts(tick: TickStatus | None) -> list[tuple[str, str]]:
     """When the kernel last ticked and ticks next, and what its last tick left undone."""
     if tick is None:
@@ -234,8 +247,7 @@ def tick_facts(tick: TickStatus | None) -> list[tuple[str, str]]:
         ("Every", display.span(tick.interval_s)),
         ("Last", f"{display.clock(tick.last_at)} ({display.ago(tick.last_at)})"
          if tick.last_at else "not yet"),
-        ("Next", f"{display.clock(tick.next_at)} ({display.ago(tick.next_at)})"
-         if tick.next_at else "after the first"),
+        ("Next", _next_tick(tick)),
         ("Ticks", f"{tick.ticks} · last woke {tick.woken}"),
         ("Skipped", ", ".join(tick.skipped) or "nothing"),
         ("Deferred", ", ".join(tick.deferred) or "nothing"),

@@ -86,7 +86,10 @@ async def test_the_kernel_page_says_a_tick_is_under_way(
     assert tick is not None and tick.ticks == 0 and tick.ticking_since == homes.NOW
     shown = dict(tick_facts(tick))
     assert shown["Now"].startswith("ticking since ") and shown["Last"] == "not yet"
+    # The next tick comes after this one, never "3s ago" (new-user pass).
+    assert shown["Next"] == "when this one ends, then every 1m"
     pulse.beat()
     tick = (await client.status()).tick
     assert tick is not None and tick.ticks == 1 and tick.ticking_since is None
-    assert "Now" not in dict(tick_facts(tick))
+    shown = dict(tick_facts(tick))
+    assert "Now" not in shown and "ago" not in shown["Next"]
