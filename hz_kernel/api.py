@@ -448,6 +448,9 @@ class TurnTranscript(TurnBody):
     expired: bool = False
     cut_at_line: int | None = None
     """A finished turn's body ends early (a torn line, or shorter than written): where."""
+    altered: bool = False
+    """A finished turn's body whose bytes no longer hash to what ``turn.finished`` recorded:
+    it was changed after the turn ended, so it may not be what the model saw."""
 
 
 class ConversationMessage(_Shape):

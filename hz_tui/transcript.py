@@ -42,6 +42,10 @@ EXPIRED = (
     "model's messages and the inputs' content are gone. What follows is what the spine keeps."
 )
 NO_BODY = "This turn wrote no body: nothing was sent to a model."
+ALTERED = (
+    "This turn's body was changed after the turn ended: its bytes no longer match the sha256 "
+    "the spine recorded, so what follows may not be what the model saw or said."
+)
 UNREADABLE = "This turn's body is not read: what follows is what the spine keeps."
 
 
@@ -160,6 +164,8 @@ class TranscriptModel:
         if self.answer is not None and self.answer.cut_at_line:
             cut = f"the body was cut at line {self.answer.cut_at_line}: what followed is lost"
             yield Line(cut, "bad", "damaged")
+        if self.answer is not None and self.answer.altered:
+            yield Line(ALTERED, "bad", "damaged")
         yield from self._cause()
         yield from self._inputs()
         yield from self._context()

@@ -13,6 +13,8 @@ and a finished turn's body cut short says so (``cut_at_line``).
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -22,7 +24,7 @@ from hz_kernel import api
 from hz_kernel.commands.watching import BODY_PAGE_BYTES, WatchCommands
 from hz_kernel.engine.context import active_lessons
 from hz_kernel.errors import UsageError
-from hz_kernel.store.bodies import BODY_LINE_MAX_BYTES, read_body_lines
+from hz_kernel.store.bodies import BODY_LINE_MAX_BYTES, body_path, read_body_lines
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.inbox import Inbox
 
@@ -73,10 +75,17 @@ class TranscriptCommands(WatchCommands):
             if ended and not more:
                 cut_at = _cut_line(lines, before, torn, offset, finished)
             body = body.model_copy(update={"offset": offset, "more": more})
+        altered = (
+            after_offset == 0
+            and cut_at is None
+            and page is not None
+            and _altered(body_path(self.home.heinzel_dir(heinzel_id), started.turn), finished)
+        )
         return api.TurnTranscript(
             **body.model_dump(exclude={"records"}),
             records=records,
             cut_at_line=cut_at,
+            altered=altered,
             name=str(row["name"]),
             lessons=[
                 api.LessonSummary(lesson_id=lesson_id, lesson=text)
@@ -122,6 +131,21 @@ class TranscriptCommands(WatchCommands):
             items=items,
             skipped=[exc.one_line() for exc in refused],
         )
+
+
+def _altered(path: Path, finished: Event | None) -> bool:
+    """Whether a finished turn's body differs from the hash its ``turn.finished`` recorded (read
+    once, on a transcript's first page; a body shorter than written is ``cut_at_line``'s)."""
+    if finished is None or not finished.data.get("body_hash"):
+        return False
+    size = int(finished.data.get("body_size") or 0)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as body:
+            digest.update(body.read(size))
+    except OSError:
+        return False  # unreadable or gone: said as refused or expired
+    return digest.hexdigest() != finished.data["body_hash"]
 
 
 def _cut_line(

@@ -96,6 +96,28 @@ async def test_attack4_a_torn_body_says_where_it_was_cut(client: LocalClient) ->
         await until(lambda: f"the body was cut at line {lines}" in screen.view.text_shown())
 
 
+async def test_attack_a_body_changed_after_its_turn_ended_is_said_to_be(
+    client: LocalClient,
+) -> None:
+    """s8 attack pass: a byte changed in a finished turn's body (``<history>`` made
+    ``<hiStory>``) was shown as what the model got. The body no longer hashes to what
+    ``turn.finished`` recorded, and the transcript says so (here "framing" is changed)."""
+    world, turn, body = await finished_turn(client)
+    whole = body.read_bytes()
+    answer = await client.call(ops.TRANSCRIPT, ops.TranscriptRequest(ref="notes-digest", turn=turn))
+    assert not answer.altered
+    at = whole.index(b"framing")
+    body.write_bytes(whole[:at] + b"fRaming" + whole[at + 7 :])
+    answer = await client.call(ops.TRANSCRIPT, ops.TranscriptRequest(ref="notes-digest", turn=turn))
+    assert answer.altered and answer.cut_at_line is None
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, world.ids["notes-digest"])
+        screen = await open_transcript(pilot, page, turn)
+        await until(lambda: "was changed after the turn ended" in screen.view.text_shown())
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory", "symlink"])
 async def test_attack_a_body_that_is_no_file_still_opens_the_page_and_says_so(
     client: LocalClient, kind: str
