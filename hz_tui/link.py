@@ -20,6 +20,10 @@ daemon the link found (the cockpit did not start it) and ``restarted`` for
 one the cockpit restarted itself (Ctrl+R on the kernel page); the same daemon found again keeps
 what it had.
 
+A daemon that still takes connections but answers nothing (stopped with
+SIGSTOP, hung) is lost too: while attached, the link asks its health every
+few seconds, and two unanswered checks in a row count as losing it.
+
 The link never starts a kernel: when no daemon comes back, it keeps
 reconnecting (whatever supervises the daemon restarts it). Meanwhile every
 call fails at once with ``NotConnected`` (``HZD110``) instead of waiting on
@@ -53,6 +57,11 @@ if TYPE_CHECKING:
 #: The first pause between tries to reach a daemon, and the longest it grows to.
 BACKOFF_FIRST_S = 0.2
 BACKOFF_MAX_S = 5.0
+#: How often an attached cockpit asks its daemon's health, how long it waits for an answer,
+#: and how many unanswered checks in a row make the daemon lost (reconnecting…).
+ALIVE_EVERY_S = 5.0
+ALIVE_TIMEOUT_S = 10.0
+ALIVE_MISSES = 2
 #: The code of a daemon that does not answer (``HttpClient``).
 UNREACHABLE = "HZD040"
 
@@ -278,12 +287,30 @@ class Link:
         self._lost.clear()
         feed = asyncio.ensure_future(self._read_feed(client))
         lost = asyncio.ensure_future(self._lost.wait())
+        alive = asyncio.ensure_future(self._check_alive(client))
         try:
-            await asyncio.wait({feed, lost}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({feed, lost, alive}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (feed, lost):
+            for task in (feed, lost, alive):
                 task.cancel()
-            await asyncio.gather(feed, lost, return_exceptions=True)
+            await asyncio.gather(feed, lost, alive, return_exceptions=True)
+
+    async def _check_alive(self, client: KernelClient) -> None:
+        """Return when the daemon stops answering its health check in time: a daemon that is
+        stopped (SIGSTOP) or hung still takes connections, so neither its feed nor a call
+        fails for minutes (attack pass: the header said connected, a wake waited 300 s)."""
+        health = getattr(client, "health", None)
+        if health is None:
+            return await asyncio.Event().wait()  # no daemon behind it: nothing to check
+        missed = 0
+        while missed < ALIVE_MISSES:
+            await asyncio.sleep(ALIVE_EVERY_S)
+            try:
+                await asyncio.wait_for(health(ALIVE_TIMEOUT_S), ALIVE_TIMEOUT_S + 1)
+            except (HzError, TimeoutError):
+                missed += 1  # one slow answer on a loaded machine is not a lost daemon
+            else:
+                missed = 0
 
     async def _read_feed(self, client: KernelClient) -> None:
         """Follow the feed from the last position read; a reset is a full reload."""

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from hz_kernel import operations as ops
 from hz_kernel.connect import connect
 from hz_kernel.daemon.discovery import read_discovery
+from hz_kernel.errors import HzError
 from hz_kernel.http_client import HttpClient
+from hz_tui import link
 from hz_tui.app import CockpitApp
 from hz_tui.held_rejects import HeldRejects
 from hz_tui.screens.review import ReviewScreen
@@ -202,5 +205,32 @@ async def test_attack_leaving_the_desk_never_waits_long_on_a_daemon_that_does_no
             assert waited < 60, waited  # the client's own timeout is 300 s
             assert first.key in app.unsent_rejects
             assert [h.key for h in HeldRejects(world.home).load()] == [first.key]
+    finally:
+        await app.link.close()
+
+
+async def test_attack_a_daemon_that_stops_answering_is_lost_then_found_again(
+    world: worlds.World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack pass: a SIGSTOPped daemon still takes connections, so nothing failed for
+    minutes: the header said connected and a wake waited for the call timeout. Unanswered
+    health checks make it lost (reconnecting…, keys fail at once with HZD110); resumed, it
+    is found again."""
+    monkeypatch.setattr(link, "ALIVE_EVERY_S", 0.3)
+    monkeypatch.setattr(link, "ALIVE_TIMEOUT_S", 0.5)
+    app = await open_app(world)
+    pid = read_discovery(world.home).pid  # type: ignore[union-attr]
+    try:
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                await until(lambda: not app.link.attached, ATTACH_S)
+                with pytest.raises(HzError) as refused:
+                    await app.link.call(ops.DRAFTS, ops.Empty())
+                assert refused.value.code == "HZD110"
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            await until(lambda: app.link.attached, ATTACH_S)
     finally:
         await app.link.close()
