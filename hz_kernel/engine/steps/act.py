@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hz_kernel import crashpoints
-from hz_kernel.adapters.documents import FoundSection
+from hz_kernel.adapters.documents import DraftStatus, FoundSection
 from hz_kernel.adapters.sources import sha256_hex
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import ContractError
@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
 
 PLACE_DRAFT = "documents.place_draft"
+EDITS_WAIT = (
+    "edits-wait: your edits to the pending draft wait: approve or reject it first;"
+    " the new draft follows then"
+)
+"""The report of a turn that holds its draft back so as not to replace the user's edits."""
 
 
 async def act(run: TurnRunner, state: TurnState) -> bool:
@@ -52,6 +57,9 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
     outcome = state.outcome
     assert outcome is not None
     if isinstance(outcome, DraftOutcome):
+        edited = _edited_pending(run, state)
+        if edited is not None:
+            return await _wait_for_decision(run, state, edited)
         await _place_draft(run, state, outcome)
     elif isinstance(outcome, LessonsOutcome):
         known = set(run.held.projection.lessons)
@@ -129,6 +137,47 @@ async def _wait(
     await run.held.append(StepDone(step="act", report=report), turn=state.turn)
     state.done.append("act")
     await run.held.append(TurnWaiting(step="act", until=until, on=on), turn=state.turn)
+    return True
+
+
+def _edited_pending(run: TurnRunner, state: TurnState) -> str | None:
+    """The key of a pending draft this one would replace that the user edited since it was
+    placed, if any: placing over it would throw the user's edits away."""
+    drafts = run.held.projection.drafts
+    assets = {publish.asset for publish in run.contract(state).hz.publishes}
+    for key, draft in drafts.items():
+        if draft.get("status") != "pending" or draft.get("asset") not in assets:
+            continue
+        if key in state.placed or key in state.effects_started:
+            continue
+        placed = next(
+            (
+                str(r.get("text", ""))
+                for r in read_body(run.held.dir, str(draft.get("turn"))) or []
+                if r.get("type") == "draft" and r.get("key") == key
+            ),
+            "",
+        )
+        path, _ = run.resolve_asset(str(draft["asset"]))
+        seen = run.documents.draft_state(path, key, placed_text=placed)
+        if seen.status is DraftStatus.EDITED:
+            return key
+    return None
+
+
+async def _wait_for_decision(run: TurnRunner, state: TurnState, key: str) -> bool:
+    """Hold the new draft back until the user approves or rejects their edited one.
+
+    Nothing is placed, so no effect is open; the turn waits on the draft's
+    decision and, woken by it, thinks again and places its draft then. A
+    wake before the decision (a restart) finds the edits still there and
+    waits again.
+    """
+    await run.held.append(StepDone(step="act", report=EDITS_WAIT), turn=state.turn)
+    state.done.append("act")
+    await run.held.append(
+        TurnWaiting(step="act", on={"kind": "approval", "key": key}), turn=state.turn
+    )
     return True
 
 
