@@ -25,6 +25,7 @@ from textual.command import Provider
 from textual.notifications import Notify, SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
+from textual.timer import Timer
 
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient
@@ -69,6 +70,8 @@ LEFT_BEHIND_EVERY_S = 30.0
 FIRST_ROWS_WAIT_S = 0.25
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
+#: How long the link may be lost before the cockpit says how to start a daemon.
+GONE_AFTER_S = 15.0
 #: The header's icon and clock space, both sides of its centred title (Textual's ``Header``).
 HEADER_EDGES = 20
 
@@ -124,6 +127,8 @@ class CockpitApp(App[int]):
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.cut_turns = False
+        self._gone_timer: Timer | None = None
+        """Set while the link is lost: when it fires, the cockpit says how to start a daemon."""
         """Set when the user quit cutting the embedded kernel's running turns (said after)."""
         self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
@@ -177,6 +182,27 @@ class CockpitApp(App[int]):
         self.show_where()
         if link.attached and (self.unsent_rejects or self.warmed.is_set()):
             self.send_unsent_rejects()
+        if self._gone_timer is not None:
+            self._gone_timer.stop()
+            self._gone_timer = None
+        if not link.attached:
+            self._gone_timer = self.set_timer(GONE_AFTER_S, self.say_daemon_gone)
+
+    def say_daemon_gone(self) -> None:
+        """Still no daemon after a while: say how to start one (attack pass: after a SIGKILL
+        the header said "reconnecting…" for good, and nothing said what to do)."""
+        self._gone_timer = None
+        if self.link.attached:
+            return
+        if self.link.remote:
+            how = "start it on its machine (hz daemon start there)"
+        else:
+            how = "F2 then Ctrl+R starts one here, or run hz daemon start"
+        self.notify(
+            f"No daemon answers for this home: {how}; the cockpit attaches to it by itself.",
+            severity="warning",
+            timeout=30,
+        )
 
     @work(group="held")
     async def send_unsent_rejects(self) -> None:

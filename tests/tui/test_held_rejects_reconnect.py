@@ -22,6 +22,7 @@ from hz_kernel.connect import connect
 from hz_kernel.daemon.discovery import read_discovery
 from hz_kernel.errors import HzError
 from hz_kernel.http_client import HttpClient
+from hz_tui import app as app_module
 from hz_tui import link
 from hz_tui.app import CockpitApp
 from hz_tui.held_rejects import HeldRejects
@@ -231,6 +232,27 @@ async def test_attack_a_daemon_that_stops_answering_is_lost_then_found_again(
                 assert refused.value.code == "HZD110"
             finally:
                 os.kill(pid, signal.SIGCONT)
+            await until(lambda: app.link.attached, ATTACH_S)
+    finally:
+        await app.link.close()
+
+
+async def test_attack_a_daemon_gone_for_good_is_said_with_how_to_start_one(
+    world: worlds.World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack pass: after the daemon was killed the header said "reconnecting…" for good and
+    nothing said what to do. A while later the cockpit says how to start one; once one runs,
+    it attaches by itself and says nothing more."""
+    monkeypatch.setattr(app_module, "GONE_AFTER_S", 0.5)
+    app = await open_app(world)
+    try:
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            stop(world)
+            await until(lambda: any("No daemon answers" in m for m in messages(app)), ATTACH_S)
+            said = [m for m in messages(app) if "No daemon answers" in m]
+            assert "F2 then Ctrl+R starts one here, or run hz daemon start" in said[0]
+            start(world.home)
             await until(lambda: app.link.attached, ATTACH_S)
     finally:
         await app.link.close()
