@@ -168,6 +168,18 @@ def test_issue13_item1_chat_beside_an_embedded_cockpit_mid_turn_is_queued_and_de
     wait_until(lambda: cockpit_exited(tmux), "the cockpit to exit on q")
 
 
+def _embedded_cockpit_mid_turn(world: worlds.World, tmux: Tmux, hold: Path) -> str:
+    """``hz --embedded`` in tmux (the pane stays after it ends, to be read), its model held by
+    ``hold`` (``HZ_MODEL_HOLD_FILE``), and notes-digest woken with ``w``: the running turn."""
+    env = env_of(world, HZ_MODEL_HOLD_FILE=str(hold), HZ_TICK_SECONDS="3600")
+    command = cockpit_command(env, "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
+    tmux.start(f"env -u HZ_EMBEDDED {command}; sleep 600")
+    tmux.wait_for(lambda s: "notes-digest" in s and "embedded kernel" in s, "the home table")
+    tmux.keys("w")
+    wait_until(lambda: running_turn(world.home) is not None, "the woken turn to start")
+    return str(running_turn(world.home))
+
+
 def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_model(
     world: worlds.World, tmux: Tmux, tmp_path: Path
 ) -> None:
@@ -177,13 +189,7 @@ def test_hand_off_says_each_phase_and_starts_the_daemon_without_waiting_for_the_
     resumes it, all while the model still holds; released, the daemon finishes the turn."""
     home = world.home
     hold = tmp_path / "hold"
-    env = env_of(world, HZ_MODEL_HOLD_FILE=str(hold), HZ_TICK_SECONDS="3600")
-    command = cockpit_command(env, "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
-    tmux.start(f"env -u HZ_EMBEDDED {command}; sleep 600")  # the pane stays to be read
-    tmux.wait_for(lambda s: "notes-digest" in s and "embedded kernel" in s, "the home table")
-    tmux.keys("w")
-    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
-    turn = str(running_turn(home))
+    turn = _embedded_cockpit_mid_turn(world, tmux, hold)
     body = body_path(home.heinzel_dir(home.heinzel_ids()[0]), turn)
     wait_until(lambda: body.exists() and b'"chunk"' in body.read_bytes(), "the answer to stream")
     hold.touch()
@@ -211,21 +217,15 @@ def test_quit_and_cut_says_which_turns_it_cut_and_that_they_resume(
 ) -> None:
     """Session 7 (attack pass): "Quit and cut" left the terminal silent, while the hand-off
     narrates each phase. Now the terminal names the turn it cut and says it resumes."""
-    home = world.home
     hold = tmp_path / "hold"
     hold.touch()
-    env = env_of(world, HZ_MODEL_HOLD_FILE=str(hold), HZ_TICK_SECONDS="3600")
-    command = cockpit_command(env, "--embedded", exported=("HZ_", "PYDANTIC", "TERM"))
-    tmux.start(f"env -u HZ_EMBEDDED {command}; sleep 600")  # the pane stays to be read
-    tmux.wait_for(lambda s: "notes-digest" in s and "embedded kernel" in s, "the home table")
-    tmux.keys("w")
-    wait_until(lambda: running_turn(home) is not None, "the woken turn to start")
+    _embedded_cockpit_mid_turn(world, tmux, hold)
     tmux.keys("q")
     tmux.wait_for(lambda s: "Quit and cut it" in s, "the quit question")
     tmux.keys("Up", "Enter")  # from the highlighted hand-off up to "Quit and cut it"
     said = "cut notes-digest's turn at the last checkpoint; it resumes when a kernel next starts"
     tmux.wait_for(lambda s: said in " ".join(s.split()), "the cut to be said")
-    assert read_discovery(home) is None, "cutting started a daemon"
+    assert read_discovery(world.home) is None, "cutting started a daemon"
 
 
 def test_hz_on_an_empty_home_says_it_starts_the_daemon_before_the_screen_waits(
