@@ -127,9 +127,9 @@ class CockpitApp(App[int]):
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.cut_turns = False
+        """Set when the user quit cutting the embedded kernel's running turns (said after)."""
         self._gone_timer: Timer | None = None
         """Set while the link is lost: when it fires, the cockpit says how to start a daemon."""
-        """Set when the user quit cutting the embedded kernel's running turns (said after)."""
         self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problems = settings.load_prefs(home)

@@ -319,12 +319,13 @@ class HomeScreen(Screen[None]):
         item = self.table.items.get(key) if key else None
         if item is not None and item.damaged != (item.id in self.preview.damage):
             if item.damaged:
+                self.preview.damage[item.id] = ""  # asked once: the pane says it is checking
                 self.ask_damage(item.id, item.name)
             else:
                 del self.preview.damage[item.id]  # accepted: a later break is checked afresh
         self.preview.show(item, now, filtered_out=bool(self.table.items) and key is None)
 
-    @work(exclusive=True, group="damage")
+    @work(group="damage")
     async def ask_damage(self, heinzel_id: str, name: str) -> None:
         """Ask the kernel what is wrong with a damaged heinzel's spine, for the preview."""
         await self.cockpit.warmed.wait()
