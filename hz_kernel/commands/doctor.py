@@ -62,9 +62,9 @@ class DoctorCommands(StoreCommands):
         """Check ``model``, or the home's default and every model a heinzel's turns use."""
         users: dict[str, list[str]] = defaultdict(list)
         if model is not None:
-            users[model.strip() or DEFAULT_MODEL]
+            users.setdefault(model.strip() or DEFAULT_MODEL, [])
         else:
-            users[self.home.settings.model.default or DEFAULT_MODEL]
+            users.setdefault(self.home.settings.model.default or DEFAULT_MODEL, [])
             for row in await self.index.list_heinzels(day=""):
                 chosen = self._model_in_use(row, self.home.heinzel_dir(row["id"])).get("model")
                 users[str(chosen or self.home.settings.model.default or DEFAULT_MODEL)].append(
