@@ -5,6 +5,7 @@ never asked for again."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -279,6 +280,8 @@ async def _interrupted_stream(
     )
     if not (attempted and streamed):
         return None
+    attempt = next(e for e in reversed(mine) if e.kind == "attempt.started")
+    state.ran_s += _streamed_for_s(attempt.when, records[last_context + 1 :])
     await _attempt_failed(
         run,
         state,
@@ -286,7 +289,30 @@ async def _interrupted_stream(
         "the process stopped while output streamed",
         streamed,
     )
-    return await finish(run, state, "failed", reason="engine_restart_mid_stream", step="think")
+    return await finish(
+        run,
+        state,
+        "failed",
+        reason="engine_restart_mid_stream",
+        report="the process stopped while output streamed; not asked again",
+        step="think",
+    )
+
+
+def _streamed_for_s(since: datetime, records: list[dict[str, Any]]) -> float:
+    """How long output streamed after the attempt's spine line, from the body's record times.
+
+    The spine's last line of such a run is ``attempt.started``; the run went on
+    until its last body record, and that time counts as running time.
+    """
+    stamps = [r["ts"] for r in records if isinstance(r.get("ts"), str)]
+    if not stamps:
+        return 0.0
+    try:
+        last = datetime.fromisoformat(stamps[-1].replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (last - since).total_seconds())
 
 
 async def _attempt_failed(

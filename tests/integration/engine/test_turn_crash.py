@@ -99,6 +99,22 @@ async def test_output_that_streamed_before_a_crash_is_never_asked_for_again(
     assert [e["kind"] for e in spine].count("attempt.started") == 1
 
 
+async def test_a_turn_failed_by_a_restart_mid_stream_counts_the_time_it_streamed(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT="model:chunk", HZ_CRASH_AT_COUNT="3",
+                       HZ_MODEL_DELAY_MS="300")  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL
+    await _in_process(world, "wake", request_id="r1")
+    finished = next(e for e in world.spine(heinzel_id) if e["kind"] == "turn.finished")
+    assert finished["data"]["disposition"] == "failed"
+    # Two chunks were each held 300 ms before the third was written and the process died.
+    assert finished["data"]["duration_ms"] >= 600
+
+
 async def test_a_turn_resumed_too_often_is_abandoned(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     heinzel_id = await _create(world)
