@@ -460,7 +460,8 @@ class ConversationMessage(_Shape):
     ``queued`` (a turn's cause: it started one, or waited for the turn
     running then to end), ``answered`` (an answer to the heinzel's
     question), ``waiting`` (not delivered yet). ``turn`` is the turn it
-    reached.
+    reached; ``turn_ended`` how that turn ended once it has (its
+    disposition, or ``stopped`` when the user stopped it).
     """
 
     request_id: str
@@ -470,6 +471,7 @@ class ConversationMessage(_Shape):
     admitted_at: datetime
     route: Literal["steered", "queued", "answered", "waiting"]
     turn: str | None = None
+    turn_ended: str | None = None
 
 
 class Conversation(_Shape):

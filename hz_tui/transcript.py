@@ -479,7 +479,7 @@ def _plain(content: object) -> str:
 #: A retried or failed model attempt's line, filled from the event's data.
 ATTEMPT_LINES = {
     "attempt.retry": "attempt {attempt} failed ({error}); tried again after {delay_ms} ms",
-    "attempt.failed": "attempt {attempt} failed: {code} {error}",
+    "attempt.failed": "attempt {attempt} failed ({code}): {error}",
 }
 #: The effect ledger's line for each kind of spine event it shows, filled from the event's data.
 EFFECT_LINES = {
@@ -539,6 +539,10 @@ def conversation_lines(conversation: Conversation) -> list[Line]:
         kind = "" if item.kind == "chat" else f" · {item.kind}"
         route = ROUTES[item.route] + (f" {item.turn}" if item.turn else "")
         tone: Tone = "ok" if item.route in ("steered", "answered") else "label"
+        if item.turn_ended == "stopped":
+            route, tone = f"{route}, which you stopped", "bad"
+        elif item.turn_ended in ("failed", "abandoned"):
+            route, tone = f"{route}, which {item.turn_ended}", "bad"
         lines.append(Line(f"{when} · {item.mode.upper()}{kind} · {route}", tone, item.request_id))
         lines.extend(_text(item.message, item.request_id))
         lines.append(Line(""))

@@ -99,9 +99,13 @@ class TranscriptCommands(WatchCommands):
         row = await self.resolve(ref)
         heinzel_id = row["id"]
         routes: dict[str, tuple[str, str | None]] = {}
+        ended: dict[str, str] = {}
         for event in self._spine_events(heinzel_id):
             data = event.data
-            if event.kind == "turn.steered":
+            if event.kind == "turn.finished" and event.turn:
+                stopped = data.get("reason") == "stopped"
+                ended[event.turn] = "stopped" if stopped else str(data.get("disposition"))
+            elif event.kind == "turn.steered":
                 routes[str(data.get("request_id"))] = ("steered", event.turn)
             elif event.kind == "question.answered" and data.get("request_id"):
                 routes[str(data["request_id"])] = ("answered", event.turn)
@@ -123,6 +127,7 @@ class TranscriptCommands(WatchCommands):
                     admitted_at=request.admitted_at,
                     route=route,  # type: ignore[arg-type]
                     turn=reached,
+                    turn_ended=ended.get(reached) if reached else None,
                 )
             )
         return api.Conversation(

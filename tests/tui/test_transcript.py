@@ -391,3 +391,27 @@ async def test_attack_the_conversation_shows_hidden_and_control_characters_inert
         assert not any(c in shown for c in "\x1b\u200b\u202e\u202c")
         await pilot.press("slash", *"end", "enter")
         assert len(view.matches) == 1
+
+
+async def test_the_conversation_says_when_the_turn_a_message_reached_was_stopped(
+    world: worlds.World, client: LocalClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack pass: a message whose turn the user then stopped read as if that turn had
+    answered it; the conversation now says the turn was stopped."""
+    heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest", wake=False)
+    hold = hold_the_model(world, monkeypatch)
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        await client.call(
+            ops.CHAT, ops.ChatRequest(ref=heinzel, message="write it shorter", mode="queue")
+        )
+        await until(lambda: page.turn_panel.live.step == "think")
+        stopped = page.turn_panel.live.turn
+        await client.call(ops.STOP, ops.StopRequest(ref=heinzel))
+        hold.unlink()
+        await pilot.press("m")
+        view = (await opened(pilot, ConversationScreen)).view
+        await until(lambda: "which you stopped" in view.text_shown())
+        assert f"queued → turn {stopped}, which you stopped" in view.text_shown()
