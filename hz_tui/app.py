@@ -70,6 +70,9 @@ LEFT_BEHIND_EVERY_S = 30.0
 FIRST_ROWS_WAIT_S = 0.25
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
+
+#: How often a cockpit waiting to quit looks whether the daemon's turns have ended.
+QUIT_POLL_S = 0.5
 #: How long the link may be lost before the cockpit says how to start a daemon.
 GONE_AFTER_S = 15.0
 #: The header's icon and clock space, both sides of its centred title (Textual's ``Header``).
@@ -94,7 +97,14 @@ class CockpitApp(App[int]):
     BINDINGS = keymap.APP
     COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {_cockpit_commands}
 
-    def __init__(self, home: Home, client: KernelClient, *, live: bool = True) -> None:
+    def __init__(
+        self,
+        home: Home,
+        client: KernelClient,
+        *,
+        live: bool = True,
+        daemon_ends_with_it: bool = False,
+    ) -> None:
         # Textual picks its NO_COLOR filter here, from the theme of the moment: say the colours
         # are the terminal's, so it strips them (NoColor) rather than greying them (black).
         super().__init__(ansi_color=themes.no_color() or None)
@@ -128,6 +138,12 @@ class CockpitApp(App[int]):
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.cut_turns = False
         """Set when the user quit cutting the embedded kernel's running turns (said after)."""
+        self.daemon_ends_with_it = daemon_ends_with_it
+        """The daemon stops when the cockpit closes (``hz demo``): quitting asks about its turns."""
+        self.cut_names: list[str] = []
+        """Such a daemon's heinzels whose turns quitting cut (said after)."""
+        self._quit_when_idle: Timer | None = None
+        """While set, the cockpit quits once no turn runs (the user chose to wait for them)."""
         self._gone_timer: Timer | None = None
         """Set while the link is lost: when it fires, the cockpit says how to start a daemon."""
         self.watcher = live_source(home, self.link)
@@ -444,18 +460,43 @@ class CockpitApp(App[int]):
         await self.load_all(quiet_if_lost=True)
 
     async def action_quit(self) -> None:
-        """Quit; an embedded kernel that runs turns asks first what becomes of them."""
-        from hz_kernel.connect import turns_to_cut
+        """Quit; running turns that quitting would cut (an embedded kernel's, or those of a
+        daemon that stops with the cockpit) ask first what becomes of them."""
         from hz_tui.screens.quit import QuitScreen
 
         if isinstance(self.screen, QuitScreen):
             return
-        if not turns_to_cut(self.link.current):
+        count = self.daemon_turns if self.daemon_ends_with_it else self.embedded_turns
+        if not count():
             self.exit()
             return
-        self.push_screen(QuitScreen(lambda: turns_to_cut(self.link.current)), self.quit_chosen)
+        asking = QuitScreen(count, daemon_ends=self.daemon_ends_with_it)
+        self.push_screen(asking, self.quit_chosen)
+
+    def embedded_turns(self) -> int:
+        from hz_kernel.connect import turns_to_cut
+
+        return turns_to_cut(self.link.current)
+
+    def daemon_turns(self) -> int:
+        """Turns the daemon runs now, as the rows say (a heinzel awake runs one)."""
+        return len(self.awake_names())
+
+    def awake_names(self) -> list[str]:
+        return sorted(row.name for row in self.rows.values() if row.state == "awake")
 
     def quit_chosen(self, choice: str | None) -> None:
+        if self._quit_when_idle is not None:
+            self._quit_when_idle.stop()
+            self._quit_when_idle = None
+        if choice == "wait":
+            self.notify("Quitting when the running turns end; q asks again.", timeout=6)
+            self._quit_when_idle = self.set_interval(QUIT_POLL_S, self._quit_if_idle)
+            return
+        if choice == "cut" and self.daemon_ends_with_it:
+            self.cut_names = self.awake_names()
+            self.exit()
+            return
         if choice in ("cut", "daemon"):
             self.hand_off = choice == "daemon"
             self.cut_turns = choice == "cut"
@@ -468,6 +509,10 @@ class CockpitApp(App[int]):
     # -- navigation --------------------------------------------------------------------
     # Pages other than the home are imported when first opened: loading them all at start
     # would cost the first frame about a tenth of its time.
+
+    def _quit_if_idle(self) -> None:
+        if not self.daemon_turns():
+            self.exit()
 
     def on_open_heinzel(self, message: OpenHeinzel) -> None:
         self.open_heinzel(message.heinzel_id)
@@ -618,7 +663,13 @@ class CockpitApp(App[int]):
             self.notify(note, severity="warning", timeout=10)
 
 
-async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()) -> int:
+async def run(
+    home: Home,
+    client: KernelClient,
+    *,
+    beside: Sequence[Beside] = (),
+    daemon_ends_with_it: bool = False,
+) -> int:
     """Run the cockpit until the user quits, with ``beside`` running alongside in this loop.
 
     When the cockpit closes, the work beside it is told to stop and given
@@ -631,7 +682,7 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
     """
     stop = asyncio.Event()
     tasks = [asyncio.create_task(job(stop)) for job in beside]
-    app = CockpitApp(home, client)
+    app = CockpitApp(home, client, daemon_ends_with_it=daemon_ends_with_it)
     ended_by = _quit_on_signals(app)
     handing: list[str] = []
     try:
@@ -645,6 +696,9 @@ async def run(home: Home, client: KernelClient, *, beside: Sequence[Beside] = ()
             handing = handing_off(client)
         elif app.cut_turns:
             cutting(client)
+        elif app.cut_names:
+            they = "it is" if len(app.cut_names) == 1 else "they are"
+            say(f"the daemon stops with the cockpit: {_turns_of(app.cut_names)} {they} cut")
         await settle()
         if app.link.current is not client:
             await app.link.current.close()

@@ -23,11 +23,14 @@ async def run_cockpit(
     home: Home,
     client: KernelClient,
     beside: Sequence[Callable[[asyncio.Event], Awaitable[None]]],
+    /,
+    *,
+    daemon_ends_with_it: bool = False,
 ) -> int:
     gc.disable()  # enabled again (after a freeze) once the first frame is drawn
     from hz_tui.app import run
 
-    return int(await run(home, client, beside=beside))
+    return int(await run(home, client, beside=beside, daemon_ends_with_it=daemon_ends_with_it))
 
 
 def prepare_process() -> None:

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import Protocol
 
 from hz_kernel import remote
 from hz_kernel.cli.parser import Subcommands
@@ -19,9 +20,25 @@ from hz_kernel.errors import UsageError
 from hz_kernel.home import Home
 
 Beside = Callable[[asyncio.Event], Awaitable[None]]
-#: Runs the cockpit: ``(home, client, beside) -> exit code``. Given by the ``hz`` entry point
-#: (``hz_tui.entry``), so the kernel's command line never imports the cockpit itself.
-Cockpit = Callable[[Home, KernelClient, Sequence[Beside]], Awaitable[int]]
+
+
+class Cockpit(Protocol):
+    """Runs the cockpit and returns the exit code. Given by the ``hz`` entry point
+    (``hz_tui.entry``), so the kernel's command line never imports the cockpit itself.
+
+    ``daemon_ends_with_it``: the daemon the cockpit talks to is stopped when
+    the cockpit closes (``hz demo``), so quitting asks about its running turns.
+    """
+
+    def __call__(
+        self,
+        home: Home,
+        client: KernelClient,
+        beside: Sequence[Beside],
+        /,
+        *,
+        daemon_ends_with_it: bool = False,
+    ) -> Awaitable[int]: ...
 
 
 async def open_cockpit(
@@ -30,6 +47,7 @@ async def open_cockpit(
     beside: Sequence[Beside] = (),
     *,
     embedded: bool = False,
+    daemon_ends_with_it: bool = False,
 ) -> int:
     """``hz`` alone: the cockpit on the home's daemon, adopted or started here (the header says
     which), so its work outlives the window; on a kernel embedded here under ``--embedded``.
@@ -52,7 +70,9 @@ async def open_cockpit(
     if isinstance(client, DeferredClient):
         jobs.append(partial(_tick_beside, client))
     try:
-        return await run_cockpit(home, client, jobs)
+        return await run_cockpit(
+            home, client, jobs, daemon_ends_with_it=daemon_ends_with_it and not embedded
+        )
     finally:
         await client.close()
 
@@ -124,7 +144,11 @@ async def open_demo(explicit_root: str | None, cockpit: Cockpit | None, *, embed
     committing = partial(demo.keep_committing, world)
     try:
         return await open_cockpit(
-            str(world.home.root), cockpit, beside=[committing], embedded=embedded
+            str(world.home.root),
+            cockpit,
+            beside=[committing],
+            embedded=embedded,
+            daemon_ends_with_it=True,
         )
     finally:
         from hz_kernel.daemon import lifecycle
