@@ -139,8 +139,13 @@ class ComposerArea(TextArea):
         self.composer.toggle_mode()
 
     def action_leave(self) -> None:
-        """Back to the page: never a stop, whatever runs."""
-        self.composer.save_soon(0)
+        """Back to the page: never a stop, whatever runs.
+
+        A conflict the user set aside is not asked again on the way out: the
+        text stays unsaved here (and on this machine) until a change or Enter.
+        """
+        if not self.composer.unsaved_conflict:
+            self.composer.save_soon(0)
         page = self.screen.query("#page").first() if self.screen.query("#page") else None
         if page is not None and page.focusable:
             page.focus()
@@ -166,6 +171,10 @@ class Composer(Horizontal):
     }
     Composer #composer-mode.-steer {
         background: $warning;
+        color: $background;
+    }
+    Composer #composer-mode.-conflict {
+        background: $error;
         color: $background;
     }
     Composer #composer-input {
@@ -195,6 +204,8 @@ class Composer(Horizontal):
         self.saving = asyncio.Lock()
         self.save_timer: Timer | None = None
         self.conflict_open = False
+        self.unsaved_conflict = False
+        """The user closed the conflict question without a choice: the next change asks again."""
         self.sending_now = False
         self.after_reconnect = False
         """A save or send found the link down: do it once the link is back."""
@@ -294,8 +305,11 @@ class Composer(Horizontal):
 
     def show_mode(self) -> None:
         label = self.query_one("#composer-mode", Static)
-        label.update(MODE_LABELS[self.state.mode])
+        label.update(
+            MODE_LABELS[self.state.mode] + ("\n unsaved " if self.unsaved_conflict else "")
+        )
         label.set_class(self.state.mode == "steer", "-steer")
+        label.set_class(self.unsaved_conflict, "-conflict")
 
     def show(self, state: ComposerState) -> None:
         """Show ``state`` (the text only when it differs, so the cursor stays where it is)."""
@@ -327,6 +341,9 @@ class Composer(Horizontal):
         """
         text = self.input.text
         if text != self.state.text:
+            if self.unsaved_conflict:
+                self.unsaved_conflict = False
+                self.show_mode()
             self.walk.stop()
             self.state = self.state.model_copy(update={"text": text})
             self.save_soon()
@@ -462,6 +479,9 @@ class Composer(Horizontal):
     def _ask(self, theirs: ComposerText) -> None:
         """Both windows changed the text: the user keeps one, or both (nothing is lost)."""
         self.conflict_open = True
+        if self.unsaved_conflict:
+            self.unsaved_conflict = False
+            self.show_mode()
         # Both first: an Enter that lands as the dialog opens keeps every word.
         choices: list[tuple[str, str]] = [
             ("both", "Both: theirs, then mine"),
@@ -481,9 +501,11 @@ class Composer(Horizontal):
     def _resolve(self, choice: str | None, theirs: ComposerText) -> None:
         self.conflict_open = False
         if choice is None:
+            self.unsaved_conflict = True
+            self.show_mode()
             self.notify(
                 "HZU220: not saved: another window's newer text waits; "
-                "the next change asks again which to keep",
+                "the next change or Enter asks again which to keep",
                 severity="warning",
                 timeout=10,
             )

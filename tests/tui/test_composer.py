@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from hz_kernel import operations as ops
 from hz_kernel.api import ComposerText, InboxItem
@@ -156,6 +157,37 @@ async def test_issue14_item4_two_windows_never_overwrite_each_others_newer_text(
         await w.keys(w.two, "down", "down", "enter")  # Take theirs
         await until(lambda: w.theirs.input.text == both + " (agreed)" and not w.theirs.dirty)
         assert (await kept(client, heinzel)).text == both + " (agreed)"
+
+
+async def test_escape_from_a_conflict_then_escape_leaves_the_composer_without_asking_again(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """Attack pass: Escape on the conflict question, then Escape to leave the composer, asked
+    again (the leaving save met the same conflict). Now the composer says its text is unsaved,
+    Escape leaves it, and only the next change asks again."""
+    async with two_windows(world, client, heinzel) as w:
+        await w.keys(w.one, "i", *"first")
+        await until(lambda: not w.mine.dirty and w.mine.base.revision > 0)
+        await w.keys(w.two, "i")
+        await until(lambda: w.theirs.input.text == "first")
+        await w.keys(w.one, *" one")
+        await until(lambda: not w.mine.dirty and w.mine.base.text == "first one")
+        await w.keys(w.two, *" two")
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        await w.keys(w.two, "escape")
+        await until(lambda: not isinstance(w.second.screen, ChooseScreen))
+        label = str(w.theirs.query_one("#composer-mode", Static).render())
+        assert "unsaved" in label and w.theirs.unsaved_conflict
+
+        await w.keys(w.two, "escape")
+        await w.two.pause(0.5)
+        assert not isinstance(w.second.screen, ChooseScreen), "leaving asked again"
+        assert not w.theirs.input.has_focus
+        assert w.theirs.input.text == "first two" and w.theirs.dirty
+
+        await w.keys(w.two, "i", *"!")
+        await until(lambda: isinstance(w.second.screen, ChooseScreen))
+        assert "unsaved" not in str(w.theirs.query_one("#composer-mode", Static).render())
 
 
 async def test_issue14_item4_another_windows_save_shows_live_where_nothing_was_typed(
