@@ -32,7 +32,7 @@ from hz_kernel import operations as ops
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import SPINE_NAME
-from hz_kernel.overview import SpendToday
+from hz_kernel.overview import HeinzelSummary, SpendToday
 from hz_tui import display, keymap, new_heinzel, rows, themes
 from hz_tui.messages import RowsUpdate
 from hz_tui.watcher import SpineBatch
@@ -101,9 +101,13 @@ class HomeScreen(Screen[None]):
         self.preview_full = False
         """Too narrow for it beside the table, the preview shows full width in its place."""
         self._beside = False
+        """The preview showed beside the table at the last layout (it gives way with a note)."""
         self._offered = (False, True)
         """Whether the key bar offers the row keys, and New: there are rows, the list was read."""
-        """The preview showed beside the table at the last layout (it gives way with a note)."""
+        self._history_asked = False
+        """The activity's history was read from the spines once (after the first rows)."""
+        self.history_shown = False
+        """That history is in the activity (pictures wait for it)."""
         self.spend: SpendToday | None = None
         self._preview_timer: Timer | None = None
         self._spend_timer: Timer | None = None
@@ -219,6 +223,20 @@ class HomeScreen(Screen[None]):
             self.show_preview(now)  # the clock's tick redraws it as time passes
         for pane in self.activity_panes:
             pane.seed(self.table.items.values(), now)
+        if not self._history_asked and self.table.items:
+            self._history_asked = True
+            self.read_history(list(self.table.items.values()))
+
+    @work(thread=True, group="history")
+    def read_history(self, items: list[HeinzelSummary]) -> None:
+        """The recently active spines' tails, read off the event loop, into the activity."""
+        entries = activity.from_spine_tails(self.cockpit.home.heinzel_root, items)
+        self.app.call_from_thread(self._show_history, entries)
+
+    def _show_history(self, entries: list[activity.Activity]) -> None:
+        for pane in self.activity_panes:
+            pane.add_history(entries, now_utc())
+        self.history_shown = True
 
     def on_spines(self, batch: SpineBatch) -> None:
         names = self.cockpit.names | {h: item.name for h, item in self.table.items.items()}

@@ -2,17 +2,22 @@
 
 Fed by the spine lines the app already receives (``CockpitApp.spines_moved``:
 the home's files, or the daemon's feed with ``--connect``), so it costs no
-kernel call. Until something happens it shows each heinzel's last turn from
-the rows the home holds. A pane beside the table where there is room; on a
-narrow terminal the home shows only the newest entry, as one line.
+kernel call. It starts with each heinzel's last turn from the rows the home
+holds, then, once the recently active heinzels' spine tails are read
+(``from_spine_tails``, off the first frame's path), with what those tails
+say: a cockpit opened again shows what happened before it, not one line a
+heinzel. A pane beside the table where there is room; on a narrow terminal
+the home shows only the newest entry, as one line.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Literal
 
 from rich.cells import cell_len
@@ -23,7 +28,7 @@ from textual.widgets import Static
 from hz_kernel.overview import HeinzelSummary
 from hz_tui import display
 from hz_tui.rows import Palette
-from hz_tui.tail import SpineLine
+from hz_tui.tail import SPINE_NAME, SpineLine, SpineTail
 from hz_tui.watcher import SpineBatch
 
 #: Entries kept (the oldest go first).
@@ -31,6 +36,10 @@ KEEP = 200
 #: The widths of the age and name columns (a longer name ends in an ellipsis).
 AGE_WIDTH = 4
 NAME_WIDTH = 16
+#: The history read at start: the spine tails of this many most recently active heinzels,
+#: each within this many bytes of its end (a turn's events take a few kilobytes).
+HISTORY_HEINZELS = 40
+HISTORY_WINDOW = 16 << 10
 Tone = Literal["plain", "ok", "warn", "bad"]
 
 
@@ -110,6 +119,27 @@ def from_rows(items: Iterable[HeinzelSummary]) -> list[Activity]:
     return entries
 
 
+def from_spine_tails(heinzel_root: Path, items: Iterable[HeinzelSummary]) -> list[Activity]:
+    """What the most recently active heinzels' spine tails say, oldest first.
+
+    Read once, after the first frame: ``HISTORY_HEINZELS`` tails of at most
+    ``HISTORY_WINDOW`` bytes each, so the cost does not grow with the home.
+    A spine that cannot be read (a remote cockpit has none here) adds nothing.
+    """
+    recent = sorted(
+        (item for item in items if item.last_turn_at), key=lambda item: item.last_turn_at or ""
+    )[-HISTORY_HEINZELS:]
+    root = os.fspath(heinzel_root)
+    lines: dict[str, list[SpineLine]] = {}
+    for item in recent:
+        path = Path(os.path.join(root, item.id, SPINE_NAME))
+        found = SpineTail.near_end(path, HISTORY_WINDOW).read_new()
+        if found.lines:
+            lines[item.id] = found.lines
+    names = {item.id: item.name for item in recent}
+    return from_batch(SpineBatch(lines=lines), names)[-KEEP:]
+
+
 class ActivityPane(Static):
     """The newest entries first; as a line (``-line``), just the newest."""
 
@@ -139,6 +169,13 @@ class ActivityPane(Static):
             self.entries.extend(from_rows(items)[-KEEP:])
             self.seeded = bool(self.entries)
             self.show(now)
+
+    def add_history(self, entries: list[Activity], now: datetime) -> None:
+        """Put the spines' own history in place of the lines seeded from rows."""
+        if not entries:
+            return
+        self.entries = deque((e for e in self.entries if e.seq is not None), maxlen=KEEP)
+        self.add(entries, now)
 
     def add(self, entries: list[Activity], now: datetime) -> None:
         """Add what is new, in time order: after a reconnect a spine's lines may come again,

@@ -219,6 +219,29 @@ async def test_issue14_item5_activity_shows_a_turn_start_finish_and_draft_live(
         assert shown.index("Drafted digest") < shown.index("started (asked)"), "newest first"
 
 
+async def test_a_cockpit_opened_again_shows_what_the_spines_say_happened_before_it(
+    world: worlds.World, live_client: LocalClient
+) -> None:
+    """Attack pass: after a restart the activity showed one line per heinzel (its row's last
+    turn). It now reads the recent spines' tails: the turn's start, its draft, its end."""
+    heinzel = await worlds.add_heinzel(live_client.kernel, world, "notes-digest", wake=False)
+    await live_client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+    spine = world.home.heinzel_dir(heinzel) / "session.jsonl"
+    await until(lambda: b'"turn.finished"' in spine.read_bytes())
+    app = CockpitApp(world.home, live_client)
+    async with app.run_test(size=SIZE):
+        await app.loaded.wait()
+        pane = home_of(app).query_one("#activity", ActivityPane)
+        await until(lambda: len(pane.entries) >= 3)
+        texts = [entry.text for entry in pane.entries]
+        assert texts[-3:-1] == [
+            "started (asked)",
+            "placed a draft in reports/notes-digest.md#digest",
+        ]
+        assert texts[-1].startswith("Drafted digest: ")
+        assert all(entry.seq is not None for entry in pane.entries), "none left from the rows"
+
+
 async def test_issue14_item5_repeated_notices_group_and_the_history_keeps_them(
     cockpit_home: Home, client: LocalClient
 ) -> None:

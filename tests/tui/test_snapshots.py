@@ -40,12 +40,14 @@ def cockpit(home: Home, client: LocalClient, theme: str) -> CockpitApp:
 
 async def loaded(pilot: Pilot[int]) -> None:
     """The first rows are on screen and, where a kernel answers, the home's totals line has
-    today's spending (asked beside the first listing)."""
+    today's spending (asked beside the first listing), and the activity the spines' history
+    (read beside the first rows)."""
     app = pilot.app
     await app.loaded.wait()  # type: ignore[attr-defined]
     home = app.get_home()  # type: ignore[attr-defined]
     for _ in range(100):
-        if home.spend is not None or not app.link.attached:  # type: ignore[attr-defined]
+        spent = home.spend is not None or not app.link.attached  # type: ignore[attr-defined]
+        if spent and (home.history_shown or not home.table.items):
             break
         await pilot.pause(0.05)
     await pilot.pause()
