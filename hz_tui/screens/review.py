@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 #: Below this many columns the queue shrinks to the heinzels' names: the diff takes the width.
 NARROW_COLUMNS = 110
+#: Below this many columns the queue is not shown at all (``j``/``k`` still walk it; ``/`` shows
+#: it until the filter is cleared): a list of names would leave the diff too narrow to read.
+COLLAPSED_COLUMNS = 100
 #: How long leaving the desk (or quitting) waits for the kernel to take each held rejection.
 SEND_ON_LEAVING_S = 5.0
 EMPTY = "No drafts wait for you. New ones appear here as they land."
@@ -142,7 +145,7 @@ class ReviewScreen(Screen[None]):
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
         self.cockpit.link.changed.subscribe(self, self.on_link_changed)
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
-        self.queue.focus()
+        self.focus_queue()
         self.load()
 
     def on_rows(self, update: RowsUpdate) -> None:
@@ -188,7 +191,24 @@ class ReviewScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW_COLUMNS, "-narrow")
+        collapsed = event.size.width < COLLAPSED_COLUMNS
+        if collapsed != self.has_class("-collapsed"):
+            self.set_class(collapsed, "-collapsed")
+            if not self.has_class("-filtering"):
+                self.focus_queue()
         self.redraw()
+
+    @property
+    def collapsed(self) -> bool:
+        """The queue is hidden (a narrow terminal, not filtering): the diff has the keys."""
+        return self.has_class("-collapsed") and not self.has_class("-filtering")
+
+    def focus_queue(self) -> None:
+        """Focus the queue, or the diff where the queue is hidden (its arrows then scroll)."""
+        if self.collapsed:
+            self.pane.focus()
+        else:
+            self.queue.focus()
 
     @work(exclusive=True, group="review-queue")
     async def load(self) -> None:
@@ -235,6 +255,9 @@ class ReviewScreen(Screen[None]):
         else:
             shown = f" (of {len(queue.listed)})" if count != len(queue.listed) else ""
             parts = [f"draft {queue.cursor_row + 1} of {count}{shown}"]
+            if self.collapsed and count > 1:
+                walk = keymap.shown_keys("review.next", self.cockpit.keymap_overrides)
+                parts[0] += f" ({walk}: the next)"
         if queue.selected:
             parts.append(f"{len(queue.selected)} selected: A approves them")
         if self.waiting:
@@ -310,7 +333,12 @@ class ReviewScreen(Screen[None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.queue.focus()
+        self.focus_queue()
+
+    def on_queue_filter_cleared(self, event: QueueFilter.Cleared) -> None:
+        event.stop()
+        self.remove_class("-filtering")
+        self.focus_queue()
 
     # -- moving, looking ---------------------------------------------------------------
 
@@ -358,6 +386,7 @@ class ReviewScreen(Screen[None]):
         self.redraw()
 
     def action_filter(self) -> None:
+        self.add_class("-filtering")
         self.query_one(QueueFilter).add_class("-active").focus()
 
     def action_select(self) -> None:
@@ -625,7 +654,8 @@ class ReviewScreen(Screen[None]):
         if bar.value or bar.has_class("-active"):
             bar.clear()
             bar.remove_class("-active")
-            self.queue.focus()
+            self.remove_class("-filtering")
+            self.focus_queue()
             return
         self.dismiss()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.message import Message
+
 from hz_tui.widgets.draft_queue import DraftQueue
 from hz_tui.widgets.filter_bar import FilterBar
 
@@ -13,5 +15,12 @@ class QueueFilter(FilterBar):
         super().__init__(id=id)
         self.placeholder = "filter drafts: heinzel, document"
 
+    class Cleared(Message):
+        """Escape cleared the filter: a desk that showed its list only to filter hides it."""
+
     def action_to_table(self) -> None:
         self.screen.query_one(DraftQueue).focus()
+
+    def action_clear(self) -> None:
+        super().action_clear()
+        self.post_message(self.Cleared())

@@ -14,6 +14,7 @@ import pytest
 from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.screen import Screen
+from textual.widgets import Static
 
 from hz_kernel import operations as ops
 from hz_kernel.client import LocalClient
@@ -393,3 +394,30 @@ def test_attack_saving_a_preference_never_writes_over_a_file_that_did_not_read(
     assert settings.save_prefs(home, settings.CockpitPrefs(theme="hz-dark")) is None
     path.write_bytes(b"x" * settings.PREFS_MAX_BYTES)
     assert "larger than" in str(settings.load_prefs(home)[1])
+
+
+async def test_at_80_columns_the_desk_hides_its_queue_n_walks_it_and_slash_shows_it(
+    desk: worlds.World,
+) -> None:
+    """s8 attack pass: at 80×24 the queue kept 24 columns of names beside a cramped diff.
+    Below 100 columns the diff takes the whole width; ``n`` still walks the drafts, and the
+    filter shows the list while it is open."""
+    client = LocalClient(await Kernel.open(desk.home, long_lived=True))
+    try:
+        app = CockpitApp(desk.home, client)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await review_desk(app, pilot, 3)
+            column = screen.query_one("#queue-column")
+            await until(lambda: not column.display)
+            assert screen.pane.has_focus
+            assert screen.pane.size.width >= 78
+            first = screen.queue.cursor_key()
+            await pilot.press("n")
+            await until(lambda: screen.queue.cursor_key() != first)
+            assert "draft 2 of 3" in text_of(screen.query_one("#review-status", Static))
+            await pilot.press("slash")
+            await until(lambda: column.display)
+            await pilot.press("escape")
+            await until(lambda: not column.display and screen.pane.has_focus)
+    finally:
+        await client.close()

@@ -187,7 +187,8 @@ def test_issue14_item1_review_desk_at_80_columns_pictured(
     snap_compare,
     desk: tuple[Home, LocalClient],  # noqa: F811 (the fixture imported above)
 ) -> None:
-    """The queue collapsed to names, the unified diff (a grid: gutter, then text) the rest."""
+    """The queue hidden (n walks the drafts), the unified diff (a grid: gutter, then text) the
+    whole width."""
     home, client = desk
     assert snap_compare(pictured(home, client), terminal_size=(80, 24), run_before=pictured_desk)
 
