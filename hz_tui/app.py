@@ -17,7 +17,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 from pathlib import PurePath
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, work
 from textual.app import App
@@ -134,6 +134,9 @@ class CockpitApp(App[int]):
         self.held_at_start: set[str] = set()
         self.unsent_rejects: set[str] = set()
         """Rejections a closed review desk could not send: sent when the link is back."""
+        self.unanswered: dict[tuple[str, str], tuple[ops.Operation[Any, Any], ops.Request]] = {}
+        """Actions with a request id whose daemon was lost before it answered, by heinzel and
+        action: pressed again, the same request goes out, so the kernel does it once."""
         self.hand_off = False
         """Set when the user quit handing the embedded kernel's turns to the daemon."""
         self.cut_turns = False
@@ -627,11 +630,16 @@ class CockpitApp(App[int]):
 
             if not await self.push_screen_wait(ConfirmScreen(*asked)):
                 return
-        operation, request = actions.request_for(action, heinzel_id, state)
+        kept = self.unanswered.pop((heinzel_id, action), None)
+        operation, request = kept or actions.request_for(action, heinzel_id, state)
         try:
             result = await self.client.call(operation, request)
         except HzError as exc:
-            self.notify(f"{name}: {exc.one_line()}", severity="error", timeout=10)
+            again = ""
+            if isinstance(exc, NotConnected) and exc.sent and getattr(request, "request_id", None):
+                self.unanswered[heinzel_id, action] = operation, request
+                again = " (asked again, it goes out under the same request id: it happens once)"
+            self.notify(f"{name}: {exc.one_line()}{again}", severity="error", timeout=10)
             return
         self.notify(actions.describe(name, result))
 

@@ -27,8 +27,10 @@ few seconds, and two unanswered checks in a row count as losing it.
 The link never starts a kernel: when no daemon comes back, it keeps
 reconnecting (whatever supervises the daemon restarts it). Meanwhile every
 call fails at once with ``NotConnected`` (``HZD110``) instead of waiting on
-a dead address. An embedded kernel lives inside the cockpit and is never
-lost, so a link to one only passes calls through.
+a dead address, and so does every call still waiting on the daemon when it is
+lost: it went out, so it says that it may still happen. An embedded kernel
+lives inside the cockpit and is never lost, so a link to one only passes calls
+through.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from textual.dom import DOMNode
 from textual.signal import Signal
@@ -66,13 +68,25 @@ ALIVE_MISSES = 2
 UNREACHABLE = "HZD040"
 
 LinkState = Literal["attached", "reconnecting"]
+T = TypeVar("T")
 
 
 class NotConnected(HzError):
-    """A call the link could not carry: it is reconnecting, or the daemon left mid-call."""
+    """A call the link could not carry: it is reconnecting, or the daemon left mid-call.
 
-    def __init__(self) -> None:
-        super().__init__("HZD110", "not connected (reconnecting to the daemon…)")
+    ``sent``: the call had gone out when the daemon was lost, so the daemon may still
+    carry it out once it answers again (a request id makes sending it again safe).
+    """
+
+    def __init__(self, *, sent: bool = False) -> None:
+        message = "not connected (reconnecting to the daemon…)"
+        if sent:
+            message = (
+                "the daemon stopped answering before it answered (reconnecting…); "
+                "what was asked may still happen once it is back"
+            )
+        super().__init__("HZD110", message)
+        self.sent = sent
 
 
 class Link:
@@ -100,6 +114,8 @@ class Link:
         self.how: str | None = None
         """How the cockpit came by a daemon it re-attached to (``adopted``, ``restarted``)."""
         self._lost = asyncio.Event()
+        self._cut = asyncio.Event()
+        """Set when ``current`` is lost: the calls still waiting on it fail at once."""
         self._nudge = asyncio.Event()
         self._attached = asyncio.Event()
         self._attached.set()
@@ -159,7 +175,7 @@ class Link:
 
         client = self._usable()
         try:
-            return await feed_edge(client)
+            return await self._answered(client, feed_edge(client))
         except HzError as exc:
             self._check(client, exc)
             raise
@@ -171,6 +187,26 @@ class Link:
             raise NotConnected()
         return self.current
 
+    async def _answered(self, client: KernelClient, asked: Awaitable[T]) -> T:
+        """``asked``'s answer, or ``NotConnected(sent=True)`` as soon as ``client`` is lost: a
+        daemon stopped after the call went out (SIGSTOP, hung) would hold it for the client's
+        whole call timeout (attack pass: a wake waited 300 s after "reconnecting…")."""
+        if getattr(client, "discovery", None) is None:
+            return await asked  # an embedded kernel is never lost
+        cut = self._cut
+        call = asyncio.ensure_future(asked)
+        lost = asyncio.ensure_future(cut.wait())
+        try:
+            await asyncio.wait({call, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+        if call.cancelled():
+            raise NotConnected(sent=True)
+        return call.result()
+
     def _check(self, client: KernelClient, error: HzError) -> None:
         """An unreachable daemon is a lost link: raise ``NotConnected`` instead of ``HZD040``."""
         if error.code == UNREACHABLE and self.daemon:
@@ -181,7 +217,7 @@ class Link:
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         client = self._usable()
         try:
-            return await client.call(operation, request)
+            return await self._answered(client, client.call(operation, request))
         except HzError as exc:
             self._check(client, exc)
             raise
@@ -198,7 +234,7 @@ class Link:
     async def status(self) -> KernelStatus:
         client = self._usable()
         try:
-            return await client.status()
+            return await self._answered(client, client.status())
         except HzError as exc:
             self._check(client, exc)
             raise
@@ -232,6 +268,8 @@ class Link:
             self.how = how
             self.changed.publish(self)
             return
+        self._cut.set()  # calls still waiting on the old client: it closes below
+        self._cut = asyncio.Event()
         previous, self.current = self.current, client
         self.position = edge  # what happens from here on is replayed, even before the feed follows
         self.how = how
@@ -251,6 +289,7 @@ class Link:
     def _lose(self) -> None:
         if self.attached:
             self._set_state("reconnecting")
+        self._cut.set()
         self._lost.set()
 
     def _set_state(self, state: LinkState) -> None:
@@ -362,6 +401,7 @@ class Link:
     async def _take(self, client: HttpClient) -> None:
         """Make ``client`` current; its feed resumes from the old position in the old daemon's
         index generation, which the new one judges (a rebuilt index is a reset)."""
+        self._cut = asyncio.Event()
         previous, self.current = self.current, client
         client.feed_generation = getattr(previous, "feed_generation", None)
         before = getattr(previous, "discovery", None)

@@ -207,6 +207,9 @@ class StoreCommands(KernelCore):
         name = row["name"] if row else heinzel_id
         accepted_now = False
         if accept and breaks:
+            # A session held from before the damage knows the spine as it wrote it, not as it
+            # is now (a writer that found it cut writes nothing more): read it afresh.
+            self.release(heinzel_id)
             async with self.holding(heinzel_id) as held:
                 marks = [b.model_dump(include={"seq", "offset", "problem", "hash"}) for b in breaks]
                 await held.append(ChainAccepted(breaks=marks))

@@ -201,6 +201,11 @@ class TurnCommands(KernelCore):
                     last = await self._run_turn(held, follow)
             except _Stopped as stopped:
                 return stopped.turn
+            except HzError:
+                # The spine refused the turn (found damaged, say): the admitted requests stay
+                # marked for the tick, which delivers them once the heinzel may run again.
+                inbox.mark()
+                raise
             return last
 
     async def _run_turn(

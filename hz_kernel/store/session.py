@@ -23,6 +23,9 @@ from hz_kernel.store.scan import ChainBreak, SpineScan, index_break
 from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import ChainAccepted, EventData
 
+#: The writer's code for a spine shorter than it left it (``SpineWriter._foreign``).
+CUT_UNDER_WRITER = "HZS100"
+
 
 def contract_loader(heinzel_dir: Path) -> object:
     """A loader of compiled contract versions for the projection (missing or bad → None)."""
@@ -116,7 +119,12 @@ class HeldSession:
                 "written until you look with hz heinzel verify and accept it (--accept)",
                 str(self.writer.path),
             )
-        event = self.writer.append(payload, turn=turn, key=key, ts=ts)
+        try:
+            event = self.writer.append(payload, turn=turn, key=key, ts=ts)
+        except HzError as exc:
+            if exc.code == CUT_UNDER_WRITER:
+                await self._found_cut()
+            raise
         written = [*self.writer.take_interposed(), event]
         for line in written:
             self.scan.events.append(line)
@@ -129,6 +137,12 @@ class HeldSession:
                     Observation(heinzel=self.id, event=line, turn=line.turn, position=position)
                 )
         return event
+
+    async def _found_cut(self) -> None:
+        """Another process cut the spine under this writer: the heinzel is damaged until the
+        user accepts it, so no tick retries its turns meanwhile and every page says so."""
+        self.projection.mark_damaged(True)
+        await self.index.mark_damaged(self.id, stat_spine(self.writer.path))
 
     def close(self) -> None:
         self.writer.close()

@@ -73,6 +73,8 @@ class HeinzelScreen(Screen[None]):
         self.detail: HeinzelDetail | None = None
         self.inbox: list[InboxItem] = []
         self.inbox_skipped: list[str] = []
+        self.load_error: str | None = None
+        """Why the last ``load`` failed (coded), shown until one succeeds."""
         self.stop_armed_at = 0.0
 
     @property
@@ -120,6 +122,7 @@ class HeinzelScreen(Screen[None]):
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
         self.on_theme(self.app.current_theme)
+        self.show_times(now_utc())  # "loading…" until the first answer, never an empty page
         self.load()
 
     def on_theme(self, theme: Theme) -> None:
@@ -162,11 +165,13 @@ class HeinzelScreen(Screen[None]):
             detail = await client.call(ops.SHOW, ops.HeinzelRef(ref=self.heinzel_id))
             inbox = await client.call(ops.INBOX, ops.HeinzelRef(ref=self.heinzel_id))
         except HzError as exc:
+            self.load_error = exc.one_line()
             with contextlib.suppress(NoMatches):  # the answer came as the page closed
-                self.query_one(Facts).show([("Error", exc.one_line())])
+                self.show_times(now_utc())
             return
         if not self.is_open:
             return
+        self.load_error = None
         self.inbox, self.inbox_skipped = inbox.items, inbox.skipped
         with contextlib.suppress(NoMatches):  # the cockpit closing takes the page apart
             self.show(detail)
@@ -188,10 +193,29 @@ class HeinzelScreen(Screen[None]):
     def show_times(self, now: datetime) -> None:
         """What reads the clock ("last 3m ago", "placed now", "in 2h"), drawn again on every
         tick of the app's ticker so it moves between spine changes."""
-        if self.detail is not None:
-            self.query_one(Facts).show(_facts(self.detail, now))
-            self.query_one(PendingPanel).show(self.detail, now)
+        if self.detail is None:
+            self.show_not_loaded()
+            return
+        facts = _facts(self.detail, now)
+        if self.load_error is not None:
+            facts.append(("Error", self.load_error))
+        self.query_one(Facts).show(facts)
+        self.query_one(PendingPanel).show(self.detail, now)
         self.query_one(InboxList).show(self.inbox, now, self.inbox_skipped)
+
+    def show_not_loaded(self) -> None:
+        """Before the first answer: loading, or the coded line of why it failed, and never a
+        panel's empty-state text ("No messages wait."), which would read as "nothing here"."""
+        if self.load_error is None:
+            self.query_one(Facts).show([("Loading", "asking the kernel for this heinzel…")])
+            placeholder = Text("loading…", style="dim")
+        else:
+            self.query_one(Facts).show([("Error", self.load_error)])
+            overrides: dict[str, str] = getattr(self.app, "keymap_overrides", {})
+            again = keymap.shown_keys("heinzel.refresh", overrides)
+            placeholder = Text(f"not loaded (the error above; {again} tries again)", style="dim")
+        for panel in (PendingPanel, InboxList, LessonList, CostPanel):
+            self.query_one(panel).update(placeholder)
 
     # -- navigation and the heinzel actions ----------------------------------------------
 
