@@ -5,6 +5,7 @@ never asked for again."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -31,6 +32,8 @@ from hz_kernel.engine.caps import check_caps, token_budget
 from hz_kernel.engine.context import Situation, build_context
 from hz_kernel.engine.state import TurnState
 from hz_kernel.engine.steps.finish import finish
+from hz_kernel.engine.tools import TOOLS, Grant
+from hz_kernel.engine.tools.journal import ToolJournal, tool_calls_began
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
@@ -102,8 +105,19 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         return await finish(run, state, "skipped", reason=f"cap: {cap.reason}")
     budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
     model = resolve_model(spec, settings=run.env)
-    run.body.write("context", **context.record())
-    run.body.sync()
+    grant = Grant.of(
+        contract,
+        base_dir=Path(run.settings.documents.root).expanduser(),
+        heinzel_root=run.kernel.home.heinzel_root,
+        resolve_asset=run.resolve_asset,
+    )
+    # A step that had called tools when the process stopped goes on from the conversation
+    # it recorded; any other begins again from a context built now.
+    resuming = tool_calls_began(run.held.scan.events, state.turn)
+    journal = ToolJournal(run, state, TOOLS, grant, records if resuming else [])
+    if not journal.messages:
+        run.body.write("context", **context.record())
+        run.body.sync()
 
     async def on_attempt(info: AttemptInfo) -> None:
         assert run.body is not None
@@ -132,7 +146,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         delta = {"type": "chunk", "text": chunk, "offset": offset, "end": run.body.size}
         run.kernel.observe(Observation(heinzel=run.held.id, turn=state.turn, body=delta))
 
-    history: list[Any] = [user_message(*context.messages)]
+    history: list[Any] = journal.history() or [user_message(*context.messages)]
     usage = TokenUsage()
     attempts = 0
     started = len([e for e in run.held.scan.events if e.kind == "attempt.started"])
@@ -153,6 +167,8 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
                 outcomes=("lessons", "nothing") if approval else None,
                 budget=left,
                 wait_check=situation,
+                toolset=journal.toolset(),
+                recorded=journal.history,
             )
             usage += result.usage
             attempts += result.attempts
