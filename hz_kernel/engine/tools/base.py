@@ -8,7 +8,8 @@ crash are the journal's business (``journal.py``), the same for every tool.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,3 +85,21 @@ def bounded(text: str) -> tuple[str, bool]:
     left_out = len(text) - SHOWN_HEAD_CHARS - SHOWN_TAIL_CHARS
     marker = f"\n[hz: {left_out} characters left out here; the turn body keeps the whole result]\n"
     return text[:SHOWN_HEAD_CHARS] + marker + text[-SHOWN_TAIL_CHARS:], True
+
+
+GRANTED = " Granted: "
+NOT_GRANTED_NOTE = " Not granted: needs {capability}, which your contract does not require."
+
+
+def describe(spec: ToolSpec, roots: Sequence[str] | None) -> str:
+    """A tool's description as one turn offers it: the roots it may reach (a JSON list), or
+    that it is not granted (``None``)."""
+    if roots is None:
+        return spec.description + NOT_GRANTED_NOTE.format(capability=spec.capability)
+    return spec.description + GRANTED + json.dumps(list(roots), ensure_ascii=False)
+
+
+def roots_in(description: str) -> list[str]:
+    """The roots a tool's description grants; none when the tool is not granted."""
+    _, found, listed = description.rpartition(GRANTED)
+    return [str(root) for root in json.loads(listed)] if found else []

@@ -36,6 +36,7 @@ from hz_kernel.engine.tools.base import (
     ToolRegistry,
     ToolSpec,
     bounded,
+    describe,
 )
 from hz_kernel.engine.tools.grant import Grant
 from hz_kernel.errors import HzError
@@ -120,18 +121,15 @@ class ToolJournal:
                 description=self._describe(spec),
                 json_schema=spec.args.model_json_schema(),
                 takes_ctx=True,
+                sequential=True,
             )
             for spec in self.registry
         ]
-        return FunctionToolset(tools, sequential=True)
+        return FunctionToolset(tools)
 
     def _describe(self, spec: ToolSpec) -> str:
         if spec.capability not in self.grant.capabilities:
-            return f"{spec.description} Not granted: needs {spec.capability}, not required."
-        roots = self._roots(spec.capability)
-        return f"{spec.description} Granted: {roots}." if roots else spec.description
-
-    def _roots(self, capability: str) -> str:
+            return describe(spec, None)
         grant = self.grant
         named: tuple[object, ...] = {
             "files:read": (*grant.folders, *grant.files),
@@ -139,8 +137,8 @@ class ToolJournal:
             "http:read": grant.urls,
             "heinzels:read": tuple(f"{h}:{o}" for h, o in grant.upstreams),
             "documents:read": tuple(k.asset for k in grant.kept),
-        }.get(capability, ())
-        return ", ".join(str(root) for root in named)
+        }.get(spec.capability, ())
+        return describe(spec, [str(root) for root in named])
 
     def _caller(self, spec: ToolSpec) -> Any:
         async def call(ctx: RunContext[Any], **arguments: Any) -> dict[str, Any]:
@@ -201,7 +199,9 @@ class ToolJournal:
             record.update(error=exc.code, message=exc.one_line())
         else:
             shown, truncated = bounded(result)
-            record.update(result=result, shown=shown, truncated=truncated, size=len(result))
+            record.update(result=result, truncated=truncated, size=len(result))
+            if truncated:
+                record["shown"] = shown
         self._write(RESULT, record)
         self.results[number] = record
         await self._finished(record, found=False)
@@ -262,8 +262,11 @@ class ToolJournal:
 
 
 def _shown_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """What a live reader gets of a record: the whole result stays in the body."""
-    return {k: v for k, v in fields.items() if k != "result"}
+    """What a live reader gets of a record: the result as the model got it, never more."""
+    shown = {k: v for k, v in fields.items() if k not in ("result", "shown")}
+    if "result" in fields:
+        shown["shown"] = fields.get("shown", fields["result"])
+    return shown
 
 
 def _answer(record: dict[str, Any]) -> dict[str, Any]:
@@ -272,7 +275,7 @@ def _answer(record: dict[str, Any]) -> dict[str, Any]:
         return {"tool": record["tool"], "error": record["error"], "message": record["message"]}
     return {
         "tool": record["tool"],
-        "result": record["shown"],
+        "result": record.get("shown", record["result"]),
         "truncated": record["truncated"],
         "size": record["size"],
     }
