@@ -1222,18 +1222,19 @@ class LocalModel(FunctionModel):
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self._record(messages, info.instructions)
         made = _calls_made(messages)
-        parts = [
-            ToolCallPart(name, json.dumps(args, ensure_ascii=False), f"hz-local-{made + n}")
+        calls = [
+            (name, json.dumps(args, ensure_ascii=False), f"hz-local-{made + n}")
             for n, (name, args) in enumerate(plan_tool_calls(messages, info.function_tools))
         ]
-        if not parts:
+        if not calls:
             tool, arguments = plan_reply(
                 messages, [t.name for t in info.output_tools], info.instructions
             )
-            parts = [ToolCallPart(tool, arguments, tool_call_id=CALL_ID)]
+            calls = [(tool, arguments, CALL_ID)]
+        parts = [ToolCallPart(name, arguments, tool_call_id=id_) for name, arguments, id_ in calls]
         usage = RequestUsage(
             input_tokens=estimate_tokens(_request_text(messages, info.instructions)),
-            output_tokens=estimate_tokens("".join(part.args_as_json_str() for part in parts)),
+            output_tokens=estimate_tokens("".join(arguments for _, arguments, _ in calls)),
         )
         return ModelResponse(parts=parts, usage=usage)
 

@@ -71,6 +71,10 @@ class ToolRegistry:
         self._tools[spec.name] = spec
         return spec
 
+    def unregister(self, name: str) -> None:
+        """Take a tool out again (a test's own tool, once the test is done)."""
+        del self._tools[name]
+
     def get(self, name: str) -> ToolSpec | None:
         return self._tools.get(name)
 

@@ -27,6 +27,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.tools import RunContext, Tool
 from pydantic_ai.toolsets import FunctionToolset
 
+from hz_kernel import crashpoints
 from hz_kernel.adapters.sources import canonical_json, sha256_hex
 from hz_kernel.engine.attempts import messages_from_json, messages_to_json
 from hz_kernel.engine.tools.base import (
@@ -195,6 +196,7 @@ class ToolJournal:
         record = {"call": number, "call_id": call_id, "tool": spec.name}
         try:
             result = await self._perform(spec, arguments)
+            crashpoints.reached("tool:before-result")
         except HzError as exc:
             record.update(error=exc.code, message=exc.one_line())
         else:
