@@ -1,10 +1,13 @@
 """Turn benchmark: one full turn (local model, a placed draft) minus model time, against fsyncs.
 
 Run: ``python bench/turn.py [--turns 12]`` (``--tiny`` for the smoke test's
-run). Every durable write the turn makes (spine lines, body syncs, the
-document's atomic write, the source cache, the inbox file) is an ``fsync``;
-the floor is the same number of raw write+fsync calls of a spine-sized line
-on the same disk, measured in the same run. Model time is read from the
+run). Beside it, a turn that makes five tool calls (``git_log`` and four
+``git_show`` of the local model over a real repository) is timed whole and
+in its calls (each ``tool.started`` to its ``tool.finished``). Every
+durable write the turn makes (spine lines, body syncs, the document's
+atomic write, the source cache, the inbox file) is an ``fsync``; the floor
+is the same number of raw write+fsync calls of a spine-sized line on the
+same disk, measured in the same run. Model time is read from the
 turn's events (first ``attempt.started`` to the think step's ``step.done``)
 and excluded. Target: overhead ≤ 2× the floor. The last line is one JSON
 object of named figures.
@@ -31,12 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _common import emit, run, sizes
 from ulid import ULID
 
+from hz_kernel.contracts import render_template
 from hz_kernel.engine.wakes import request_key
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.observe import Observation
 from hz_kernel.store.envelope import Event
-from tests.support.homes import digest_contract, make_world
+from tests.support.homes import World, checkout_repo, digest_contract, make_world
 
 #: How long one turn of the local model may take before the run gives up (it never hangs).
 TURN_TIMEOUT_S = 120.0
@@ -113,6 +117,38 @@ def raw_floor_ms(directory: Path, count: int, rounds: int = 5) -> float:
     return statistics.median(samples)
 
 
+def _changelog(world: World) -> str:
+    """A changelog heinzel over a real repository of five commits: on the local model its
+    turn calls ``git_log`` once and ``git_show`` four times (``MAX_SHOWN_COMMITS``)."""
+    repo = checkout_repo(world)
+    params = {"name": "changes", "repo": str(repo), "document": "reports/CHANGELOG.md"}
+    return render_template("changelog", {**params, "model": "local"})
+
+
+async def tool_turns(world: World, kernel: Kernel, turns: int) -> tuple[float, float, int]:
+    """Median wall time of a turn that makes tool calls, of the calls alone, and how many."""
+    made = await kernel.new(text=_changelog(world))
+    await kernel.approve(ref=made.id)
+    totals, tools, calls = [], [], []
+    for _ in range(turns):
+        started = time.perf_counter()
+        events = await wake_and_wait(kernel, made.id)
+        totals.append((time.perf_counter() - started) * 1000)
+        opened = {e.data["call"]: e for e in events if e.kind == "tool.started"}
+        closed = [e for e in events if e.kind == "tool.finished"]
+        tools.append(
+            sum(
+                (
+                    datetime.fromisoformat(e.ts) - datetime.fromisoformat(opened[e.data["call"]].ts)
+                ).total_seconds()
+                * 1000
+                for e in closed
+            )
+        )
+        calls.append(len(closed))
+    return statistics.median(totals), statistics.median(tools), int(statistics.median(calls))
+
+
 async def main(turns: int) -> None:
     global _fsyncs
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
@@ -124,6 +160,7 @@ async def main(turns: int) -> None:
             made = await kernel.new(text=digest_contract())
             await kernel.approve(ref=made.id)
             await wake_and_wait(kernel, made.id)
+            tool_total, tool_ms, tool_calls = await tool_turns(world, kernel, turns)
             os.fsync = _counting_fsync
             for _ in range(turns):
                 _fsyncs = 0
@@ -147,6 +184,9 @@ async def main(turns: int) -> None:
     print(f"overhead      {overhead:8.2f} ms   ({durable} durable writes per turn)")
     print(f"fsync floor   {floor:8.2f} ms   ({durable} raw write+fsync of a spine line)")
     print(f"ratio         {ratio:8.2f}x   (target ≤ 2x)")
+    print(
+        f"tool turn     {tool_total:8.2f} ms   ({tool_calls} tool calls, {tool_ms:.2f} ms in them)"
+    )
     emit(
         {
             "turn_overhead_ratio": round(ratio, 3),
@@ -155,6 +195,9 @@ async def main(turns: int) -> None:
             "turn_model_ms": round(statistics.median(models), 3),
             "turn_durable_writes": durable,
             "fsync_floor_ms": round(floor, 3),
+            "tool_turn_ms": round(tool_total, 3),
+            "tool_turn_calls": tool_calls,
+            "tool_calls_ms": round(tool_ms, 3),
         }
     )
 

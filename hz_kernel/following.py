@@ -15,13 +15,50 @@ from typing import Any
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient
 
-#: The body record types a follower shows: the model's streamed output.
-SHOWN_TYPES = ["chunk"]
+#: The body record types a follower shows: the model's streamed output and its tool calls.
+SHOWN_TYPES = ["chunk", "tool_call", "tool_result"]
+ARG_CHARS = 40
+RESULT_CHARS = 80
 
 
 def chunk_text(records: list[dict[str, Any]]) -> str:
-    """The streamed model output in a run of body records."""
-    return "".join(str(r.get("text", "")) for r in records if r.get("type") == "chunk")
+    """The streamed model output in a run of body records, each tool call a line of its own
+    with a line for its result."""
+    return "".join(_shown(record) for record in records)
+
+
+def _shown(record: dict[str, Any]) -> str:
+    kind = record.get("type")
+    if kind == "chunk":
+        return str(record.get("text", ""))
+    if kind == "tool_call":
+        return f"⚙ {tool_call_line(record)}\n"
+    if kind == "tool_result":
+        return f"  → {tool_result_line(record)}\n"
+    return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def tool_call_line(record: dict[str, Any]) -> str:
+    """``name(arg=value, …)`` with each value cut short: what a call asked, at a glance."""
+    args = record.get("args") or {}
+    shown = ", ".join(f"{k}={_clip(str(v), ARG_CHARS)}" for k, v in dict(args).items())
+    return f"{record.get('tool')}({shown})"
+
+
+def tool_result_line(record: dict[str, Any]) -> str:
+    """A result's first words, its size and whether the model got only its head and tail;
+    or the code a call was refused or failed with."""
+    if record.get("error"):
+        return _clip(str(record.get("message") or record["error"]), RESULT_CHARS * 2)
+    text = str(record.get("shown", record.get("result", "")))
+    cut = ", truncated: the model got its head and tail" if record.get("truncated") else ""
+    first = _clip(text, RESULT_CHARS) or "(empty)"
+    return f"{first} ({record.get('size', len(text))} chars{cut})"
 
 
 class BodyCursor:

@@ -265,6 +265,45 @@ class EffectInterrupted(EventData):
     effect: str
 
 
+# --- the model's tool calls -----------------------------------------------------------
+
+
+class ToolStarted(EventData):
+    """A tool call the model made, durable before it runs; ``call`` is its place among the
+    think step's tool calls, ``rerun`` marks a replay-safe call run again after a crash."""
+
+    kind: ClassVar[str] = "tool.started"
+    call: int
+    call_id: str
+    tool: str
+    args_hash: str
+    replay_safe: bool
+    rerun: bool = False
+
+
+class ToolFinished(EventData):
+    """A tool call ended: its result by hash and size, or the code of its error."""
+
+    kind: ClassVar[str] = "tool.finished"
+    call: int
+    call_id: str
+    tool: str
+    result_hash: str | None = None
+    size: int = 0
+    truncated: bool = False
+    error: str | None = None
+    found_on_resume: bool = False
+
+
+class ToolInterrupted(EventData):
+    """An unsafe tool call a crash cut short: settled without running it again."""
+
+    kind: ClassVar[str] = "tool.interrupted"
+    call: int
+    call_id: str
+    tool: str
+
+
 # --- what effects leave behind --------------------------------------------------------
 
 

@@ -5,8 +5,9 @@ spine events, whole; its body records, read on from an offset while the
 turn runs) and lays it out as ``Line``s: the cause and keys, the inputs,
 the context exactly as the body recorded it (each piece of the
 instructions and each message under its own heading, the text itself
-untouched), every model request and answer with its attempts, the
-outcome, the effects and the cost. Each line belongs to a ``block``, so
+untouched), every model request and answer with its attempts, each tool
+call with its result as the model got it, the outcome, the effects and the
+cost. Each line belongs to a ``block``, so
 the text of one piece can be read back whole (``block_text``) and
 compared with what the model was sent. ``Search`` finds a query in lines.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hz_kernel.api import Conversation, TurnTranscript
+from hz_kernel.following import tool_call_line, tool_result_line
 from hz_tui import display
 
 Tone = Literal["title", "heading", "label", "body", "dim", "ok", "bad"]
@@ -170,6 +172,7 @@ class TranscriptModel:
         yield from self._inputs()
         yield from self._context()
         yield from self._model()
+        yield from self._tools()
         yield from self._outcome()
         yield from self._effects()
         yield from self._cost()
@@ -290,6 +293,38 @@ class TranscriptModel:
             yield from _text(streamed, "stream")
         if not (attempts or started or conversations):
             yield Line("no model request yet" if self.running else "no model request", "dim")
+
+    def _tools(self) -> Iterator[Line]:
+        """Each tool call as the journal kept it: what was asked, how it ended, what the model
+        got back. A turn that called no tool shows no such section."""
+        # A replay-safe call run again after a restart has two call records: one line says so.
+        calls = list({int(r.get("call", -1)): r for r in self._records("tool_call")}.values())
+        results = {int(r.get("call", -1)): r for r in self._records("tool_result")}
+        events = [e for e in self.events if e["kind"].startswith("tool.")]
+        if not (calls or events):
+            return
+        yield from _heading("Tool calls")
+        for event in events:
+            if event["kind"] == "tool.started" and event["data"].get("rerun"):
+                call = event["data"].get("call")
+                yield Line(f"call {call} ran again after a restart (replay-safe)", "dim", "tools")
+        for record in calls:
+            number = int(record.get("call", -1))
+            yield Line(f"call {number} · {tool_call_line(record)}", "label", f"tool{number}")
+            result = results.pop(number, None)
+            if result is None:
+                yield Line("running…" if self.running else "no result", "dim", f"tool{number}")
+            elif result.get("error"):
+                yield Line(tool_result_line(result), "bad", f"tool{number}")
+            else:
+                yield Line(tool_result_line(result), "ok", f"tool{number}")
+                yield from _text(
+                    str(result.get("shown", result.get("result", ""))), f"tool{number}.result"
+                )
+        for number, result in results.items():
+            # Settled on resume without running (an unsafe call a crash cut short).
+            yield Line(f"call {number} · {result.get('tool')}", "label", f"tool{number}")
+            yield Line(tool_result_line(result), "bad", f"tool{number}")
 
     def _outcome(self) -> Iterator[Line]:
         yield from _heading("Outcome")

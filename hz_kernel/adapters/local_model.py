@@ -33,6 +33,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     ToolCallPart,
+    ToolReturnPart,
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestParameters, StreamedResponse
@@ -44,7 +45,7 @@ from pydantic_ai.models.function import (
     FunctionStreamedResponse,
 )
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from hz_kernel.engine.outcome import (
@@ -56,6 +57,7 @@ from hz_kernel.engine.outcome import (
     NothingOutcome,
     SummaryOutcome,
 )
+from hz_kernel.engine.tools.base import roots_in
 
 LOCAL_MODEL_NAME = "hz-local"
 CALL_ID = "hz-local-outcome"
@@ -342,6 +344,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 _GIT_ITEM = re.compile(r"^[0-9a-f]{7,40} \S+ [^:]*: (?P<title>.+)$")
+_GIT_SHA = re.compile(r"^(?P<sha>[0-9a-f]{7,40}) \S+ [^:]*: ")
 _KIND_OF_ITEM = re.compile(
     r"^(feat|fix|chore|docs|ci|build|test|tests|refactor|style|perf|deps|revert|wip)"
     r"(?:\([^)]*\))?!?:\s*",
@@ -1026,6 +1029,64 @@ def plan_reply(
     return kind, json.dumps(outcome.model_dump(mode="json"), ensure_ascii=False)
 
 
+MAX_SHOWN_COMMITS = 4
+"""How many of the commits it drafts about the local model reads whole (``git_show``)."""
+
+
+def plan_tool_calls(
+    messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the local model makes next, before it answers; none once it has read.
+
+    Granted ``git:read`` on a draft, it lists each granted repository's commits
+    (``git_log``), then reads the first commits its inputs list (``git_show``, at
+    most ``MAX_SHOWN_COMMITS``) in the repository whose log lists them.
+    """
+    request = _read(messages)
+    granted = {tool.name: roots_in(tool.description or "") for tool in tools}
+    repos = granted.get("git_log") or []
+    if request.kind != "draft" or not repos or not granted.get("git_show"):
+        return []
+    made = [
+        part.tool_name
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
+    shas = [
+        match["sha"]
+        for item in request.inputs
+        if item.source.startswith("git:")
+        for line in _items(item.content)
+        if (match := _GIT_SHA.match(line))
+    ]
+    if "git_log" not in made:
+        limit = min(max(len(shas), 1), 200)
+        return [("git_log", {"repo": repo, "limit": limit}) for repo in repos]
+    if "git_show" in made or not shas:
+        return []
+    logs = [_result_lines(part) for part in _tool_returns(messages) if part.tool_name == "git_log"]
+    calls = []
+    for sha in shas[:MAX_SHOWN_COMMITS]:
+        listed = next((n for n, log in enumerate(logs) if any(c.startswith(sha) for c in log)), 0)
+        calls.append(("git_show", {"repo": repos[min(listed, len(repos) - 1)], "rev": sha}))
+    return calls
+
+
+def _result_lines(part: ToolReturnPart) -> list[str]:
+    """The lines of a tool's result as the journal returns it (``{"result": ...}``)."""
+    content = part.content
+    result = content.get("result") if isinstance(content, dict) else None
+    return str(result or "").splitlines()
+
+
+def _tool_returns(messages: Sequence[ModelMessage]) -> Iterable[ToolReturnPart]:
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            yield from (part for part in message.parts if isinstance(part, ToolReturnPart))
+
+
 def _pieces(arguments: str) -> list[str]:
     return [arguments[i : i + CHUNK_CHARS] for i in range(0, len(arguments), CHUNK_CHARS)]
 
@@ -1089,6 +1150,17 @@ class _MeteredStream(FunctionStreamedResponse):
         return self.meter.usage()
 
 
+def _calls_made(messages: Sequence[ModelMessage]) -> int:
+    """How many tool calls the conversation holds, so each new one gets an id of its own."""
+    return sum(
+        1
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    )
+
+
 class LocalModel(FunctionModel):
     """The keyless default model.
 
@@ -1118,6 +1190,18 @@ class LocalModel(FunctionModel):
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[DeltaToolCalls]:
+        calls = plan_tool_calls(messages, info.function_tools)
+        if calls:
+            made = _calls_made(messages)
+            yield {
+                index: DeltaToolCall(
+                    name=name,
+                    json_args=json.dumps(args, ensure_ascii=False),
+                    tool_call_id=f"hz-local-{made + index}",
+                )
+                for index, (name, args) in enumerate(calls)
+            }
+            return
         tool, arguments = plan_reply(
             messages, [t.name for t in info.output_tools], info.instructions
         )
@@ -1137,16 +1221,22 @@ class LocalModel(FunctionModel):
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self._record(messages, info.instructions)
-        tool, arguments = plan_reply(
-            messages, [t.name for t in info.output_tools], info.instructions
-        )
+        made = _calls_made(messages)
+        calls = [
+            (name, json.dumps(args, ensure_ascii=False), f"hz-local-{made + n}")
+            for n, (name, args) in enumerate(plan_tool_calls(messages, info.function_tools))
+        ]
+        if not calls:
+            tool, arguments = plan_reply(
+                messages, [t.name for t in info.output_tools], info.instructions
+            )
+            calls = [(tool, arguments, CALL_ID)]
+        parts = [ToolCallPart(name, arguments, tool_call_id=id_) for name, arguments, id_ in calls]
         usage = RequestUsage(
             input_tokens=estimate_tokens(_request_text(messages, info.instructions)),
-            output_tokens=estimate_tokens(arguments),
+            output_tokens=estimate_tokens("".join(arguments for _, arguments, _ in calls)),
         )
-        return ModelResponse(
-            parts=[ToolCallPart(tool, arguments, tool_call_id=CALL_ID)], usage=usage
-        )
+        return ModelResponse(parts=parts, usage=usage)
 
     @asynccontextmanager
     async def request_stream(

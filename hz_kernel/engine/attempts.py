@@ -72,6 +72,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 from pydantic_core import from_json
 
@@ -471,8 +472,14 @@ class _Step:
         await self.sleep(delay)
         self.retry += 1
 
-    def history(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-        """What a (re)started run begins from: the step's messages and steering delivered so far."""
+    def history(
+        self, messages: Sequence[ModelMessage], recorded: Sequence[ModelMessage] = ()
+    ) -> list[ModelMessage]:
+        """What a (re)started run begins from: the step's messages and steering delivered so far,
+        or, once this run called tools, the conversation as recorded before its last call
+        (which holds the steering delivered until then), so no call is made a second time."""
+        if len(recorded) > len(messages):
+            return list(recorded)
         if not self.delivered:
             return list(messages)
         return [*messages, steering_message(*self.delivered)]
@@ -567,6 +574,8 @@ async def run_model_step(
     outcomes: Sequence[OutcomeKind] | None = None,
     budget: TokenBudget | None = None,
     wait_check: WaitCheck | None = None,
+    toolset: AbstractToolset[Any] | None = None,
+    recorded: Callable[[], list[ModelMessage]] | None = None,
     max_attempts: int = 3,
     sleep: Callable[[float], Awaitable[None]] = scaled_sleep,
     backoff: Backoff | None = None,
@@ -584,11 +593,18 @@ async def run_model_step(
     ``StreamTruncated``, ``ModelRefused`` (``ContextOverflow`` and ``QuotaExhausted`` among
     them), ``ModelOutputInvalid`` or ``TokenCapReached``. ``wait_check`` refuses a wait on
     a key or fingerprint the turn does not know; the model is told and asked again.
+    ``toolset`` holds the function tools the model may call, and ``recorded()`` the
+    conversation its calls recorded so far, where a restarted run begins. ``messages``
+    may end with a model answer whose tool calls are still to be settled (a step resumed
+    after a crash).
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
-    if not messages or not isinstance(messages[-1], ModelRequest):
-        raise ValueError("messages must end with a request for the model")
+    if not messages or not (
+        isinstance(messages[-1], ModelRequest)
+        or (isinstance(messages[-1], ModelResponse) and messages[-1].tool_calls)
+    ):
+        raise ValueError("messages must end with a request for the model or its tool calls")
     step = _Step(
         model_name=model.model_name,
         on_attempt=on_attempt,
@@ -615,13 +631,14 @@ async def run_model_step(
                 async with (
                     admit() if admit is not None else contextlib.nullcontext(),
                     agent.run_stream_events(
-                        message_history=step.history(messages),
+                        message_history=step.history(messages, recorded() if recorded else ()),
                         instructions=instructions,
                         model=model,
                         capabilities=hooks,
                         usage_limits=_limits(budget, spent),
                         model_settings=settings,
                         deps=wait_check,
+                        toolsets=[toolset] if toolset is not None else None,
                     ) as stream,
                 ):
                     result = await _consume(stream, step)

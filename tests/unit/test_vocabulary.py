@@ -19,8 +19,9 @@ PINNED_KINDS = [
     "heinzel.created", "heinzel.paused", "heinzel.renamed", "heinzel.retired",
     "heinzel.unpaused", "heinzel.unretired", "lesson.dismissed", "lesson.recorded",
     "notice.raised", "question.answered", "question.asked", "spine.repaired", "step.done",
-    "summary.written", "turn.finished", "turn.queued", "turn.requested", "turn.resumed",
-    "turn.skipped", "turn.started", "turn.steered", "turn.waiting", "usage",
+    "summary.written", "tool.finished", "tool.interrupted", "tool.started", "turn.finished",
+    "turn.queued", "turn.requested", "turn.resumed", "turn.skipped", "turn.started",
+    "turn.steered", "turn.waiting", "usage",
 ]  # fmt: skip
 
 

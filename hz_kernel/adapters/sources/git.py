@@ -82,6 +82,30 @@ def merge_title(commit: Commit) -> str:
     return commit.subject
 
 
+SAFE_OPTIONS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "i18n.logOutputEncoding=UTF-8",
+    "--no-pager",
+)
+"""Options before the subcommand of every git read: no hooks, no fsmonitor, no pager."""
+
+
+def git_env() -> dict[str, str]:
+    """The environment of a git read: no system config, pager, prompt or optional locks."""
+    return {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_PAGER": "cat",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "LC_ALL": "C",
+    }
+
+
 class GitSource:
     """Reads a repository's log; a relative ``repo`` resolves against ``base_dir``."""
 
@@ -131,13 +155,7 @@ class GitSource:
             "git",
             "-C",
             str(repo),
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "i18n.logOutputEncoding=UTF-8",
-            "--no-pager",
+            *SAFE_OPTIONS,
             "log",
             f"--format={LOG_FORMAT}",
             f"--max-count={args.limit}",
@@ -152,19 +170,11 @@ class GitSource:
         if args.branch != "HEAD":
             command.append(args.branch)
         command.append("--")
-        env = {
-            **os.environ,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_PAGER": "cat",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "LC_ALL": "C",
-        }
         try:
             done = subprocess.run(
                 command,
                 capture_output=True,
-                env=env,
+                env=git_env(),
                 timeout=GIT_TIMEOUT_SECONDS,
                 check=False,
                 stdin=subprocess.DEVNULL,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,6 +33,8 @@ from hz_kernel.engine.caps import check_caps, token_budget
 from hz_kernel.engine.context import Situation, build_context
 from hz_kernel.engine.state import TurnState
 from hz_kernel.engine.steps.finish import finish
+from hz_kernel.engine.tools import TOOLS, Grant
+from hz_kernel.engine.tools.journal import ToolJournal, tool_calls_began
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
@@ -103,8 +106,19 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         return await finish(run, state, "skipped", reason=f"cap: {cap.reason}")
     budget = token_budget(max_tokens=max_tokens, context_bytes=size, priced=cap.priced)
     model = resolve_model(spec, settings=run.env)
-    run.body.write("context", **context.record())
-    run.body.sync()
+    grant = Grant.of(
+        contract,
+        base_dir=Path(run.settings.documents.root).expanduser(),
+        heinzel_root=run.kernel.home.heinzel_root,
+        resolve_asset=run.resolve_asset,
+    )
+    # A step that had called tools when the process stopped goes on from the conversation
+    # it recorded; any other begins again from a context built now.
+    resuming = tool_calls_began(run.held.scan.events, state.turn)
+    journal = ToolJournal(run, state, TOOLS, grant, records if resuming else [])
+    if not journal.messages:
+        run.body.write("context", **context.record())
+        run.body.sync()
 
     async def on_attempt(info: AttemptInfo) -> None:
         assert run.body is not None
@@ -133,7 +147,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         delta = {"type": "chunk", "text": chunk, "offset": offset, "end": run.body.size}
         run.kernel.observe(Observation(heinzel=run.held.id, turn=state.turn, body=delta))
 
-    history: list[Any] = [user_message(*context.messages)]
+    history: list[Any] = journal.history() or [user_message(*context.messages)]
     usage = TokenUsage()
     attempts = 0
     started = len([e for e in run.held.scan.events if e.kind == "attempt.started"])
@@ -154,6 +168,8 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
                 outcomes=("lessons", "nothing") if approval else None,
                 budget=left,
                 wait_check=situation,
+                toolset=journal.toolset(),
+                recorded=journal.history,
             )
             usage += result.usage
             attempts += result.attempts

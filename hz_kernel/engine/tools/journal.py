@@ -1,0 +1,292 @@
+"""Every tool call of a think step, journalled before it runs and settled after a crash.
+
+One call, in order: the messages the model has sent so far (``tool_messages``)
+and the call with its arguments (``tool_call``) go to the turn body and are
+synced; ``tool.started`` (name, argument hash, ``replay_safe``) is durable in
+the spine; the tool runs; its whole result (``tool_result``) goes to the body;
+``tool.finished`` (result hash, size, truncated flag or error code) closes it.
+Arguments and results stay out of the spine; the model gets the result's
+head and tail (``base.bounded``).
+
+A call is known by its place in the step's conversation (``call``: the n-th
+tool call the model made), which is the same when the step is resumed from
+the recorded messages. Resumed after a crash, a call that has a result in the
+body is answered from it and never run again; one that started without a
+result runs again when the tool is replay-safe, and otherwise is settled
+``tool.interrupted`` and the model is told so (``HZE069``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.tools import RunContext, Tool
+from pydantic_ai.toolsets import FunctionToolset
+
+from hz_kernel import crashpoints
+from hz_kernel.adapters.sources import canonical_json, sha256_hex
+from hz_kernel.engine.attempts import messages_from_json, messages_to_json
+from hz_kernel.engine.tools.base import (
+    BAD_ARGUMENTS,
+    INTERRUPTED,
+    NOT_GRANTED,
+    ToolRegistry,
+    ToolSpec,
+    bounded,
+    describe,
+)
+from hz_kernel.engine.tools.grant import Grant
+from hz_kernel.errors import HzError
+from hz_kernel.observe import Observation
+from hz_kernel.store.envelope import Event
+from hz_kernel.vocabulary import ToolFinished, ToolInterrupted, ToolStarted
+
+if TYPE_CHECKING:
+    from hz_kernel.engine.runner import TurnRunner
+    from hz_kernel.engine.state import TurnState
+
+#: Body records of tool calls, in the order one call writes them.
+MESSAGES, CALL, RESULT = "tool_messages", "tool_call", "tool_result"
+
+
+def scope(events: Sequence[Event], turn: str) -> list[Event]:
+    """The turn's events since its think step last began afresh: a wait ends that step (the
+    turn thinks again from its inputs), a crash does not (it is resumed)."""
+    mine = [event for event in events if event.turn == turn]
+    starts = [
+        n
+        for n, event in enumerate(mine)
+        if event.kind == "turn.started"
+        or (event.kind == "turn.resumed" and event.data.get("woken_by") != "restart")
+    ]
+    return mine[starts[-1] :] if starts else mine
+
+
+def since_context(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The body records written since the think step last built its context."""
+    last = max((n for n, r in enumerate(records) if r.get("type") == "context"), default=-1)
+    return list(records[last + 1 :])
+
+
+def tool_calls_began(events: Sequence[Event], turn: str) -> bool:
+    """Whether the think step under way already journalled a tool call (so it is resumed from
+    its recorded messages, not begun again)."""
+    return any(event.kind == ToolStarted.kind for event in scope(events, turn))
+
+
+class ToolJournal:
+    """Runs one think step's tool calls for the model: granted, journalled, bounded, resumable."""
+
+    def __init__(
+        self,
+        run: TurnRunner,
+        state: TurnState,
+        registry: ToolRegistry,
+        grant: Grant,
+        records: Sequence[dict[str, Any]],
+    ) -> None:
+        self.run = run
+        self.turn = state.turn
+        self.registry = registry
+        self.grant = grant
+        self.results: dict[int, dict[str, Any]] = {}
+        self.messages: list[dict[str, Any]] = []
+        for record in since_context(records):
+            if record.get("type") == MESSAGES:
+                self.messages.extend(record.get("messages") or [])
+            elif record.get("type") == RESULT:
+                self.results[int(record["call"])] = record
+        self.started: set[int] = set()
+        self.closed: set[int] = set()
+        for event in scope(run.held.scan.events, state.turn):
+            if event.kind == ToolStarted.kind:
+                self.started.add(int(event.data["call"]))
+            elif event.kind in (ToolFinished.kind, ToolInterrupted.kind):
+                self.closed.add(int(event.data["call"]))
+
+    def history(self) -> list[ModelMessage]:
+        """The conversation as recorded up to the last model answer that called tools."""
+        return messages_from_json(self.messages) if self.messages else []
+
+    def toolset(self) -> FunctionToolset[Any]:
+        """Every registered tool, each run through this journal; one at a time, in call order,
+        so the spine reads the same on every run."""
+        tools = [
+            Tool.from_schema(
+                self._caller(spec),
+                name=spec.name,
+                description=self._describe(spec),
+                json_schema=spec.args.model_json_schema(),
+                takes_ctx=True,
+                sequential=True,
+            )
+            for spec in self.registry
+        ]
+        return FunctionToolset(tools)
+
+    def _describe(self, spec: ToolSpec) -> str:
+        if spec.capability not in self.grant.capabilities:
+            return describe(spec, None)
+        grant = self.grant
+        named: tuple[object, ...] = {
+            "files:read": (*grant.folders, *grant.files),
+            "git:read": grant.repos,
+            "http:read": grant.urls,
+            "heinzels:read": tuple(f"{h}:{o}" for h, o in grant.upstreams),
+            "documents:read": tuple(k.asset for k in grant.kept),
+        }.get(spec.capability, ())
+        return describe(spec, [str(root) for root in named])
+
+    def _caller(self, spec: ToolSpec) -> Any:
+        async def call(ctx: RunContext[Any], **arguments: Any) -> dict[str, Any]:
+            return await self.call(spec, ctx, arguments)
+
+        return call
+
+    async def call(
+        self, spec: ToolSpec, ctx: RunContext[Any], arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run one call the model made, or settle it from the record of an earlier run."""
+        number = _ordinal(ctx.messages, ctx.tool_call_id)
+        call_id = str(ctx.tool_call_id or "")
+        self._record_messages(ctx.messages)
+        body = self.run.body
+        assert body is not None
+        if number in self.results:
+            record = self.results[number]
+            if number not in self.closed:
+                await self._finished(record, found=True)
+            return _answer(record)
+        if number in self.started and number not in self.closed and not spec.replay_safe:
+            record = {
+                "call": number,
+                "call_id": call_id,
+                "tool": spec.name,
+                "error": INTERRUPTED,
+                "message": "the process stopped while this call ran; it is not run again, "
+                "so whatever it did may or may not have happened",
+            }
+            self._write(RESULT, record)
+            await self.run.held.append(
+                ToolInterrupted(call=number, call_id=call_id, tool=spec.name), turn=self.turn
+            )
+            self.results[number] = record
+            self.closed.add(number)
+            return _answer(record)
+        rerun = number in self.started
+        self._write(
+            CALL, {"call": number, "call_id": call_id, "tool": spec.name, "args": arguments}
+        )
+        await self.run.held.append(
+            ToolStarted(
+                call=number,
+                call_id=call_id,
+                tool=spec.name,
+                args_hash=sha256_hex(canonical_json(arguments)),
+                replay_safe=spec.replay_safe,
+                rerun=rerun,
+            ),
+            turn=self.turn,
+        )
+        self.started.add(number)
+        record = {"call": number, "call_id": call_id, "tool": spec.name}
+        try:
+            result = await self._perform(spec, arguments)
+            crashpoints.reached("tool:before-result")
+        except HzError as exc:
+            record.update(error=exc.code, message=exc.one_line())
+        else:
+            shown, truncated = bounded(result)
+            record.update(result=result, truncated=truncated, size=len(result))
+            if truncated:
+                record["shown"] = shown
+        self._write(RESULT, record)
+        self.results[number] = record
+        await self._finished(record, found=False)
+        return _answer(record)
+
+    async def _perform(self, spec: ToolSpec, arguments: dict[str, Any]) -> str:
+        if spec.capability not in self.grant.capabilities:
+            raise HzError(
+                NOT_GRANTED,
+                f"{spec.name} needs {spec.capability}, which this heinzel's contract does not "
+                "require",
+                spec.name,
+            )
+        try:
+            args = spec.args.model_validate(arguments)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "arguments"
+            raise HzError(BAD_ARGUMENTS, f"{where}: {first['msg']}", spec.name) from None
+        return await asyncio.to_thread(spec.run, args, self.grant)
+
+    async def _finished(self, record: dict[str, Any], *, found: bool) -> None:
+        result = str(record.get("result") or "")
+        await self.run.held.append(
+            ToolFinished(
+                call=int(record["call"]),
+                call_id=str(record.get("call_id") or ""),
+                tool=str(record["tool"]),
+                result_hash=sha256_hex(result) if "error" not in record else None,
+                size=len(result),
+                truncated=bool(record.get("truncated")),
+                error=record.get("error"),
+                found_on_resume=found,
+            ),
+            turn=self.turn,
+        )
+        self.closed.add(int(record["call"]))
+
+    def _record_messages(self, messages: Sequence[ModelMessage]) -> None:
+        """The conversation so far, in the body before the call it led to: a resume begins there."""
+        if len(messages) <= len(self.messages):
+            return
+        fresh = messages_to_json(messages[len(self.messages) :])
+        body = self.run.body
+        assert body is not None
+        body.write(MESSAGES, messages=fresh)
+        self.messages.extend(fresh)
+
+    def _write(self, record_type: str, fields: dict[str, Any]) -> None:
+        """A durable body record, told to live readers (the live turn shows each call)."""
+        body = self.run.body
+        assert body is not None
+        offset = body.size
+        body.write(record_type, **fields)
+        body.sync()
+        delta = {"type": record_type, **_shown_fields(fields), "offset": offset, "end": body.size}
+        self.run.kernel.observe(Observation(heinzel=self.run.held.id, turn=self.turn, body=delta))
+
+
+def _shown_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """What a live reader gets of a record: the result as the model got it, never more."""
+    shown = {k: v for k, v in fields.items() if k not in ("result", "shown")}
+    if "result" in fields:
+        shown["shown"] = fields.get("shown", fields["result"])
+    return shown
+
+
+def _answer(record: dict[str, Any]) -> dict[str, Any]:
+    """What the model gets back: the bounded result, or the error's code and line."""
+    if "error" in record:
+        return {"tool": record["tool"], "error": record["error"], "message": record["message"]}
+    return {
+        "tool": record["tool"],
+        "result": record.get("shown", record["result"]),
+        "truncated": record["truncated"],
+        "size": record["size"],
+    }
+
+
+def _ordinal(messages: Sequence[ModelMessage], call_id: str | None) -> int:
+    """The place of a call among all tool calls of the conversation (0 for the first)."""
+    responses = [m for m in messages if isinstance(m, ModelResponse)]
+    earlier = sum(1 for m in responses[:-1] for part in m.parts if isinstance(part, ToolCallPart))
+    last = [part for part in responses[-1].parts if isinstance(part, ToolCallPart)]
+    index = next((n for n, part in enumerate(last) if part.tool_call_id == call_id), len(last))
+    return earlier + index
