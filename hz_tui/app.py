@@ -71,6 +71,8 @@ FIRST_ROWS_WAIT_S = 0.25
 #: How long work beside the cockpit may take to wind down after the cockpit closed.
 BESIDE_GRACE_S = 3.0
 
+#: How long a problem with the cockpit's own settings (``cockpit.json``) stays on screen.
+SETTINGS_NOTICE_S = 30.0
 #: How often a cockpit waiting to quit looks whether the daemon's turns have ended.
 QUIT_POLL_S = 0.5
 #: How long the link may be lost before the cockpit says how to start a daemon.
@@ -182,14 +184,15 @@ class CockpitApp(App[int]):
         self.screen_change_signal.subscribe(self, self.on_screen_change)
         self.set_keymap(self.keymap_overrides)
         self.ticker.start()
-        for problem in [*self.prefs_problems, *self.keymap_problems]:
-            if problem:
-                self.notify(problem, severity="warning")
         # The first frame waits (a little) for the rows, so it is drawn once, with them.
         listing = asyncio.ensure_future(self.first_rows())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(listing), FIRST_ROWS_WAIT_S)
         self.push_screen(HomeScreen())
+        # Said over the first frame, and left long enough to be read there (F5 keeps them).
+        for problem in [*self.prefs_problems, *self.keymap_problems]:
+            if problem:
+                self.notify(problem, severity="warning", timeout=SETTINGS_NOTICE_S)
         self.start(listing)
         self.keep_linked()
 

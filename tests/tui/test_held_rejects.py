@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hz_kernel.client import LocalClient
-from hz_tui.app import CockpitApp
+from hz_tui.app import SETTINGS_NOTICE_S, CockpitApp
 from hz_tui.held_rejects import HeldRejects
 from hz_tui.settings import prefs_path
 from tests.tui import worlds
@@ -115,6 +115,10 @@ async def test_attack3_a_fifo_where_a_cockpit_file_belongs_never_hangs_the_start
         await app.warmed.wait()
         if where == "cockpit.json":
             await until(lambda: any("HZS090" in n.message for n in app.notices.history))
+            said = next(n for n in app.notices.history if "HZS090" in n.message)
+            assert said.toast is not None and said.toast.timeout == SETTINGS_NOTICE_S, (
+                "left on screen long enough to be read (attack pass: it went before one looked)"
+            )
         screen = await open_desk(pilot, 3)
         screen.undo_seconds = 3600
         await pilot.press("x")  # the FIFO is replaced by a real file: the hold works
