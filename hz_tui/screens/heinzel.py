@@ -183,6 +183,10 @@ class HeinzelScreen(Screen[None]):
         self.query_one(Timeline).show(detail.turns)
         self.query_one(LessonList).show(detail.lessons)
         self.query_one(CostPanel).show(detail.cost_month)
+        damaged_as = detail.heinzel.name if detail.heinzel.damaged else None
+        if self.turn_panel.damaged_as != damaged_as:
+            self.turn_panel.damaged_as = damaged_as
+            self.turn_panel.redraw()
         self.refresh_bindings()
 
     def on_tick(self, now: datetime) -> None:

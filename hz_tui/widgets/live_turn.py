@@ -49,6 +49,9 @@ class LiveTurnPanel(Vertical):
         super().__init__(id=id)
         self.follower = TurnFollower()
         self.palette = Palette()
+        self.damaged_as: str | None = None
+        """The heinzel's name while its spine is damaged: past the break nothing is read, so a
+        turn that looks running may have ended; the panel says so instead of "running"."""
 
     @property
     def live(self) -> LiveTurn:
@@ -82,7 +85,7 @@ class LiveTurnPanel(Vertical):
         self.redraw()
 
     def redraw(self) -> None:
-        self.query_one(StepLine).show(self.live, self.palette)
+        self.query_one(StepLine).show(self.live, self.palette, damaged_as=self.damaged_as)
         ledger = self.query_one(EffectLedger)
         ledger.show(list(self.live.effects.values()))
         ledger.display = bool(self.live.effects)

@@ -23,7 +23,17 @@ HALT_MARKS = {"failed": "✗", "abandoned": "■"}
 class StepLine(Static):
     """Two lines: the steps as a strip, then how the turn stands."""
 
-    def show(self, live: LiveTurn, palette: Palette) -> None:
+    def show(self, live: LiveTurn, palette: Palette, *, damaged_as: str | None = None) -> None:
+        if damaged_as is not None and live.status != "finished":
+            self.update(
+                Text.assemble(
+                    ("The spine is damaged: ", palette.bad + BOLD),
+                    "what happened after the break is not read, so this turn may have ended. ",
+                    (f"hz heinzel verify {damaged_as}", "bold"),
+                    " says where; --accept goes on from there.",
+                )
+            )
+            return
         if live.turn is None:
             self.update(Text("No turn has run yet.", style="dim"))
             return

@@ -30,7 +30,7 @@ from hz_tui.widgets.preview import HeinzelPreview
 from hz_tui.widgets.status_line import StatusLine
 from tests.tui import homes, worlds
 from tests.tui.kernels import PassThrough, embedded_client
-from tests.tui.test_cockpit import SIZE, text_of, until
+from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 from tests.tui.test_terminals import key_bar_text
 
 
@@ -405,17 +405,23 @@ async def test_s6_a_long_pasted_filter_is_echoed_cut_and_inert_and_the_preview_m
         await until(lambda: not empty.display and preview_text(app) == before)
 
 
+def damage(home: Home, heinzel: int, *, seq: int) -> Path:
+    """Edit one line of a fixture heinzel's spine by hand, so its chain breaks there."""
+    spine = home.heinzel_dir(homes.heinzel_id(heinzel)) / "session.jsonl"
+    lines = spine.read_bytes().splitlines(keepends=True)
+    lines[seq - 1] = lines[seq - 1].replace(b'"seq":%d' % seq, b'"seq":%d,"x":1' % seq, 1)
+    assert b'"x":1' in lines[seq - 1]
+    spine.write_bytes(b"".join(lines))
+    return spine
+
+
 async def test_attack_a_damaged_heinzel_says_what_broke_where_and_what_to_run(
     cockpit_home: Home,
 ) -> None:
     """Attack pass: a heinzel whose spine was edited by hand showed only "damaged". The
     preview now gives the check's code, the line (seq and byte) and the spine's path, and
     the command that accepts the break."""
-    spine = cockpit_home.heinzel_dir(homes.heinzel_id(1)) / "session.jsonl"
-    lines = spine.read_bytes().splitlines(keepends=True)
-    lines[2] = lines[2].replace(b'"seq":3', b'"seq":3,"x":1', 1)
-    assert b'"x":1' in lines[2]
-    spine.write_bytes(b"".join(lines))
+    spine = damage(cockpit_home, 1, seq=3)
     client = await LocalClient.open(cockpit_home)
     try:
         app = CockpitApp(cockpit_home, client, live=False)
@@ -428,6 +434,28 @@ async def test_attack_a_damaged_heinzel_says_what_broke_where_and_what_to_run(
             shown = preview_text(app)
             assert "seq 3" in shown and str(spine) in "".join(shown.split())
             assert "hz heinzel verify weekly-report --accept" in shown
+    finally:
+        await client.close()
+
+
+async def test_a_damaged_heinzels_page_never_shows_its_turn_as_running(
+    cockpit_home: Home,
+) -> None:
+    """Attack pass: with its spine damaged, a heinzel's page showed a stale "running" turn
+    (nothing past the break is read). The live panel now says the spine is damaged, and the
+    command that says where."""
+    damage(cockpit_home, 5, seq=2)
+    client = await LocalClient.open(cockpit_home)
+    try:
+        app = CockpitApp(cockpit_home, client, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            page = await open_page(pilot, homes.heinzel_id(5))
+            await until(lambda: page.detail is not None and page.detail.heinzel.damaged)
+            steps = page.turn_panel.query_one("#steps", Static)
+            await until(lambda: "spine is damaged" in text_of(steps))
+            assert "hz heinzel verify release-notes" in text_of(steps)
+            assert "running" not in text_of(steps)
     finally:
         await client.close()
 
