@@ -6,23 +6,32 @@ from pathlib import Path
 
 import pytest
 
+from hz_kernel.api import NewHeinzel, TurnReport
 from hz_kernel.engine.steps.act import EDITS_WAIT
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from tests.support.homes import digest_contract, make_world
+from tests.support.homes import World, digest_contract, make_world
 
 
-async def test_edits_to_a_pending_draft_survive_a_new_draft_until_the_user_decides(
+async def drafted_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[World, Kernel, NewHeinzel, TurnReport]:
+    """A digest heinzel, approved, that drafted once at 09:00 (its draft pending)."""
     monkeypatch.setenv("HZ_NOW", "2026-12-01T09:00:00Z")
     world = make_world(tmp_path)
-    digest = world.reports / "digest.md"
     kernel = await Kernel.open(Home.resolve(world.home))
     made = await kernel.new(text=digest_contract())
     await kernel.approve(ref=made.id)
     first = await kernel.wake(ref=made.id)
     assert first.disposition == "drafted"
+    return world, kernel, made, first
+
+
+async def test_edits_to_a_pending_draft_survive_a_new_draft_until_the_user_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, kernel, made, first = await drafted_once(tmp_path, monkeypatch)
+    digest = world.reports / "digest.md"
     edited = (
         digest.read_text()
         .replace("- shipped search\n", "- shipped search (beta, 10% of users)\n")
@@ -48,3 +57,33 @@ async def test_edits_to_a_pending_draft_survive_a_new_draft_until_the_user_decid
     await kernel.close()
     assert "paid the invoices" in text and text.count("<!-- hz:begin ") == 1
     assert world.kinds(made.id).count("draft.placed") == 2
+
+
+async def test_a_second_move_while_a_turn_waits_on_the_edits_supersedes_the_older_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edits-wait helper found two turns parked on one edited draft, the older never
+    resumed. A turn that parks (or places a draft) ends the older parked turn: abandoned,
+    reason superseded; only the newest waits, and the approval resumes it."""
+    world, kernel, made, first = await drafted_once(tmp_path, monkeypatch)
+    digest = world.reports / "digest.md"
+    digest.write_text(digest.read_text().replace("- shipped search\n", "- shipped search!\n"))
+    for hour, note in ((10, "paid the invoices"), (11, "booked the venue")):
+        (world.notes / f"note{hour}.md").write_text(f"# Note\n- {note}\n")
+        monkeypatch.setenv("HZ_NOW", f"2026-12-01T{hour}:00:00Z")
+        await kernel.tick_once()
+
+    spine = world.spine(made.id)
+    waited = [e["turn"] for e in spine if e["kind"] == "turn.waiting"]
+    assert len(waited) == 2 and first.turn not in waited
+    older, newer = waited
+    (ended,) = [e["data"] for e in spine if e["kind"] == "turn.finished" and e["turn"] == older]
+    assert (ended["disposition"], ended["reason"]) == ("abandoned", "superseded")
+
+    await kernel.approve(ref=made.id)
+    await kernel.tick_once()
+    text = digest.read_text()
+    await kernel.close()
+    finished = {e["turn"]: e["data"] for e in world.spine(made.id) if e["kind"] == "turn.finished"}
+    assert finished[newer]["disposition"] == "drafted"
+    assert "booked the venue" in text and "paid the invoices" in text

@@ -23,10 +23,10 @@ from hz_kernel.engine.outcome import (
     WaitOutcome,
     quotes_document,
 )
-from hz_kernel.engine.state import TurnState
+from hz_kernel.engine.state import TurnState, load_state
 from hz_kernel.engine.wakes import draft_key
 from hz_kernel.errors import HzError
-from hz_kernel.store.bodies import read_body
+from hz_kernel.store.bodies import BodyWriter, read_body
 from hz_kernel.vocabulary import (
     DraftPlaced,
     DraftSuperseded,
@@ -61,6 +61,7 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
         if edited is not None:
             return await _wait_for_decision(run, state, edited)
         await _place_draft(run, state, outcome)
+        await _supersede_parked(run, state)
     elif isinstance(outcome, LessonsOutcome):
         known = set(run.held.projection.lessons)
         active = {
@@ -136,8 +137,38 @@ async def _wait(
     until = until or now_utc() + timedelta(days=run.settings.heinzel.max_wait_days)
     await run.held.append(StepDone(step="act", report=report), turn=state.turn)
     state.done.append("act")
+    await _supersede_parked(run, state)
     await run.held.append(TurnWaiting(step="act", until=until, on=on), turn=state.turn)
     return True
+
+
+async def _supersede_parked(run: TurnRunner, state: TurnState) -> None:
+    """End every other turn of this heinzel still parked: abandoned, reason ``superseded``.
+
+    A turn that placed a newer draft, or parks in its turn, has made an older
+    parked turn's plans stale; resumed, that turn would act on a version of
+    the work that is gone (and only the newest parked turn is ever woken).
+    """
+    events = run.held.scan.events
+    last: dict[str, str] = {}
+    for event in events:
+        if event.turn and event.kind in _LIFECYCLE:
+            last[event.turn] = event.kind
+    for turn, kind in last.items():
+        if kind != "turn.waiting" or turn == state.turn:
+            continue
+        parked = load_state(events, turn)
+        if parked is None:
+            continue
+        ender = type(run)(run.kernel, run.held)
+        ender.body = BodyWriter(run.held.dir, turn)
+        try:
+            await ender.abandon(parked, "superseded")
+        finally:
+            ender.body.close()
+
+
+_LIFECYCLE = frozenset({"turn.started", "turn.resumed", "turn.waiting", "turn.finished"})
 
 
 def _edited_pending(run: TurnRunner, state: TurnState) -> str | None:
@@ -175,6 +206,7 @@ async def _wait_for_decision(run: TurnRunner, state: TurnState, key: str) -> boo
     """
     await run.held.append(StepDone(step="act", report=EDITS_WAIT), turn=state.turn)
     state.done.append("act")
+    await _supersede_parked(run, state)
     await run.held.append(
         TurnWaiting(step="act", on={"kind": "approval", "key": key}), turn=state.turn
     )
