@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,6 +37,8 @@ class HeinzelSettings(_Section):
 
 class ModelSettings(_Section):
     default: str = "local"
+    windows: dict[str, Annotated[int, Field(ge=1024, le=100_000_000)]] = {}
+    """Context windows in tokens by model spec, over the known ones (``engine.window``)."""
 
 
 class DaemonSettings(_Section):

@@ -382,6 +382,19 @@ class SummaryWritten(EventData):
     covers_through_seq: int
 
 
+class ContextPrepared(EventData):
+    """What the think step will ask the model with, by size: the estimate against the window."""
+
+    kind: ClassVar[str] = "context.prepared"
+    model: str
+    estimate_tokens: int
+    window_tokens: int | None = None
+    """None when the model's window is not known (a server's own setting, no override)."""
+    budget_tokens: int | None = None
+    compacted: bool = False
+    reason: Literal["budget", "overflow"] | None = None
+
+
 class ContextEdit(EventData):
     kind: ClassVar[str] = "context.edit"
     target: str

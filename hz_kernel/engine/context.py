@@ -191,11 +191,14 @@ def build_context(
     extra: Sequence[str] = (),
     keep_turns: int = 5,
     situation: Situation | None = None,
+    turn: str | None = None,
 ) -> Context:
     """The instructions and user messages of a turn; ``before_seq`` is its ``turn.started``.
 
     ``inputs`` is None for a turn that reads no inputs (an approval turn, whose
-    material comes in ``extra``).
+    material comes in ``extra``). A summary the turn itself wrote (``turn``:
+    its id; the think step compacts when the context would not fit) stands
+    in for the history as one written before it would.
     """
     parts = [("framing", FRAMING), ("contract", render_contract(contract, version))]
     lessons = active_lessons(events, lessons_seq)
@@ -206,9 +209,7 @@ def build_context(
     hidden = _hidden(events)
     summary: Event | None = None
     for event in events:
-        if event.seq >= before_seq:
-            break
-        if event.kind == "summary.written":
+        if event.kind == "summary.written" and (event.seq < before_seq or event.turn == turn):
             summary = event
     messages: list[tuple[str, str]] = []
     if summary is not None:

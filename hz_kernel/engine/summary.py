@@ -21,14 +21,11 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     """Past the budget, end the turn with a summary in the fixed shape, chained to the last.
 
     The budget is ``summary_after_turns`` turns or ``summary_after_chars``
-    characters of history since the last summary. The summary's model call
-    is recorded as ``usage`` (spend outside the turn's own think step).
+    characters of history since the last summary.
     """
     events = run.held.scan.events
     last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
     since = last.seq if last is not None else 0
-    if any(e.kind == "summary.written" and e.turn == state.turn for e in events):
-        return
     ended = [
         e
         for e in events
@@ -37,8 +34,26 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     lines = [line for e in events if e.seq > since and (line := event_line(e))]
     settings = run.settings.heinzel
     over = len(ended) + 1 >= settings.summary_after_turns
-    if not over and sum(len(line) for line in lines) < settings.summary_after_chars:
-        return
+    if over or sum(len(line) for line in lines) >= settings.summary_after_chars:
+        await summarise(run, state)
+
+
+async def summarise(run: TurnRunner, state: TurnState) -> bool:
+    """Write a summary of the history since the last one, in the fixed shape, chained to it;
+    True when one was written. Once per turn: the think step compacts with it when the
+    context would not fit the model's window, and the turn's end when history grew long.
+
+    The summary's model call is recorded as ``usage`` (spend outside the turn's own
+    think step).
+    """
+    events = run.held.scan.events
+    if any(e.kind == "summary.written" and e.turn == state.turn for e in events):
+        return False
+    last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
+    since = last.seq if last is not None else 0
+    lines = [line for e in events if e.seq > since and (line := event_line(e))]
+    if not lines:
+        return False
     contract = run.contract(state)
     asset = next(iter(contract.assets), contract.name)
     messages = []
@@ -69,7 +84,7 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     )
     outcome = result.outcome
     if not isinstance(outcome, SummaryOutcome):
-        return
+        return False
     assert run.body is not None
     run.body.write("summary", outcome=outcome.model_dump(mode="json"))
     run.body.sync()
@@ -97,3 +112,4 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
         ),
         turn=state.turn,
     )
+    return True

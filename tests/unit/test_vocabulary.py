@@ -13,7 +13,8 @@ from hz_kernel.vocabulary import KINDS, MIGRATIONS, migrate
 
 PINNED_KINDS = [
     "amendment.declined", "amendment.proposed", "approval.observed", "attempt.failed",
-    "attempt.retry", "attempt.started", "chain.accepted", "context.edit", "contract.amended",
+    "attempt.retry", "attempt.started", "chain.accepted", "context.edit", "context.prepared",
+    "contract.amended",
     "contract.approved", "contract.proposed", "draft.placed", "draft.rejected",
     "draft.superseded", "effect.done", "effect.failed", "effect.interrupted", "effect.started",
     "heinzel.created", "heinzel.paused", "heinzel.renamed", "heinzel.retired",

@@ -5,9 +5,10 @@ never asked for again."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -18,6 +19,7 @@ from hz_kernel.adapters.sources import sha256_hex
 from hz_kernel.clock import now_utc
 from hz_kernel.engine.attempts import (
     AttemptInfo,
+    ContextOverflow,
     ModelOutputInvalid,
     ModelRefused,
     ModelUnavailable,
@@ -30,15 +32,23 @@ from hz_kernel.engine.attempts import (
     user_message,
 )
 from hz_kernel.engine.caps import check_caps, token_budget
-from hz_kernel.engine.context import Situation, build_context
+from hz_kernel.engine.context import Context, Situation, build_context
 from hz_kernel.engine.state import TurnState
 from hz_kernel.engine.steps.finish import finish
+from hz_kernel.engine.summary import summarise
 from hz_kernel.engine.tools import TOOLS, Grant
 from hz_kernel.engine.tools.journal import ToolJournal, tool_calls_began
+from hz_kernel.engine.window import Window, estimate_tokens, window_for
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
-from hz_kernel.vocabulary import AttemptFailed, AttemptRetry, AttemptStarted, StepDone
+from hz_kernel.vocabulary import (
+    AttemptFailed,
+    AttemptRetry,
+    AttemptStarted,
+    ContextPrepared,
+    StepDone,
+)
 
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
@@ -71,25 +81,32 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
             )
         )
     situation = None if approval else _situation(run, state)
-    context = build_context(
-        contract=contract,
-        version=state.version,
-        events=run.held.scan.events,
-        before_seq=state.started.seq,
-        lessons_seq=int(state.started.data.get("lessons_seq") or 0),
-        inputs=None
-        if approval
-        else [
-            FramedInput(name=i["name"], source=i["source"], content=i["content"], moved=i["moved"])
-            for i in state.inputs
-        ],
-        output=output,
-        requests=requests,
-        approved_text=None if approval else _last_approved_text(run),
-        extra=extra,
-        keep_turns=run.settings.heinzel.summary_keep_turns,
-        situation=situation,
-    )
+
+    def prepare() -> Context:
+        return build_context(
+            contract=contract,
+            version=state.version,
+            events=run.held.scan.events,
+            before_seq=state.started.seq,
+            lessons_seq=int(state.started.data.get("lessons_seq") or 0),
+            inputs=None
+            if approval
+            else [
+                FramedInput(
+                    name=i["name"], source=i["source"], content=i["content"], moved=i["moved"]
+                )
+                for i in state.inputs
+            ],
+            output=output,
+            requests=requests,
+            approved_text=None if approval else _last_approved_text(run),
+            extra=extra,
+            keep_turns=run.settings.heinzel.summary_keep_turns,
+            situation=situation,
+            turn=state.turn,
+        )
+
+    context = prepare()
     spec = contract.hz.agent.model or run.settings.model.default
     size = len(context.instructions.encode()) + sum(len(m.encode()) for m in context.messages)
     max_tokens = contract.hz.agent.max_tokens
@@ -116,7 +133,12 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     # it recorded; any other begins again from a context built now.
     resuming = tool_calls_began(run.held.scan.events, state.turn)
     journal = ToolJournal(run, state, TOOLS, grant, records if resuming else [])
+    window = window_for(spec, run.settings.model.windows)
     if not journal.messages:
+        context = await _fitted(run, state, context, prepare, window, journal.described(), spec)
+        if context is None:
+            reason = "context_too_large: even compacted, it is over the model's window"
+            return await finish(run, state, "failed", reason=reason, step="think")
         run.body.write("context", **context.record())
         run.body.sync()
 
@@ -151,26 +173,46 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     usage = TokenUsage()
     attempts = 0
     started = len([e for e in run.held.scan.events if e.kind == "attempt.started"])
+    overflowed = False
     try:
         while True:
             left = budget.left(usage)
             if left is None:
                 raise TokenCapReached("no tokens left to answer steering", usage=TokenUsage())
-            result = await run_model_step(
-                model=model,
-                instructions=context.instructions,
-                messages=history,
-                on_attempt=on_attempt,
-                on_chunk=on_chunk,
-                on_retry=on_retry,
-                admit=run.admit_attempt,
-                steering=run.steer,
-                outcomes=("lessons", "nothing") if approval else None,
-                budget=left,
-                wait_check=situation,
-                toolset=journal.toolset(),
-                recorded=journal.history,
-            )
+            try:
+                result = await run_model_step(
+                    model=model,
+                    instructions=context.instructions,
+                    messages=history,
+                    on_attempt=on_attempt,
+                    on_chunk=on_chunk,
+                    on_retry=on_retry,
+                    admit=run.admit_attempt,
+                    steering=run.steer,
+                    outcomes=("lessons", "nothing") if approval else None,
+                    budget=left,
+                    wait_check=situation,
+                    toolset=journal.toolset(),
+                    recorded=journal.history,
+                )
+            except ContextOverflow as exc:
+                # Once per step, and only before any tool call (a fresh conversation would
+                # number its calls anew): compact the history, then ask once more.
+                if overflowed or tool_calls_began(run.held.scan.events, state.turn):
+                    raise
+                overflowed = True
+                await _attempt_failed(run, state, exc.code, exc.message, 0)
+                tools = journal.described()
+                compacted = await _fitted(run, state, None, prepare, window, tools, spec)
+                if compacted is None:
+                    return await finish(
+                        run, state, "failed", reason=exc.one_line()[:500], step="think"
+                    )
+                context = compacted
+                run.body.write("context", **context.record())
+                run.body.sync()
+                history = [user_message(*context.messages)]
+                continue
             usage += result.usage
             attempts += result.attempts
             late = await run.steer() if run.steer is not None else []
@@ -222,6 +264,49 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     )
     state.done.append("think")
     return None
+
+
+async def _fitted(
+    run: TurnRunner,
+    state: TurnState,
+    context: Context | None,
+    prepare: Callable[[], Context],
+    window: Window,
+    tools: str,
+    spec: str,
+) -> Context | None:
+    """The context to ask with, compacted first when it would not fit; None if it cannot fit.
+
+    Given a ``context``, it is compacted (a summary, then built again) only
+    when its estimate is over a known window's budget; given none, the
+    provider said the last one overflowed, and it is compacted in any case.
+    Either way ``context.prepared`` records the estimate the model is asked
+    with. A window that is not known never refuses a context.
+    """
+    estimate = (
+        0
+        if context is None
+        else estimate_tokens(window, context.instructions, context.messages, tools)
+    )
+    reason: Literal["budget", "overflow"] | None = None
+    if context is None or (window.known and estimate > window.budget):
+        reason = "budget" if context is not None else "overflow"
+        if not await summarise(run, state) and context is None:
+            return None
+        context = prepare()
+        estimate = estimate_tokens(window, context.instructions, context.messages, tools)
+    await run.held.append(
+        ContextPrepared(
+            model=spec,
+            estimate_tokens=estimate,
+            window_tokens=window.tokens if window.known else None,
+            budget_tokens=window.budget if window.known else None,
+            compacted=reason is not None,
+            reason=reason,
+        ),
+        turn=state.turn,
+    )
+    return context if estimate <= window.budget or not window.known else None
 
 
 def _situation(run: TurnRunner, state: TurnState) -> Situation:

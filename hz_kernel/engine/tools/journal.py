@@ -19,6 +19,7 @@ result runs again when the tool is replay-safe, and otherwise is settled
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +108,14 @@ class ToolJournal:
                 self.started.add(int(event.data["call"]))
             elif event.kind in (ToolFinished.kind, ToolInterrupted.kind):
                 self.closed.add(int(event.data["call"]))
+
+    def described(self) -> str:
+        """Every tool as the model is told of it (name, description, argument schema): its
+        share of the request, for the context's size."""
+        return "\n".join(
+            f"{spec.name}: {self._describe(spec)} {json.dumps(spec.args.model_json_schema())}"
+            for spec in self.registry
+        )
 
     def history(self) -> list[ModelMessage]:
         """The conversation as recorded up to the last model answer that called tools."""
