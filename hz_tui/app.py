@@ -73,6 +73,8 @@ BESIDE_GRACE_S = 3.0
 
 #: How long a problem with the cockpit's own settings (``cockpit.json``) stays on screen.
 SETTINGS_NOTICE_S = 30.0
+#: The header while the cockpit waits for the daemon's turns to end before it quits.
+QUITTING = "quits when the turns end"
 #: How often a cockpit waiting to quit looks whether the daemon's turns have ended.
 QUIT_POLL_S = 0.5
 #: How long the link may be lost before the cockpit says how to start a daemon.
@@ -263,12 +265,20 @@ class CockpitApp(App[int]):
     def on_resize(self, event: events.Resize) -> None:
         self.show_where(event.size.width)
 
+    def retitle(self, screen: Screen[Any], title: str) -> None:
+        """Give ``screen`` its title once its data came, and fit the header's suffix to it."""
+        screen.title = title
+        if screen is self.screen:
+            self.show_where()
+
     def show_where(self, width: int | None = None) -> None:
         """The header's suffix: the longest form of ``Link.where`` that fits beside the page's
         title (``Link.forms``), so "reconnecting…" and the kind of kernel never fall off."""
         title = self.screen.title if self.screen_stack and self.screen.title else self.title
         room = (self.size.width if width is None else width) - len(title) - len(" — ")
         forms = self.link.forms
+        if self._quit_when_idle is not None:  # said until it happens: the toast goes before
+            forms = [f"{QUITTING} · {form}" for form in forms] + [QUITTING]
         fitting = (form for form in forms if len(form) + HEADER_EDGES <= room)
         self.sub_title = next(fitting, forms[-1])
 
@@ -495,9 +505,11 @@ class CockpitApp(App[int]):
         if self._quit_when_idle is not None:
             self._quit_when_idle.stop()
             self._quit_when_idle = None
+            self.show_where()
         if choice == "wait":
             self.notify("Quitting when the running turns end; q asks again.", timeout=6)
             self._quit_when_idle = self.set_interval(QUIT_POLL_S, self._quit_if_idle)
+            self.show_where()
             return
         if choice == "cut" and self.daemon_ends_with_it:
             self.cut_names = self.awake_names()
@@ -708,8 +720,7 @@ async def run(
         elif app.cut_turns:
             cutting(client)
         elif app.cut_names:
-            they = "it is" if len(app.cut_names) == 1 else "they are"
-            say(f"the daemon stops with the cockpit: {_turns_of(app.cut_names)} {they} cut")
+            say(f"the daemon stops with the cockpit, cutting {_turns_of(app.cut_names)}")
         await settle()
         if app.link.current is not client:
             await app.link.current.close()

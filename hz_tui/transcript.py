@@ -277,11 +277,12 @@ class TranscriptModel:
         elif attempts or started:
             shown = attempts or [{"attempt": e["data"].get("attempt")} for e in started]
             # An attempt asked again after a restart has one record per ask: one line says so.
-            numbers = [attempt.get("attempt") for attempt in shown]
-            for number in dict.fromkeys(numbers):
-                again = numbers.count(number) - 1
+            numbers = [(attempt.get("request"), attempt.get("attempt")) for attempt in shown]
+            for request, number in dict.fromkeys(numbers):
+                again = numbers.count((request, number)) - 1
                 more = f" (asked again {again}× after a restart)" if again else ""
-                yield Line(f"→ attempt {number} asked{more}", "label", "attempts")
+                what = f"request {request}" if request is not None else f"attempt {number}"
+                yield Line(f"→ {what} asked{more}", "label", "attempts")
         # What went wrong comes after what was asked (a failure listed first read as if it
         # came before the request).
         for kind, template in ATTEMPT_LINES.items():
@@ -306,11 +307,12 @@ class TranscriptModel:
         yield from _heading("Tool calls")
         for event in events:
             if event["kind"] == "tool.started" and event["data"].get("rerun"):
-                call = event["data"].get("call")
+                call = int(event["data"].get("call") or 0) + 1
                 yield Line(f"call {call} ran again after a restart (replay-safe)", "dim", "tools")
         for record in calls:
             number = int(record.get("call", -1))
-            yield Line(f"call {number} · {tool_call_line(record)}", "label", f"tool{number}")
+            # Counted from 1 as the requests are (the journal counts from 0).
+            yield Line(f"call {number + 1} · {tool_call_line(record)}", "label", f"tool{number}")
             result = results.pop(number, None)
             if result is None:
                 yield Line("running…" if self.running else "no result", "dim", f"tool{number}")
@@ -323,7 +325,7 @@ class TranscriptModel:
                 )
         for number, result in results.items():
             # Settled on resume without running (an unsafe call a crash cut short).
-            yield Line(f"call {number} · {result.get('tool')}", "label", f"tool{number}")
+            yield Line(f"call {number + 1} · {result.get('tool')}", "label", f"tool{number}")
             yield Line(tool_result_line(result), "bad", f"tool{number}")
 
     def _outcome(self) -> Iterator[Line]:
@@ -375,7 +377,7 @@ class TranscriptModel:
             attempts = int(d.get("attempts") or 0)
             yield Line(
                 f"think: {d.get('tokens') or 0} tokens ({d.get('tokens_cached') or 0} cached), "
-                f"{_usd(d)} in {attempts} attempt{'' if attempts == 1 else 's'}",
+                f"{_usd(d)} in {attempts} model call{'' if attempts == 1 else 's'}",
                 "body",
                 "cost",
             )
@@ -455,8 +457,11 @@ def _exchange(
                 continue
             request += 1
             tries = [str(a.get("attempt")) for a in attempts if a.get("request") == request]
-            label = f"attempt {', '.join(tries)}" if tries else "attempt not recorded"
-            yield Line(f"→ request {request} ({label})", "label", f"request{request}")
+            # One try is the rule (a tool round is a new request, not a retry): only retries
+            # and requests the body has no record of say more.
+            label = f" (attempts {', '.join(tries)})" if len(tries) > 1 else ""
+            label = label if tries else " (attempt not recorded)"
+            yield Line(f"→ request {request}{label}", "label", f"request{request}")
             for part in parts:
                 yield from _request_part(part, context, f"request{request}")
         else:
@@ -482,7 +487,7 @@ def _request_part(part: dict[str, Any], context: list[str], block: str) -> Itera
             yield from _text(text, block)
     elif kind == "tool-return":
         yield Line(f"  tool result {part.get('tool_name')}:", "dim", block)
-        yield from _text(_plain(content), block)
+        yield from _text(_tool_result(content), block)
     elif kind == "retry-prompt":
         yield Line(f"  asked to try again ({part.get('tool_name') or 'output'}):", "bad", block)
         yield from _text(_plain(content), block)
@@ -503,6 +508,22 @@ def _answer_part(part: dict[str, Any], block: str) -> Iterator[Line]:
         yield from _text(rendered, block)
     elif kind in ("text", "thinking"):
         yield from _text(str(part.get("content", "")), block, "body" if kind == "text" else "dim")
+
+
+def _tool_result(content: object) -> str:
+    """A tool's result as the model got it: its text as text (a JSON envelope's ``result``
+    string, lines and all), what else the envelope says (cut short, an error) after it."""
+    data = content
+    if isinstance(content, str):
+        try:
+            data = json.loads(content)
+        except ValueError:
+            return content
+    if not isinstance(data, dict) or not isinstance(data.get("result"), str):
+        return _plain(content)
+    rest = {key: value for key, value in data.items() if key != "result"}
+    notes = ", ".join(f"{key}: {value}" for key, value in rest.items())
+    return data["result"] + (f"\n({notes})" if notes else "")
 
 
 def _plain(content: object) -> str:

@@ -50,6 +50,11 @@ class LiveTurn:
     causes: list[str] = field(default_factory=list)
     done: list[str] = field(default_factory=list)
     attempt: int = 0
+    requests: int = 0
+    """The model requests of the think step so far (a tool round is a request; a retry is not)."""
+    retries: int = 0
+    """Retries of the request under way."""
+    retrying: bool = False
     attempt_note: str = ""
     disposition: str | None = None
     reason: str | None = None
@@ -80,9 +85,15 @@ class LiveTurn:
             self.attempt_note = ""
         elif kind == "attempt.started":
             self.attempt = int(data.get("attempt") or 1)
+            if self.retrying:
+                self.retries += 1
+            else:
+                self.requests, self.retries = self.requests + 1, 0
+            self.retrying = False
             self.attempt_note = f"model {data['model']}" if data.get("model") else ""
         elif kind == "attempt.retry":
             self.attempt = int(data.get("attempt") or self.attempt)
+            self.retrying = True
             self.attempt_note = f"retry in {data.get('delay_ms', 0)} ms: {data.get('error', '')}"
         elif kind == "attempt.failed":
             self.attempt = int(data.get("attempt") or self.attempt)
@@ -117,6 +128,7 @@ class LiveTurn:
         otherwise it went through every step (the kernel only ends well after ``act``; a
         skipped turn skipped the rest, and ``finish`` is the ending itself)."""
         self.status = "finished"
+        self.attempt_note = ""  # the ending says how it went; the last note would repeat it
         self.disposition = data.get("disposition")
         if self.disposition in CUT_SHORT:
             self.halted_at = next((s for s in STEP_NAMES if s not in self.done), None)

@@ -91,7 +91,7 @@ class ContractScreen(Screen[None]):
         if self._page_gone():
             return
         self.view = self.shown = view
-        self.title = f"hz · {display.visible(view.name)} · contract"
+        self.cockpit.retitle(self, f"hz · {display.visible(view.name)} · contract")
         items = self.query_one(OptionList)
         items.clear_options()
         if view.pending is not None:

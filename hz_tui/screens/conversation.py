@@ -45,5 +45,5 @@ class ConversationScreen(SearchableScreen):
             return
         if not self.is_attached:
             return
-        self.title = f"hz · {display.visible(conversation.name)} · conversation"
+        self.cockpit.retitle(self, f"hz · {display.visible(conversation.name)} · conversation")
         self.show_lines(conversation_lines(conversation))

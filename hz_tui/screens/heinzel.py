@@ -178,7 +178,7 @@ class HeinzelScreen(Screen[None]):
 
     def show(self, detail: HeinzelDetail) -> None:
         self.detail = detail
-        self.title = f"hz · {display.visible(detail.heinzel.name)}"
+        self.cockpit.retitle(self, f"hz · {display.visible(detail.heinzel.name)}")
         self.show_times(now_utc())
         self.query_one(Timeline).show(detail.turns)
         self.query_one(LessonList).show(detail.lessons)

@@ -222,7 +222,7 @@ class TranscriptScreen(SearchableScreen):
         finally:
             self.reading = False
         if first:
-            self.title = f"hz · {display.visible(self.model.name)} · transcript"
+            self.cockpit.retitle(self, f"hz · {display.visible(self.model.name)} · transcript")
             self.view.following = self.model.running
         if changed:
             self.show_lines(self.model.lines())

@@ -37,9 +37,13 @@ KEEP = 200
 AGE_WIDTH = 4
 NAME_WIDTH = 16
 #: The history read at start: the spine tails of this many most recently active heinzels,
-#: each within this many bytes of its end (a turn's events take a few kilobytes).
+#: each read back from its end until it gives ``HISTORY_ENTRIES`` entries (a turn's tool and
+#: attempt lines, which the pane leaves out, can take most of a tail), from ``HISTORY_WINDOW``
+#: bytes, four times more each time, up to ``HISTORY_WINDOW_MAX``.
 HISTORY_HEINZELS = 40
+HISTORY_ENTRIES = 20
 HISTORY_WINDOW = 16 << 10
+HISTORY_WINDOW_MAX = 1 << 20
 Tone = Literal["plain", "ok", "warn", "bad"]
 
 
@@ -122,22 +126,43 @@ def from_rows(items: Iterable[HeinzelSummary]) -> list[Activity]:
 def from_spine_tails(heinzel_root: Path, items: Iterable[HeinzelSummary]) -> list[Activity]:
     """What the most recently active heinzels' spine tails say, oldest first.
 
-    Read once, after the first frame: ``HISTORY_HEINZELS`` tails of at most
-    ``HISTORY_WINDOW`` bytes each, so the cost does not grow with the home.
-    A spine that cannot be read (a remote cockpit has none here) adds nothing.
+    Read once, after the first frame, from ``HISTORY_HEINZELS`` spines, each
+    only as far back as its last ``HISTORY_ENTRIES`` entries (or
+    ``HISTORY_WINDOW_MAX`` bytes), so the cost does not grow with the home or
+    with a heinzel's age. Entries older than the oldest one every busy spine
+    reached are left out: the pane shows no gap where one heinzel's history
+    was cut short and another's was not. A spine that cannot be read (a
+    remote cockpit has none here) adds nothing.
     """
     recent = sorted(
         (item for item in items if item.last_turn_at), key=lambda item: item.last_turn_at or ""
     )[-HISTORY_HEINZELS:]
     root = os.fspath(heinzel_root)
     lines: dict[str, list[SpineLine]] = {}
+    since = ""
     for item in recent:
         path = Path(os.path.join(root, item.id, SPINE_NAME))
-        found = SpineTail.near_end(path, HISTORY_WINDOW).read_new()
-        if found.lines:
-            lines[item.id] = found.lines
+        found, whole = _recent_lines(path)
+        if found:
+            lines[item.id] = found
+            if not whole:
+                since = max(since, found[0].ts)
     names = {item.id: item.name for item in recent}
-    return from_batch(SpineBatch(lines=lines), names)[-KEEP:]
+    entries = from_batch(SpineBatch(lines=lines), names)
+    return [entry for entry in entries if entry.at >= since][-KEEP:]
+
+
+def _recent_lines(path: Path) -> tuple[list[SpineLine], bool]:
+    """The spine's last lines, enough for ``HISTORY_ENTRIES`` entries; True if they are all."""
+    window = HISTORY_WINDOW
+    while True:
+        tail = SpineTail.near_end(path, window)
+        whole = tail.offset == 0
+        found = tail.read_new().lines
+        enough = sum(describe(line) is not None for line in found) >= HISTORY_ENTRIES
+        if whole or not found or enough or window >= HISTORY_WINDOW_MAX:
+            return found, whole or not found
+        window *= 4
 
 
 class ActivityPane(Static):

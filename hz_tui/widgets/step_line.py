@@ -45,8 +45,9 @@ class StepLine(Static):
             if step == current:
                 mark = "◐" if live.status == "waiting" else "●"
                 strip.append(f"{mark} {step}", style=palette.accent + BOLD)
-                if step == "think" and live.attempt:
-                    strip.append(f" (attempt {live.attempt})", style=palette.accent)
+                if step == "think" and live.requests:
+                    retry = f", retry {live.retries}" if live.retries else ""
+                    strip.append(f" (request {live.requests}{retry})", style=palette.accent)
             elif step == live.halted_at:
                 mark = HALT_MARKS.get(live.disposition or "", "✗")
                 strip.append(f"{mark} {step}", style=palette.bad + BOLD)

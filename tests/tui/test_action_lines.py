@@ -4,13 +4,18 @@ activity pane's entries."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
+import pytest
 from textual.app import App
 
 from hz_kernel.api import Decision
+from hz_kernel.overview import HeinzelSummary
 from hz_tui.actions import describe
 from hz_tui.transcript import TranscriptModel
+from hz_tui.widgets import activity
 from hz_tui.widgets.activity import Activity, ActivityPane
 
 
@@ -66,3 +71,42 @@ async def test_the_activity_shows_a_line_read_twice_once_and_in_time_order() -> 
         pane.add([entry(1, 1), entry(2, 2), entry(4, 4)], now)  # replayed after a reconnect
         pane.add([entry(3, 3)], now)  # caught up late
         assert [e.text for e in pane.entries] == ["e1", "e2", "e3", "e4"]
+
+
+def test_the_activity_history_reads_back_past_a_long_run_of_tool_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New-user pass: a reopened cockpit dropped an approval minutes old, because the last
+    16 KiB of a busy spine held nothing but two turns' tool lines. The history reads further
+    back until it has enough entries, and shows nothing older than the point where a spine it
+    had to cut short begins (no gap between heinzels). The windows are scaled down (4 KiB,
+    at most 16 KiB) so the spines can be small."""
+    monkeypatch.setattr(activity, "HISTORY_WINDOW", 4 << 10)
+    monkeypatch.setattr(activity, "HISTORY_WINDOW_MAX", 16 << 10)
+    busy, quiet = "hz-01JC0CKP1T0000000000000001", "hz-01JC0CKP1T0000000000000002"
+
+    def line(seq: int, minute: int, kind: str, **data: object) -> str:
+        ts = f"2026-12-01T10:{minute:02d}:00.000000Z"
+        return json.dumps({"v": 1, "seq": seq, "ts": ts, "kind": kind, "data": data}) + "\n"
+
+    noise = "x" * 400
+    lines = [line(1, 0, "heinzel.created")]
+    lines += [line(2 + n, 1, "draft.rejected", key=f"k{n}") for n in range(100)]
+    lines.append(line(110, 2, "approval.observed", key="k", share_changed=0.1))
+    lines += [line(111 + n, 3, "tool.started", call=n, note=noise) for n in range(20)]
+    lines.append(line(300, 4, "turn.finished", disposition="drafted", report="done"))
+    (tmp_path / busy).mkdir()
+    (tmp_path / busy / "session.jsonl").write_text("".join(lines))
+    (tmp_path / quiet).mkdir()
+    (tmp_path / quiet / "session.jsonl").write_text(line(1, 0, "heinzel.created"))
+    rows = [
+        HeinzelSummary(id=busy, name="busy", namespace="personal", state="asleep",
+                       last_turn_at="2026-12-01T10:04:00Z"),
+        HeinzelSummary(id=quiet, name="quiet", namespace="personal", state="asleep",
+                       last_turn_at="2026-12-01T09:00:00Z"),
+    ]  # fmt: skip
+    entries = activity.from_spine_tails(tmp_path, rows)
+    texts = [(entry.name, entry.text) for entry in entries]
+    assert ("busy", "draft approved") in texts, "read back past the tool lines"
+    assert texts[-1] == ("busy", "done")
+    assert ("quiet", "created") not in texts, "older than where the busy spine was cut"

@@ -92,7 +92,7 @@ async def test_live_turn_streams_its_steps_output_and_effects(
         stream = panel.query_one(StreamView)
         await until(lambda: panel.live.step == "think" and "### Notes" in stream.text)
         assert panel.live.status == "running"
-        assert "● think (attempt 1)" in text_of(panel.query_one(StepLine))
+        assert "● think (request 1)" in text_of(panel.query_one(StepLine))
         await until(lambda: panel.live.status == "finished")
         await pilot.pause(0.2)
         assert "item 13 of the long week" in stream.text

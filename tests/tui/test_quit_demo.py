@@ -22,7 +22,7 @@ from textual.widgets import OptionList, Static
 from hz_kernel import operations as ops
 from hz_kernel.connect import connect
 from hz_kernel.home import Home
-from hz_tui.app import CockpitApp
+from hz_tui.app import QUITTING, CockpitApp
 from hz_tui.screens.quit import QuitScreen
 from tests.tui.kernels import quitting_home
 from tests.tui.test_cockpit import SIZE, text_of, until
@@ -74,6 +74,7 @@ async def test_quitting_a_cockpit_whose_daemon_ends_with_it_waits_for_the_turn_o
         await pilot.press("enter")
         await until(lambda: not isinstance(app.screen, QuitScreen))
         assert app.is_running, "waiting, not gone"
+        assert QUITTING in app.sub_title, "said until it happens, not only in a toast"
 
         hold.unlink()
         await until(lambda: not app.is_running, timeout=60)

@@ -36,7 +36,7 @@ async def test_the_transcript_and_the_live_stream_show_each_tool_call(tmp_path: 
     model.take(answer)
     lines = [line.text for line in model.lines()]
     start = lines.index("Tool calls")
-    assert lines[start + 1].startswith("call 0 · git_log(repo=/")
+    assert lines[start + 1].startswith("call 1 · git_log(repo=/")
     assert lines[start + 1].endswith(", limit=5)")
     assert lines[start + 2].endswith("(429 chars)")
     assert any(line.startswith("call 4 · git_show(") for line in lines)

@@ -151,7 +151,7 @@ async def test_issue14_item2_a_past_turn_shows_the_context_exactly_as_the_model_
         assert "contract version 1" in text and "## Contract: notes-digest (version 1)" in text
         assert "A summary (seq" in shown(view, "summary-note")
         assert "replaced the history through seq" in shown(view, "summary-note")
-        assert "→ request 1 (attempt 1)" in text and "← answer to request 1" in text
+        assert "→ request 1\n" in text and "← answer to request 1" in text
         inputs = r"^notes · files:glob · fingerprint [0-9a-f]{16} · \d+ bytes · (moved|unchanged)$"
         assert re.match(inputs, shown(view, "inputs"))
         assert "draft placed in doc:reports/notes-digest.md#digest" in text
@@ -241,7 +241,7 @@ async def test_issue14_item2_a_live_turns_transcript_follows_it_as_it_runs(
         page.action_transcript()
         screen = await opened(pilot, TranscriptScreen)
         view = screen.view
-        await until(lambda: "→ attempt 1 asked" in view.text_shown())
+        await until(lambda: "→ request 1 asked" in view.text_shown())
         assert screen.model.running and "running" in view.lines[0].text
         assert "Context as the model got it" in view.text_shown()
         assert "<inputs" in view.text_shown() and "← answer" not in view.text_shown()

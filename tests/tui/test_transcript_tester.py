@@ -102,7 +102,7 @@ def test_issue14_item2_a_transcript_pictured_as_it_first_opens(
         asyncio.run(client.close())
 
 
-async def test_issue14_item7_the_transcript_counts_one_attempt_in_the_singular(
+async def test_issue14_item7_the_transcript_counts_one_model_call_in_the_singular(
     world: worlds.World, client: LocalClient
 ) -> None:
     heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest")
@@ -111,7 +111,7 @@ async def test_issue14_item7_the_transcript_counts_one_attempt_in_the_singular(
         page = await open_page(pilot, heinzel)
         screen = await open_transcript(pilot, page, turn)
         cost = shown(screen.view, "cost")
-        assert "in 1 attempt" in cost and "attempt(s)" not in cost and "1 attempts" not in cost
+        assert "in 1 model call" in cost and "call(s)" not in cost and "1 model calls" not in cost
 
 
 async def test_issue14_item7_the_timeline_and_the_live_panel_name_the_same_step(
