@@ -344,7 +344,14 @@ class TranscriptModel:
                 rendered = value if isinstance(value, str) else json.dumps(value, indent=2)
                 yield from _text(rendered, f"outcome.{name}")
         if done is None and not outcomes:
-            yield Line("none yet" if self.running else "none", "dim")
+            finished = self._last("turn.finished")
+            ended = finished["data"].get("disposition") if finished else None
+            if self.running:
+                yield Line("none yet", "dim")
+            elif ended in ("failed", "abandoned"):
+                yield Line(f"none: the turn {ended} before the model gave one", "dim")
+            else:
+                yield Line("none", "dim")
 
     def _effects(self) -> Iterator[Line]:
         yield from _heading("Effects")
