@@ -46,6 +46,7 @@ QUEUEABLE = frozenset(
         ops.RETRY,
         ops.ANSWER,
         ops.DISMISS,
+        ops.FORGET,
     )
 )
 

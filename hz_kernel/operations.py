@@ -203,6 +203,13 @@ class DismissRequest(Request):
     lesson_id: str = Field(min_length=1, max_length=100)
 
 
+class ForgetRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    turn: str = Field(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    instead: str | None = Field(default=None, min_length=1, max_length=600)
+    """What the model reads in the turn's place (None: nothing)."""
+
+
 class TurnBodyRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
     turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
@@ -353,6 +360,9 @@ ANSWER: Operation[AnswerRequest, api.TurnReport] = Operation(
 DISMISS: Operation[DismissRequest, api.Decision] = Operation(
     "heinzel.dismiss", DismissRequest, "Decision", "dismiss", True, "Dismiss"
 )
+FORGET: Operation[ForgetRequest, api.Decision] = Operation(
+    "heinzel.forget", ForgetRequest, "Decision", "forget", True, "Hide a turn from the model"
+)
 TURN_BODY: Operation[TurnBodyRequest, api.TurnBody] = Operation(
     "turn.body", TurnBodyRequest, "TurnBody", "turn_body", False, "A turn's events and body"
 )
@@ -417,7 +427,7 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
-        STOP, RETRY, ANSWER, DISMISS, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER, COMPOSER_SAVE,
-        COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR,
+        STOP, RETRY, ANSWER, DISMISS, FORGET, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER,
+        COMPOSER_SAVE, COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR,
     )
 }  # fmt: skip

@@ -125,6 +125,17 @@ TRANSCRIPT = [
     Binding("G", "follow", "Follow the end", id="transcript.end", key_display="G"),
 ]
 
+#: A turn's transcript only (the conversation shows no one turn).
+TURN_PAGE = [
+    Binding(
+        "h",
+        "forget",
+        "Hide from model",
+        id="transcript.forget",
+        tooltip="Keep this turn out of what the model sees from now on; the record keeps it",
+    ),
+]
+
 #: The search line of a transcript or conversation (an input: printable keys type).
 SEARCH = [
     Binding("escape", "close", "Close search", id="search.close"),
@@ -298,7 +309,7 @@ NODES = (
     FILTER_BAR,
     HEINZEL_SCREEN,
     TIMELINE,
-    TRANSCRIPT,
+    TRANSCRIPT + TURN_PAGE,
     SEARCH,
     CONTRACT,
     COMPOSER,
@@ -331,6 +342,7 @@ SCOPES = (
     Scope("Composer (on a heinzel's page)", COMPOSER, "Composer"),
     Scope("Timeline of turns", TIMELINE, "Turns"),
     Scope("Transcript and conversation", TRANSCRIPT, "Transcript"),
+    Scope("A turn's transcript", TURN_PAGE, "Transcript"),
     Scope("Search (in a transcript)", SEARCH, "Search"),
     Scope("Contract page", CONTRACT, "Contract"),
     Scope("Draft review", REVIEW, "Review"),
@@ -408,6 +420,7 @@ KEY_MEANINGS: dict[str, str] = {
     "ctrl+r": "restart the daemon (asks first)",
     "l": "the daemon's log",
     "f": "follow on/off",
+    "h": "hide a turn from the model (the record keeps it)",
 }
 
 #: Binding id -> its meaning; a binding whose keys mean something else fails the test.
@@ -462,6 +475,7 @@ MEANING_OF: dict[str, str] = {
     "transcript.previous": PREVIOUS,
     **dict.fromkeys(("transcript.down", "transcript.up", "transcript.top"), MOVE),
     "transcript.end": MOVE,
+    "transcript.forget": KEY_MEANINGS["h"],
     "search.close": BACK,
     "contract.back": BACK,
     "contract.diff": DIFF_OR_TEXT,

@@ -1,4 +1,4 @@
-"""``hz heinzel wake|tail|chat|stop|retry|answer|lessons|dismiss|resume`` and ``hz drafts``:
+"""``hz heinzel wake|tail|chat|stop|retry|answer|lessons|dismiss|forget|resume``, ``hz drafts``:
 turns and the conversation with a heinzel (the kernel's side is ``hz_kernel.commands.turns``)."""
 
 from __future__ import annotations
@@ -127,6 +127,21 @@ async def cmd_dismiss(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
+@writes
+async def cmd_forget(client: KernelClient, args: argparse.Namespace) -> int:
+    request = ops.ForgetRequest(ref=args.name, turn=args.turn, instead=args.instead or None)
+    decided = await client.call(ops.FORGET, request)
+    if args.json:
+        emit_json(decided)
+    else:
+        said = f"; the model reads instead: {args.instead}" if args.instead else ""
+        sys.stdout.write(
+            f"turn {args.turn} is out of what the model sees from now on{said}; "
+            "the record keeps it\n"
+        )
+    return 0
+
+
 def register_heinzel(hsub: Subcommands) -> None:
     """``wake`` (and ``tail``), ``chat``, ``stop``, ``retry``, ``answer``, ``lessons``,
     ``dismiss`` and ``resume`` under ``hz heinzel``."""
@@ -174,6 +189,15 @@ def register_heinzel(hsub: Subcommands) -> None:
     p.add_argument("lesson")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_dismiss)
+
+    p = hsub.add_parser(
+        "forget", help="keep a turn out of what the model sees (the record keeps it)"
+    )
+    p.add_argument("name")
+    p.add_argument("turn", help="the turn's id (hz heinzel show NAME lists them)")
+    p.add_argument("--instead", metavar="TEXT", help="a line the model reads in its place")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_forget)
 
     p = hsub.add_parser("resume", help="continue an interrupted or waiting turn now")
     p.add_argument("name")

@@ -36,6 +36,7 @@ from hz_kernel.store.locks import SpineBusy
 from hz_kernel.store.session import HeldSession
 from hz_kernel.terms import STEP_NAMES
 from hz_kernel.vocabulary import (
+    ContextEdit,
     DraftRejected,
     LessonDismissed,
     QuestionAnswered,
@@ -673,6 +674,23 @@ class TurnCommands(KernelCore):
                 await held.append(LessonDismissed(lesson_id=lesson_id))
             return api.Decision(
                 heinzel=held.id, what="dismiss", state=str(held.projection.heinzel["state"])
+            )
+
+    async def forget(self, *, ref: str, turn: str, instead: str | None = None) -> api.Decision:
+        """Keep a turn out of what the model sees from now on (``context.edit``; ``instead``:
+        a line the model reads in its place). The spine and the body keep everything."""
+        row = await self.resolve(ref)
+        async with self.holding(row["id"]) as held:
+            events = held.scan.events
+            if not any(event.turn == turn for event in events):
+                raise UsageError(
+                    "HZU242", f"{held.projection.heinzel['name']} has no such turn", turn
+                )
+            edits = [e for e in events if e.kind == "context.edit" and e.data.get("target") == turn]
+            if not edits or edits[-1].data.get("replacement") != instead:
+                await held.append(ContextEdit(target=turn, replacement=instead))
+            return api.Decision(
+                heinzel=held.id, what="forget", state=str(held.projection.heinzel["state"])
             )
 
     # -- drafts and approvals ----------------------------------------------------------------

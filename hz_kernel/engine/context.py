@@ -112,7 +112,11 @@ def active_lessons(events: Sequence[Event], lessons_seq: int) -> list[tuple[str,
             lessons[str(event.data.get("lesson_id"))] = str(event.data.get("lesson", ""))
         elif event.kind == "lesson.dismissed":
             lessons.pop(str(event.data.get("lesson_id")), None)
-    return [(lid, text) for lid, text in lessons.items() if lid not in hidden]
+    return [
+        (lid, replaced if (replaced := hidden.get(lid)) else text)
+        for lid, text in lessons.items()
+        if lid not in hidden or hidden[lid]
+    ]
 
 
 def _hidden(events: Sequence[Event]) -> dict[str, str | None]:
@@ -217,12 +221,19 @@ def build_context(
     since = int(summary.data.get("covers_through_seq", summary.seq)) if summary else 0
     kept = _kept_turns(events, since, keep_turns) if summary is not None else set()
     lines = []
+    replaced: set[str] = set()
     for event in events:
         if event.seq <= since and event.seq not in kept:
             continue
         if event.seq >= before_seq:
             break
         if event.turn and event.turn in hidden:
+            # The user took this turn out of the model's view; their words stand in its place.
+            instead = hidden[event.turn]
+            if instead and event.turn not in replaced:
+                replaced.add(event.turn)
+                when = event.ts[:16].replace("T", " ")
+                lines.append(f"{when} (the user's note) {escape_body(instead)}")
             continue
         line = event_line(event)
         if line:

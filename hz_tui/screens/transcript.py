@@ -168,6 +168,8 @@ class SearchableScreen(Screen[None]):
 class TranscriptScreen(SearchableScreen):
     """The transcript of ``turn`` (None: the heinzel's newest turn) of one heinzel."""
 
+    BINDINGS = keymap.TURN_PAGE
+
     def __init__(self, heinzel_id: str, turn: str | None = None) -> None:
         super().__init__(heinzel_id)
         self.model = TranscriptModel(heinzel=heinzel_id, turn=None)
@@ -226,3 +228,34 @@ class TranscriptScreen(SearchableScreen):
             self.view.following = self.model.running
         if changed:
             self.show_lines(self.model.lines())
+
+    def action_forget(self) -> None:
+        """Ask what the model should read in this turn's place (nothing, if left empty)."""
+        turn = self.model.turn
+        if turn is None:
+            self.notify("no turn to hide yet", severity="warning")
+            return
+        from hz_tui.screens.prompt import PromptScreen
+
+        asking = PromptScreen(
+            f"Hide turn {turn} from the model",
+            "From the next turn on the model does not see this turn in its history; the record "
+            "and this transcript keep it. Type a line for the model to read in its place, or "
+            "leave it empty. Enter hides it, Escape keeps it.",
+            placeholder="(nothing in its place)",
+            allow_empty=True,
+        )
+        self.app.push_screen(asking, lambda instead: self._forget(turn, instead))
+
+    @work(group="forget")
+    async def _forget(self, turn: str, instead: str | None) -> None:
+        if instead is None:
+            return
+        request = ops.ForgetRequest(ref=self.heinzel_id, turn=turn, instead=instead.strip() or None)
+        try:
+            await self.cockpit.client.call(ops.FORGET, request)
+        except HzError as exc:
+            self.notify(exc.one_line(), severity="error", timeout=10)
+            return
+        said = " (your line stands in its place)" if request.instead else ""
+        self.notify(f"The model no longer sees turn {turn}{said}; the record keeps it.")

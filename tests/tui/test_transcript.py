@@ -415,3 +415,26 @@ async def test_the_conversation_says_when_the_turn_a_message_reached_was_stopped
         view = (await opened(pilot, ConversationScreen)).view
         await until(lambda: "which you stopped" in view.text_shown())
         assert f"queued → turn {stopped}, which you stopped" in view.text_shown()
+
+
+async def test_h_in_a_transcript_hides_the_turn_from_the_model_with_a_line_in_its_place(
+    world: worlds.World, client: LocalClient
+) -> None:
+    """Issue 15 item 5: ``h`` asks what the model should read in the turn's place and records
+    it as a ``context.edit``; the next turn's history shows that line, not the turn."""
+    heinzel = await worlds.add_heinzel(client.kernel, world, "notes-digest")
+    turn = await settled(client, heinzel, 1)
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        page = await open_page(pilot, heinzel)
+        await open_transcript(pilot, page, turn)
+        await pilot.press("h")
+        await until(lambda: "Hide turn" in str(getattr(app.screen, "heading", "")))
+        await pilot.press(*"a dry run", "enter")
+        spine = world.home.heinzel_dir(heinzel) / "session.jsonl"
+        await until(lambda: b'"context.edit"' in spine.read_bytes())
+    await client.call(ops.WAKE, ops.WakeRequest(ref=heinzel))
+    await settled(client, heinzel, 2)
+    texts = [text for request in received(world) for text in request["user_texts"]]
+    assert any("(the user's note) a dry run" in text for text in texts), texts[-3:]
