@@ -35,8 +35,12 @@ class HeinzelSettings(_Section):
     timezone: str = "UTC"
 
 
+#: The built-in offline model's spec (``hz_kernel.adapters.local_model``).
+LOCAL_MODEL = "local"
+
+
 class ModelSettings(_Section):
-    default: str = "local"
+    default: str = LOCAL_MODEL
     windows: dict[str, Annotated[int, Field(ge=1024, le=100_000_000)]] = {}
     """Context windows in tokens by model spec, over the known ones (``engine.window``)."""
 

@@ -20,6 +20,7 @@ from ulid import ULID
 
 from hz_kernel import api
 from hz_kernel.commands.waiting import resolve_waiting
+from hz_kernel.config import LOCAL_MODEL
 from hz_kernel.contracts import (
     CompiledContract,
     ContractError,
@@ -47,6 +48,7 @@ from hz_kernel.vocabulary import (
     HeinzelRetired,
     HeinzelUnpaused,
     HeinzelUnretired,
+    Usage,
 )
 
 _SLUG = re.compile(r"^[a-z][a-z0-9-]{1,62}$")
@@ -160,14 +162,24 @@ class LifecycleCommands(KernelCore):
         source: str = "contract",
         origin: Literal["file", "template", "sentence", "import"] | None = None,
     ) -> api.NewHeinzel:
-        """Compile a contract and create a ``proposed`` heinzel holding it for approval."""
+        """Compile a contract and create a ``proposed`` heinzel holding it for approval.
+
+        A sentence is mapped to a template by the built-in ``local`` model (the
+        home's default unless set); any other default model writes the
+        contract itself (``engine.creation``), its use recorded on the new
+        heinzel's spine as ``usage`` of purpose ``contract``.
+        """
         given = [x for x in (text, template, sentence) if x is not None]
         if len(given) != 1:
             raise UsageError(
                 "HZU032", "give exactly one of a contract file, --template or a sentence"
             )
+        written: Usage | None = None
         if template is not None:
             text, how = render_template(template, params or {}), "template"
+        elif sentence is not None and self.home.settings.model.default != LOCAL_MODEL:
+            text, written = await self._written_by_model(sentence, params or {})
+            how = "sentence"
         elif sentence is not None:
             text, how = contract_from_sentence(sentence, params or {}), "sentence"
         else:
@@ -193,6 +205,8 @@ class LifecycleCommands(KernelCore):
                     proposal=proposal,
                 )
             )
+            if written is not None:
+                await held.append(written)
         return api.NewHeinzel(
             id=heinzel_id,
             name=compiled.name,
@@ -201,6 +215,28 @@ class LifecycleCommands(KernelCore):
             contract=text,
             fingerprint=compiled.fingerprint,
         )
+
+    async def _written_by_model(self, sentence: str, params: dict[str, str]) -> tuple[str, Usage]:
+        """The contract the home's default model writes for ``sentence``, and its ``usage``.
+
+        Imported here: the engine pulls in pydantic-ai, which listing and the
+        other commands must not pay for.
+        """
+        from hz_kernel.adapters.models import ModelEnv, price_usd
+        from hz_kernel.engine.creation import contract_by_model
+
+        spec = self.home.settings.model.default
+        env = ModelEnv.from_environ()
+        text, used = await contract_by_model(sentence, spec, env, params)
+        cost = price_usd(spec, used, settings=env)
+        usage = Usage(
+            purpose="contract",
+            tokens=used.tokens,
+            tokens_cached=used.cached_tokens,
+            usd=cost.usd,
+            priced=None if cost.priced else False,
+        )
+        return text, usage
 
     async def _check_name_free(self, name: str, namespace: str, exclude: str | None = None) -> None:
         rows = await self.index.fetch(
