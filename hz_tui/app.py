@@ -475,6 +475,13 @@ class CockpitApp(App[int]):
         await self.link.attach(fresh, how=how)
         await self.load_all(quiet_if_lost=True)
 
+    def action_command_palette(self) -> None:
+        """The palette, with its paging keys safe on a tiny terminal (``commands.Palette``)."""
+        from hz_tui.commands import Palette
+
+        if self.use_command_palette and not Palette.is_open(self):
+            self.push_screen(Palette(id="--command-palette"))
+
     async def action_quit(self) -> None:
         """Quit; running turns that quitting would cut (an embedded kernel's, or those of a
         daemon that stops with the cockpit) ask first what becomes of them."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.actions import parse as parse_action
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandList, CommandPalette, DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 from textual.screen import Screen
 
@@ -299,3 +299,18 @@ def _ask_stop(app: CockpitApp) -> None:
         app.notify("Open a heinzel's page to stop its running turn.", severity="warning")
         return
     ask()
+
+
+class Palette(CommandPalette):
+    """Textual's command palette, with paging keys that do nothing when its list has no room.
+
+    On a terminal of a few rows the list can be laid out zero lines high, and a
+    PageUp then fails inside the list (attack pass: a traceback ended the
+    cockpit); the key is dropped instead.
+    """
+
+    def _action_command_list(self, action: str) -> None:
+        lists = self.query(CommandList)
+        if lists and lists.first().size.height == 0:
+            return
+        super()._action_command_list(action)

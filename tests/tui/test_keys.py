@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 from textual.binding import Binding
+from textual.command import CommandList
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Static
@@ -419,5 +420,28 @@ async def test_at_80_columns_the_desk_hides_its_queue_n_walks_it_and_slash_shows
             await until(lambda: column.display)
             await pilot.press("escape")
             await until(lambda: not column.display and screen.pane.has_focus)
+    finally:
+        await client.close()
+
+
+async def test_paging_the_palette_on_a_terminal_four_rows_high_is_no_traceback(
+    desk: worlds.World,
+) -> None:
+    """Attack pass: key mashing at 20×8 ended the cockpit with a KeyError from the palette's
+    list, paged while laid out zero rows high (here at 20×4). The key is dropped instead."""
+    client = LocalClient(await Kernel.open(desk.home, long_lived=True))
+    try:
+        app = CockpitApp(desk.home, client)
+        async with app.run_test(size=(20, 4)) as pilot:
+            await app.loaded.wait()
+            await pilot.press("ctrl+p")
+            await until(lambda: isinstance(app.screen, commands.Palette))
+            await pilot.press("a")
+            listed = app.screen.query_one(CommandList)
+            await until(lambda: listed.option_count > 0)
+            assert listed.size.height == 0
+            await pilot.press("down", "pageup", "pagedown", "pageup")
+            await pilot.pause()
+            assert isinstance(app.screen, commands.Palette) and app.is_running
     finally:
         await client.close()
