@@ -311,7 +311,10 @@ def _start_failure(home: Home, returncode: int, logged: int) -> HzError:
 
 
 async def stop(home: Home, *, timeout: float = STOP_TIMEOUT_S) -> DaemonReport:
-    """Ask the daemon to exit and wait until it has; SIGTERM if it will not answer."""
+    """Ask the daemon to exit and wait until it has; SIGTERM if it will not answer, SIGKILL
+    if that does not end it either (a stopped process, SIGSTOP, takes neither until it runs
+    again, and would then stop long after the caller gave up). Killed, its running turns
+    resume from their last checkpoint in the next kernel, as after any crash."""
     found = inspect(home)
     discovery = found.discovery
     if found.state != "running" or discovery is None:
@@ -328,15 +331,17 @@ async def stop(home: Home, *, timeout: float = STOP_TIMEOUT_S) -> DaemonReport:
         if asked:
             _terminate(discovery.pid)
         if not await _wait_until_gone(home, discovery.pid, timeout / 2):
-            raise HzError(
-                "HZD004", f"the daemon (pid {discovery.pid}) did not stop", str(log_path(home))
-            )
+            _terminate(discovery.pid, signal.SIGKILL)
+            if not await _wait_until_gone(home, discovery.pid, timeout / 2):
+                raise HzError(
+                    "HZD004", f"the daemon (pid {discovery.pid}) did not stop", str(log_path(home))
+                )
     return DaemonReport.of(home, stopped=discovery.pid)
 
 
-def _terminate(pid: int) -> None:
+def _terminate(pid: int, signum: signal.Signals = signal.SIGTERM) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signum)
 
 
 async def _wait_until_gone(home: Home, pid: int, timeout: float) -> bool:

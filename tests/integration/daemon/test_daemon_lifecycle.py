@@ -24,6 +24,7 @@ from daemon_helpers import (
 
 from hz_kernel import operations as ops
 from hz_kernel.connect import connect
+from hz_kernel.daemon import lifecycle
 from hz_kernel.daemon.discovery import KernelLock
 from hz_kernel.errors import HzError
 from hz_kernel.http_client import HttpClient
@@ -201,3 +202,20 @@ async def test_unix_socket(tmp_path: Path, daemons: Daemons) -> None:
         assert len(listed.items) == 2
     listed_by_cli = hz(home.root, "heinzel", "list", "--json")
     assert listed_by_cli.returncode == 0 and len(json.loads(listed_by_cli.stdout)) == 2
+
+
+async def test_stopping_a_daemon_that_was_sigstopped_kills_it_and_leaves_no_stop_behind(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """Attack pass: a restart from the cockpit of a SIGSTOPped daemon failed (HZD004), and the
+    stop it had queued ran once the daemon was continued, leaving no daemon at all. A stop
+    that SIGTERM does not finish now ends in SIGKILL; the restart then starts the next one."""
+    home = make_home(tmp_path / "home", heinzels=1)
+    report = daemons.start(home)
+    os.kill(report["pid"], signal.SIGSTOP)
+    stopped = await lifecycle.stop(home, timeout=1.0)
+    assert stopped.stopped == report["pid"]
+    assert not pid_alive(report["pid"]) and not KernelLock.is_held(home)
+    started = await lifecycle.start(home)
+    daemons.track(started.pid)
+    assert started.running and daemon_pids(home.root) == [started.pid]
