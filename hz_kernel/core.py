@@ -157,6 +157,10 @@ class KernelCore:
                 raise
         return held
 
+    async def accepted(self, heinzel_id: str) -> None:
+        """The user accepted a break in this heinzel's spine: what it held up may go on
+        (``TurnCommands`` resumes a turn the break had left open)."""
+
     def release(self, heinzel_id: str) -> None:
         held = self.sessions.pop(heinzel_id, None)
         if held is not None:

@@ -218,6 +218,9 @@ class StoreCommands(KernelCore):
                 held.accepted()
                 await held.sync_index(full=True)
             accepted_now = True
+            await self.accepted(heinzel_id)
+            # Warnings about this spine (its writer found it cut, say) are answered now.
+            self.warnings = [w for w in self.warnings if heinzel_id not in str(w.place or "")]
             found = scan_file(spine, collect=False)
             settled = [*found.accepted, *([contradiction] if contradiction else [])]
             breaks, contradiction = [], None

@@ -324,6 +324,22 @@ class TurnCommands(KernelCore):
         if row["retired"] or row["paused"]:
             raise UsageError("HZE003", f"it is {row['state']}", str(row["name"]))
 
+    async def accepted(self, heinzel_id: str) -> None:
+        """A long-lived kernel resumes at once a turn the accepted break had left open (a cut
+        spine can end mid-turn): it would otherwise show running, with nothing running it,
+        until the heinzel's next wake."""
+        if not self.long_lived or heinzel_id in self.running_turns():
+            return
+
+        async def resume() -> str | None:
+            async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
+                try:
+                    return await self._resume_open_turns(held)
+                except _Stopped as stopped:
+                    return stopped.turn
+
+        await self._in_background(heinzel_id, resume)
+
     async def _resume_open_turns(self, held: HeldSession) -> str | None:
         last = None
         for turn_id, turn in list(held.projection.turns.items()):

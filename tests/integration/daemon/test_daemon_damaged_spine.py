@@ -67,9 +67,37 @@ async def test_s9_item3_a_spine_cut_under_the_daemon_is_accepted_through_it_and_
     assert "break accepted now" in accepted.stdout
     _until(lambda: _took(world, heinzel_id, "kept-1"), "the kept wake delivered")
     assert not _damaged(world.home)
+    listed = hz(world.home, "heinzel", "list")
+    assert "HZS100" not in listed.stderr, "the writer's warning went with the accepted break"
     verified = hz(world.home, "heinzel", "verify", "notes-digest")
     assert verified.returncode == 0, verified.stdout + verified.stderr
     log = (world.home / "daemon.log").read_text()
     assert log.count("HZS100") == 1, log  # found once, never retried in a loop
     assert "Traceback" not in log
+    assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+async def test_a_turn_a_cut_tail_left_open_resumes_once_the_cut_is_accepted(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """Attack pass: a tail cut under the daemon took a turn's ending with it; after
+    ``verify --accept`` the turn showed running, with nothing running it, until the next
+    wake. The daemon now resumes the open turn at once."""
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world)
+    home = Home.resolve(world.home)
+    daemons.start(home, env={"HZ_TICK_SECONDS": "0.5"})
+    assert hz(world.home, "heinzel", "wake", "notes-digest").returncode == 0
+    _until(lambda: _ended(world, heinzel_id, 2), "turn 2")
+    spine = world.home / "heinzel" / heinzel_id / "session.jsonl"
+    lines = spine.read_bytes().splitlines(keepends=True)
+    (finished,) = [n for n, line in enumerate(lines) if b'"turn.finished"' in line][-1:]
+    spine.write_bytes(b"".join(lines[:finished]))  # the last turn's ending cut away
+    assert not _ended(world, heinzel_id, 2)
+
+    accepted = hz(world.home, "heinzel", "verify", "notes-digest", "--accept")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    _until(lambda: _ended(world, heinzel_id, 2), "the open turn resumed and ended, unwoken")
+    resumed = [e for e in _spine(world, heinzel_id) if e["kind"] == "turn.resumed"]
+    assert [e["data"]["woken_by"] for e in resumed] == ["restart"]  # type: ignore[index]
     assert hz(world.home, "daemon", "stop").returncode == 0
