@@ -166,3 +166,24 @@ def test_issue15_item2_a_context_overflow_is_its_own_coded_failure(
     finished = events(world, heinzel_id, "turn.finished")
     assert [f["disposition"] for f in finished] == ["failed"]
     assert str(finished[0]["reason"]).startswith("HZE065")
+
+
+@BY_NAME
+def test_issue15_a_turn_calls_a_granted_tool_on_each_providers_wire(
+    tmp_path: Path, provider: Provider
+) -> None:
+    """Each provider's tool-call encoding carries a function tool both ways: the model asks
+    ``read_file`` (granted by the contract's ``files:read``), hz journals and runs it, and the
+    file's text goes back to the model in that provider's shape before it drafts."""
+    script = [ToolCall("read_file", {"path": "notes/monday.md"}), ToolCall("draft", DRAFT)]
+    with provider.stub(script) as stub:
+        env = provider.env(stub)
+        world, heinzel_id = heinzel_on(tmp_path, provider.spec(stub), **env)
+        wake = world.hz("heinzel", "wake", "notes-digest", "--json", HZ_NOW=NOW, **env)
+        exchanges = stub.exchanges
+    assert orjson.loads(wake.stdout)["disposition"] == "drafted", wake.stderr
+    assert [d["tool"] for d in events(world, heinzel_id, "tool.started")] == ["read_file"]
+    (finished,) = events(world, heinzel_id, "tool.finished")
+    assert not finished.get("error") and finished["size"] > 0
+    assert len(exchanges) == 2
+    assert "fixed the login bug" in orjson.dumps(exchanges[1].body).decode()
