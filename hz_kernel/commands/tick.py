@@ -103,7 +103,8 @@ SELECT (
     CASE WHEN h.render_on_schedule = 'if-moved' THEN
       h.contract_version > COALESCE((SELECT MAX(contract_version) FROM turns
                                      WHERE heinzel = h.id AND cause IS NOT 'approval'), 0)
-    END))
+    END,
+    h.turns_count = 0))
   FROM heinzels h WHERE h.contract_version IS NOT NULL
 ) AS rows,
 (SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,

@@ -36,12 +36,17 @@ def source_key(heinzel_id: str, input_name: str, fingerprint: str) -> str:
 
 
 def request_key(heinzel_id: str, request_id: str) -> str:
-    """``asked`` (and ``created``, ``approval``) wakes: keyed by the request that caused them."""
+    """``asked`` (and ``approval``) wakes: keyed by the request that caused them."""
     return f"{heinzel_id}@{request_id}"
 
 
 def retry_key(heinzel_id: str, parent_turn: str, request_id: str) -> str:
     return f"{heinzel_id}@retry:{parent_turn}:{request_id}"
+
+
+def created_key(heinzel_id: str) -> str:
+    """The ``created`` wake: a heinzel's first turn, once, after its contract is approved."""
+    return f"{heinzel_id}@created"
 
 
 def stale_key(heinzel_id: str, output: str, valid_until: str) -> str:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from hz_kernel.adapters.sources.document import slugify
 from hz_kernel.clock import stamp
 from hz_kernel.contracts import duration_seconds
-from hz_kernel.engine.wakes import Wake, schedule_key, source_key, stale_key
+from hz_kernel.engine.wakes import Wake, created_key, schedule_key, source_key, stale_key
 from hz_kernel.tick.fetching import Requests, Staged, Watch, split_asset
 from hz_kernel.tick.report import DeferReason
 from hz_kernel.tick.schedule import SlotClock, slot_time
@@ -75,6 +75,8 @@ class HeinzelRow:
     approvals: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
     contract_unrendered: bool = False
     """An ``if-moved`` heinzel whose current contract version no turn has rendered under yet."""
+    never_ran: bool = False
+    """No turn of it has started: its first one has the cause ``created``."""
 
     @property
     def inputs(self) -> dict[str, dict[str, Any]]:
@@ -91,7 +93,7 @@ class HeinzelRow:
         (
             heinzel_id, name, inactive, schedule, render_on_schedule, inputs, assets,
             last_slot, approved_at, awake_turn, waiting_turn, waiting_until, waiting_on,
-            pending_draft, waited_status, outputs, approvals, contract_unrendered,
+            pending_draft, waited_status, outputs, approvals, contract_unrendered, never_ran,
         ) = row  # fmt: skip
         return cls(
             id=heinzel_id,
@@ -112,6 +114,7 @@ class HeinzelRow:
             valid_for=_valid_for(_json(outputs)) if outputs else {},
             approvals=_approvals(_json(approvals)) if approvals else {},
             contract_unrendered=bool(contract_unrendered),
+            never_ran=bool(never_ran),
         )
 
 
@@ -392,6 +395,8 @@ class TickInputs:
         for row in self.rows:
             if row.active and row.valid_for:
                 found.update((row.id, w.key) for w in stale_wakes(row, self.now))
+            if row.active and row.never_ran:
+                found.add((row.id, created_key(row.id)))
         return found
 
 
@@ -431,6 +436,11 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     moved = [w for w in moved_wakes if (row.id, w.key) not in ctx.done_keys]
     wakes += moved
     wakes += [w for w in stale_wakes(row, ctx.now) if (row.id, w.key) not in ctx.done_keys]
+    if wakes and row.never_ran and (row.id, created_key(row.id)) not in ctx.done_keys:
+        # A heinzel's first turn says so (``created``) after what woke it, whose key stays
+        # first (a draft's key names it); one with nothing to read yet still sleeps, as any
+        # heinzel does when nothing moved.
+        wakes.append(Wake(cause="created", key=created_key(row.id), due_at=ctx.now))
     if not wakes and not row.awake_turn:
         return None
     due_at = min((w.due_at for w in wakes if w.due_at), default=ctx.now)

@@ -42,7 +42,7 @@ async def test_a_commit_moves_exactly_the_heinzels_watching_that_repository(
         first = await kernel.tick_once()
         assert first.fetches == 2
         assert sorted(w.name for w in first.woken) == ["api-log", "api-notes", "web-log"]
-        assert all(w.causes == ["source-changed"] for w in first.woken)
+        assert all(w.causes == ["source-changed", "created"] for w in first.woken)
 
         clock.move_to("2026-12-01T10:01:00Z")
         idle = await kernel.tick_once()

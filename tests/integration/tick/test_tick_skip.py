@@ -17,8 +17,9 @@ async def test_an_if_moved_slot_with_nothing_moved_writes_one_line_and_calls_no_
         clock.move_to("2026-12-01T09:00:30Z")
         first = await kernel.tick_once()
         (woken,) = first.woken
-        assert woken.causes == ["schedule", "source-changed"]
+        assert woken.causes == ["schedule", "source-changed", "created"]
         assert woken.keys[0] == f"{heinzel_id}@2026-12-01T09:00"
+        assert woken.keys[-1] == f"{heinzel_id}@created"
 
         before = spine_kinds(world.home, heinzel_id)
         clock.move_to("2026-12-02T09:00:30Z")
