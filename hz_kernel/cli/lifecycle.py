@@ -50,6 +50,15 @@ def _names_a_file(source: str) -> bool:
     return source.endswith(".md") and not any(c.isspace() for c in source.strip())
 
 
+def _is_file(source: str) -> bool:
+    """Whether ``source`` names an existing file; a long sentence is no name the system takes
+    (``ENAMETOOLONG``), and ``~someone`` no home it knows: both are sentences then."""
+    try:
+        return Path(source).expanduser().is_file()
+    except (OSError, RuntimeError):
+        return False
+
+
 @writes
 async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     source = args.source
@@ -57,7 +66,7 @@ async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
         if source:
             raise UsageError("HZU032", "give a template or a contract, not both", source)
         request = ops.NewRequest(template=args.template, params=_params(args.param))
-    elif source and (_names_a_file(source) or Path(source).expanduser().is_file()):
+    elif source and (_names_a_file(source) or _is_file(source)):
         request = ops.NewRequest(text=_read_text(source), source=source)
     elif source:
         request = ops.NewRequest(sentence=source, params=_params(args.param))

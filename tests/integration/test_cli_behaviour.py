@@ -448,3 +448,14 @@ def test_s6_item2_user_words_echoed_in_an_error_are_shown_escaped(
     line = _one_coded_line(result, code)
     assert escaped in line
     assert not RAW_UNSAFE.search(result.stderr), result.stderr
+
+
+def test_a_sentence_longer_than_a_file_name_is_a_sentence(tmp_path: Path) -> None:
+    """Attack pass: ``hz heinzel new`` with a 294-character sentence ended in HZX001 (the
+    check for a contract file met ENAMETOOLONG); it is a sentence like any other."""
+    home = tmp_path / "home"
+    home.mkdir()
+    sentence = "a digest of my notes folder every morning please " * 6
+    made = hz(home, "heinzel", "new", sentence.strip())
+    assert made.returncode == 0, made.stderr
+    assert "proposed digest" in made.stdout

@@ -3,20 +3,27 @@
 Every open is non-blocking and checked with ``fstat`` before a byte is read,
 so a FIFO, a device or a folder named as a file is refused with a code and
 never hangs the turn. The search is plain Python (no ``rg``), bounded in
-files, bytes and hits; it does not enter linked folders and reads a linked
-file only when the link stays inside a granted root.
+files, bytes, hits and time: the files are read here, and their lines are
+matched in a child process (``grep_worker``) that is killed after
+``SEARCH_TIMEOUT_S``, since a regular expression that backtracks badly would
+otherwise hold the kernel's interpreter. It does not enter linked folders
+and reads a linked file only when the link stays inside a granted root.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from pydantic import Field
 
 from hz_kernel.adapters.sources.base import OUTPUT_CAP_BYTES
+from hz_kernel.engine.tools import grep_worker
 from hz_kernel.engine.tools.base import (
     BAD_ARGUMENTS,
     NOT_READABLE,
@@ -31,7 +38,8 @@ from hz_kernel.errors import HzError
 MAX_LISTED = 1000
 MAX_SEARCHED_FILES = 5000
 MAX_SEARCHED_BYTES = 16 << 20
-MAX_LINE_CHARS = 400
+#: How long the matching of one search may take before it is stopped.
+SEARCH_TIMEOUT_S = 10.0
 
 
 class ReadFileArgs(ToolArgs):
@@ -94,14 +102,15 @@ def list_folder(args: ToolArgs, grant: Grant) -> str:
     lines = []
     for entry in entries[:MAX_LISTED]:
         info = entry.stat(follow_symlinks=False)
+        name = shown_name(entry.name)
         if stat.S_ISDIR(info.st_mode):
-            lines.append(f"{entry.name}/")
+            lines.append(f"{name}/")
         elif stat.S_ISLNK(info.st_mode):
-            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+            lines.append(f"{name} -> {shown_name(os.readlink(entry.path))}")
         elif stat.S_ISREG(info.st_mode):
-            lines.append(f"{entry.name}  {info.st_size} bytes")
+            lines.append(f"{name}  {info.st_size} bytes")
         else:
-            lines.append(f"{entry.name}  (not a regular file)")
+            lines.append(f"{name}  (not a regular file)")
     if len(entries) > MAX_LISTED:
         lines.append(f"[hz: {len(entries) - MAX_LISTED} more entries not listed]")
     return "\n".join(lines) if lines else "(empty folder)"
@@ -111,33 +120,60 @@ def search(args: ToolArgs, grant: Grant) -> str:
     """``path:line: text`` per matching line, in path order, up to ``max_hits``."""
     assert isinstance(args, SearchArgs)
     try:
-        pattern = re.compile(args.pattern)
+        re.compile(args.pattern)  # a bad one is refused here with its reason; matched below
     except re.error as exc:
         raise refused(BAD_ARGUMENTS, f"not a regular expression: {exc}", args.pattern) from None
     start = grant.file_or_folder(args.path)
     roots = [Path(os.path.realpath(folder)) for folder in grant.folders]
-    hits: list[str] = []
+    read: list[tuple[str, str]] = []
+    stopped = ""
     files = scanned = 0
     base = start.parent if start.is_file() else start
     for path, real in _walk(start, roots):
         files += 1
         if files > MAX_SEARCHED_FILES or scanned > MAX_SEARCHED_BYTES:
-            hits.append(f"[hz: stopped after {files - 1} files and {scanned} bytes]")
+            stopped = f"[hz: stopped after {files - 1} files and {scanned} bytes]"
             break
         try:
             text = read_text(real, str(path))
         except HzError:
             continue  # an unreadable file is passed over, as rg does
         scanned += len(text)
-        shown = os.path.relpath(path, base)
-        for number, line in enumerate(text.splitlines(), 1):
-            clipped = line[:MAX_LINE_CHARS]
-            if pattern.search(clipped):
-                hits.append(f"{shown}:{number}: {clipped}")
-                if len(hits) >= args.max_hits:
-                    hits.append(f"[hz: stopped at {args.max_hits} hits]")
-                    return "\n".join(hits)
+        read.append((shown_name(os.path.relpath(path, base)), text))
+    hits = _matched(args, read)
+    if stopped and len(hits) < args.max_hits:
+        hits.append(stopped)
     return "\n".join(hits) if hits else "no match"
+
+
+def _matched(args: SearchArgs, files: list[tuple[str, str]]) -> list[str]:
+    """The matching lines, found by ``grep_worker`` in a child process with a deadline."""
+    request = {"pattern": args.pattern, "max_hits": args.max_hits, "files": files}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", grep_worker.__file__],
+            input=json.dumps(request).encode(),
+            capture_output=True,
+            timeout=SEARCH_TIMEOUT_S,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        raise refused(
+            NOT_READABLE,
+            f"the search took over {SEARCH_TIMEOUT_S:g} s and was stopped: "
+            "a simpler pattern (no nested repeats) finds the same lines",
+            args.pattern,
+        ) from None
+    except subprocess.CalledProcessError as exc:
+        said = exc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        raise refused(NOT_READABLE, f"the search failed: {' '.join(said)}", args.pattern) from None
+    return list(json.loads(done.stdout))
+
+
+def shown_name(name: str) -> str:
+    """A file name as one line of a listing: control characters (a newline in a name would
+    forge another entry) shown as escapes."""
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
 
 
 def _walk(start: Path, roots: list[Path]) -> list[tuple[Path, Path]]:

@@ -93,12 +93,15 @@ def run_git(repo: Path, args: list[str], place: str) -> str:
 
 
 _QUIET = ["--no-color", "--no-ext-diff", "--no-textconv"]
+#: A repository's ``log.showSignature`` would run the program its ``gpg.program`` names.
+_NO_SIGNATURES = "--no-show-signature"
 
 
 def git_log(args: ToolArgs, grant: Grant) -> str:
     assert isinstance(args, GitLogArgs)
     repo = grant.repo(args.repo)
     command = ["log", "--format=%H %cs %an: %s", f"--max-count={args.limit}", "--no-color"]
+    command.append(_NO_SIGNATURES)
     return (
         run_git(repo, [*command, "--end-of-options", _rev(args.rev), *_paths(args.path)], args.repo)
         or "no commits"
@@ -108,7 +111,8 @@ def git_log(args: ToolArgs, grant: Grant) -> str:
 def git_show(args: ToolArgs, grant: Grant) -> str:
     assert isinstance(args, GitShowArgs)
     repo = grant.repo(args.repo)
-    command = ["show", "--format=fuller", "--stat", "--patch", *_QUIET, "--end-of-options"]
+    command = ["show", "--format=fuller", "--stat", "--patch", *_QUIET, _NO_SIGNATURES]
+    command.append("--end-of-options")
     return run_git(repo, [*command, _rev(args.rev), *_paths(args.path)], args.repo)
 
 

@@ -92,7 +92,10 @@ class Grant:
         """A path argument as given (relative ones anchor where the inputs' paths do)."""
         if not raw or "\0" in raw:
             raise refused(BAD_ARGUMENTS, "the path is empty or holds a NUL character", raw)
-        return Path(os.path.normpath(resolve_path(raw, self.base_dir)))
+        try:
+            return Path(os.path.normpath(resolve_path(raw, self.base_dir)))
+        except RuntimeError:  # ``~someone`` whose home the system does not know
+            raise refused(OUTSIDE_ROOTS, "a home folder that does not exist", raw) from None
 
     def file_or_folder(self, raw: str) -> Path:
         """The real path of ``raw`` when it lies under a granted folder or is a granted file."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from hz_kernel.engine.tools.base import (
     BAD_ARGUMENTS,
     INTERRUPTED,
     NOT_GRANTED,
+    NOT_READABLE,
     ToolRegistry,
     ToolSpec,
     bounded,
@@ -49,6 +51,8 @@ from hz_kernel.vocabulary import ToolFinished, ToolInterrupted, ToolStarted
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
     from hz_kernel.engine.state import TurnState
+
+_log = logging.getLogger("hz.tools")
 
 #: Body records of tool calls, in the order one call writes them.
 MESSAGES, CALL, RESULT = "tool_messages", "tool_call", "tool_result"
@@ -208,6 +212,10 @@ class ToolJournal:
             crashpoints.reached("tool:before-result")
         except HzError as exc:
             record.update(error=exc.code, message=exc.one_line())
+        except Exception as exc:  # a tool's own failure is the model's to read, not the turn's end
+            _log.warning("tool %s failed: %r", spec.name, exc)
+            failed = HzError(NOT_READABLE, f"the tool failed: {type(exc).__name__}", spec.name)
+            record.update(error=failed.code, message=failed.one_line())
         else:
             shown, truncated = bounded(result)
             record.update(result=result, truncated=truncated, size=len(result))

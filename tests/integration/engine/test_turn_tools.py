@@ -24,12 +24,14 @@ from typing import Any
 import pytest
 
 from hz_kernel.contracts import render_template
-from hz_kernel.engine.tools import TOOLS
+from hz_kernel.engine.tools import TOOLS, files
+from hz_kernel.engine.tools import git as git_tools
 from hz_kernel.engine.tools.base import SHOWN_HEAD_CHARS, SHOWN_TAIL_CHARS
+from hz_kernel.engine.tools.grant import Grant
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import read_body
-from tests.support.homes import World, checkout_repo, digest_contract, make_world
+from tests.support.homes import World, checkout_repo, digest_contract, git, make_world
 from tests.support.marking_tool import MARK
 from tests.support.openai_stub import OpenAIStub, ToolCall
 
@@ -299,3 +301,62 @@ async def test_an_unsafe_call_cut_by_a_kill_is_settled_interrupted_and_never_run
     (seen,) = _seen_by_model(stub)
     assert '"error":"HZE069"' in seen.replace(" ", "")
     assert len(stub.requests) == 2
+
+
+async def test_hostile_tool_calls_end_in_coded_results_and_the_turn_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack pass: a search pattern that backtracks for minutes froze the daemon; a path of
+    ``~nosuchuser`` crashed the turn (a RuntimeError) and left it running; a file name with a
+    newline forged a second entry in a listing. Each is now a result the model reads."""
+    monkeypatch.setattr(files, "SEARCH_TIMEOUT_S", 2.0)
+    world = make_world(tmp_path)
+    (world.notes / "redos.txt").write_text(("a" * 399 + "!\n") * 50)
+    (world.notes / "new\nfake.md -> secret").write_text("x\n")
+    calls = [
+        ToolCall("search", {"pattern": "(a|aa)+$", "path": "notes/redos.txt", "max_hits": 1}),
+        ToolCall("read_file", {"path": "~nosuchuser/x"}),
+        ToolCall("list_folder", {"path": "notes"}),
+    ]
+    with OpenAIStub([*calls, ToolCall("draft", DRAFT)]) as stub:
+        (heinzel,) = await _make(world, digest_contract(model=stub.spec()))
+        report = await _wake(world, "notes-digest")
+    assert report.disposition == "drafted"
+    finished = [d for k, d in _tool_events(world, heinzel) if k == "tool.finished"]
+    assert [d.get("error") for d in finished] == ["HZE063", "HZE062", None]
+    seen = _seen_by_model(stub)
+    assert "took over 2 s" in seen[0]
+    listing = json.loads(seen[2])["result"].splitlines()
+    assert "new\\nfake.md -> secret  2 bytes" in listing, listing
+    assert not any(line.startswith("fake.md") for line in listing), "no forged entry"
+
+
+def test_the_git_tools_never_run_a_repositorys_signature_program(tmp_path: Path) -> None:
+    """Attack pass: with ``log.showSignature`` and ``gpg.program`` in a repository's own config,
+    ``git_log`` and ``git_show`` of a signed commit ran that program."""
+    repo = tmp_path / "evil"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first")
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    signed = (
+        f"tree {tree}\nauthor P <p@x> 1700000000 +0000\ncommitter P <p@x> 1700000000 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    made = subprocess.run(
+        ["git", "-C", str(repo), "hash-object", "-t", "commit", "-w", "--stdin"],
+        input=signed, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    git(repo, "update-ref", "refs/heads/main", made)
+    marker = tmp_path / "ran"
+    program = tmp_path / "gpg.sh"
+    program.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    program.chmod(0o755)
+    git(repo, "config", "log.showSignature", "true")
+    git(repo, "config", "gpg.program", str(program))
+    grant = Grant(capabilities=frozenset({"git:read"}), base_dir=tmp_path, repos=(repo,))
+    assert "signed" in git_tools.git_log(git_tools.GitLogArgs(repo=str(repo)), grant)
+    assert "signed" in git_tools.git_show(git_tools.GitShowArgs(repo=str(repo), rev="HEAD"), grant)
+    assert not marker.exists()
