@@ -162,7 +162,8 @@ def describe(event: dict[str, Any], effects: dict[str, str]) -> str | None:
         report = f": {data['report']}" if data.get("report") else ""
         return f"✓ {data.get('step')}{report}"
     if kind == "attempt.started":
-        return f"· {data.get('step')}: attempt {data.get('attempt')} with {data.get('model')}"
+        # Every request counts (a tool round is one): "call", not "attempt", which reads as a retry.
+        return f"· {data.get('step')}: model call {data.get('attempt')} to {data.get('model')}"
     if kind == "attempt.retry":
         return f"· retry in {data.get('delay_ms')} ms: {data.get('error')}"
     if kind == "attempt.failed":

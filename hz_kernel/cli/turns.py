@@ -194,7 +194,9 @@ def register_heinzel(hsub: Subcommands) -> None:
         "forget", help="keep a turn out of what the model sees (the record keeps it)"
     )
     p.add_argument("name")
-    p.add_argument("turn", help="the turn's id (hz heinzel show NAME lists them)")
+    p.add_argument(
+        "turn", help="the turn's id (hz heinzel show NAME --json lists them; a transcript's title)"
+    )
     p.add_argument("--instead", metavar="TEXT", help="a line the model reads in its place")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_forget)

@@ -40,7 +40,10 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
         for name, spec in contract.hz.inputs.items():
             request = SourceRequest(source=spec.source, method=spec.method, args=spec.args)
             result = run.cache.get(request)
-            fresh_for = duration_seconds(spec.recheck) if spec.recheck else 0
+            # A wake the user asked for reads the source as it is now; ``recheck`` only spares
+            # the tick's own rounds a fetch.
+            asked = "asked" in state.causes
+            fresh_for = duration_seconds(spec.recheck) if spec.recheck and not asked else 0
             now = now_utc()
             if result is None or (
                 (now - result.as_of).total_seconds() > fresh_for

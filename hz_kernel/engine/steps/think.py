@@ -137,8 +137,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     if not journal.messages:
         context = await _fitted(run, state, context, prepare, window, journal.described(), spec)
         if context is None:
-            reason = "context_too_large: even compacted, it is over the model's window"
-            return await finish(run, state, "failed", reason=reason, step="think")
+            return await finish(run, state, "failed", reason=_too_large(run, state), step="think")
         run.body.write("context", **context.record())
         run.body.sync()
 
@@ -264,6 +263,21 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     )
     state.done.append("think")
     return None
+
+
+def _too_large(run: TurnRunner, state: TurnState) -> str:
+    """Why the turn cannot ask its model: the estimate against the budget, and the way out."""
+    prepared = next(
+        e.data
+        for e in reversed(run.held.scan.events)
+        if e.kind == "context.prepared" and e.turn == state.turn
+    )
+    return (
+        f"HZE070: the context needs about {prepared['estimate_tokens']} tokens, even compacted; "
+        f"the model takes {prepared.get('budget_tokens')} (its window of "
+        f"{prepared.get('window_tokens')} less the answer's reserve): set a larger window in "
+        "[model.windows] if the model has one, or narrow the contract's inputs"
+    )
 
 
 async def _fitted(

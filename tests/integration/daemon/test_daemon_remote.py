@@ -80,7 +80,7 @@ def assert_whole_turn(out: str) -> None:
     order = [
         "started (asked)",
         "✓ gather",
-        "· think: attempt 1 with local",
+        "· think: model call 1 to local",
         "### Notes",
         "- fixed the login bug",
         "item 13 of the long week",
@@ -265,7 +265,7 @@ def test_wake_follow_carries_on_across_a_daemon_restart(tmp_path: Path) -> None:
         try:
             assert follow.stdout is not None
             first = "".join(follow.stdout.readline() for _ in range(3))
-            assert first.endswith("· think: attempt 1 with local\n"), first
+            assert first.endswith("· think: model call 1 to local\n"), first
             restarted = hz(env, "daemon", "restart")
             assert restarted.returncode == 0, restarted.stderr
             assert "1 turn paused" in restarted.stdout, restarted.stdout

@@ -102,7 +102,7 @@ async def test_a_context_that_cannot_fit_even_compacted_is_never_sent(tmp_path: 
     await _turns(world, heinzel, 1)
     (finished,) = _of(world, heinzel, "turn.finished")
     assert finished["data"]["disposition"] == "failed"
-    assert str(finished["data"]["reason"]).startswith("context_too_large")
+    assert str(finished["data"]["reason"]).startswith("HZE070: the context needs about")
     assert _of(world, heinzel, "attempt.started") == [], "no model was asked"
 
 

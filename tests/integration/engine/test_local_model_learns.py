@@ -165,3 +165,14 @@ def test_a_rewording_lesson_sets_the_wording_of_the_next_draft(changelog: Change
     assert "- Applied the discount once." in lines
     assert "- Added login." in lines
     assert not any(re.match(r"- (feat|fix|docs):", line) for line in lines)
+
+
+def test_a_wake_the_user_asks_for_reads_commits_made_since_the_last_fetch(
+    changelog: Changelog,
+) -> None:
+    """Issue 15 pass: a wake minutes after a fetch drafted from the cached history (the
+    template's ``recheck: 15m``), missing the commits just made."""
+    changelog.hz(DAY_ONE, "heinzel", "wake", "changelog")
+    changelog.commit("feat: export orders to csv", when="2026-11-02T09:00:30+00:00")
+    changelog.hz("2026-11-02T09:01:00Z", "heinzel", "wake", "changelog")
+    assert "- feat: export orders to csv" in changelog.draft().splitlines()
