@@ -30,11 +30,10 @@ from hz_tui.app import CockpitApp
 from hz_tui.held_rejects import HeldRejects
 from hz_tui.screens.review import ReviewScreen
 from hz_tui.widgets.draft_queue import WAITING
-from tests.e2e.test_cockpit_reconnects import kill_daemon
 from tests.tui import worlds
 from tests.tui.test_attach import hz
 from tests.tui.test_cockpit import SIZE, until
-from tests.tui.test_reconnect_pages import ATTACH_S, start
+from tests.tui.test_reconnect_pages import ATTACH_S, served, start
 from tests.tui.test_review_desk import THREE, open_desk, rejections
 
 NOW = "2026-12-01T09:00:00+00:00"
@@ -50,14 +49,8 @@ def world(tmp_path: Path) -> Iterator[worlds.World]:
     """Three heinzels with a draft each, served by a daemon; whatever daemon runs at the end
     is stopped (killed if it will not stop)."""
     built = asyncio.run(worlds.build(tmp_path, THREE))
-    start(built.home)
-    try:
+    with served(built.home):
         yield built
-    finally:
-        hz(built.home, "daemon", "stop")
-        found = read_discovery(built.home)
-        if found is not None and Path(f"/proc/{found.pid}").exists():
-            kill_daemon(built.home)
 
 
 def stop(world: worlds.World) -> None:

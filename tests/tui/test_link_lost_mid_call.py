@@ -25,11 +25,9 @@ from hz_kernel.store.scan import scan_file
 from hz_tui import link
 from hz_tui.app import CockpitApp
 from hz_tui.tail import SPINE_NAME
-from tests.e2e.test_cockpit_reconnects import kill_daemon
 from tests.tui import worlds
-from tests.tui.test_attach import hz
 from tests.tui.test_cockpit import SIZE, until
-from tests.tui.test_reconnect_pages import ATTACH_S, start
+from tests.tui.test_reconnect_pages import ATTACH_S, served
 
 NOW = "2026-12-01T09:00:00+00:00"
 NAME = "notes-digest"
@@ -44,14 +42,8 @@ def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 def world(tmp_path: Path) -> Iterator[worlds.World]:
     """One heinzel served by a daemon, stopped (killed if it will not stop) at the end."""
     built = asyncio.run(worlds.build(tmp_path, (NAME,)))
-    start(built.home)
-    try:
+    with served(built.home):
         yield built
-    finally:
-        hz(built.home, "daemon", "stop")
-        found = read_discovery(built.home)
-        if found is not None and Path(f"/proc/{found.pid}").exists():
-            kill_daemon(built.home)
 
 
 def wakes_taken(world: worlds.World) -> set[str]:

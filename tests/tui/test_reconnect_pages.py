@@ -9,6 +9,7 @@ kernel page must not show the lost daemon's figures while it reconnects.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,17 +43,25 @@ def start(home: Home) -> int:
     return found.pid
 
 
+@contextlib.contextmanager
+def served(home: Home) -> Iterator[Home]:
+    """``home`` with a daemon running; whatever daemon runs at the end is stopped (killed if
+    it will not stop)."""
+    start(home)
+    try:
+        yield home
+    finally:
+        hz(home, "daemon", "stop")
+        found = read_discovery(home)
+        if found is not None and Path(f"/proc/{found.pid}").exists():
+            kill_daemon(home)
+
+
 @pytest.fixture
 def daemon(cockpit_home: Home) -> Iterator[Home]:
-    """The test home with a daemon running; whatever daemon runs at the end is stopped."""
-    start(cockpit_home)
-    try:
-        yield cockpit_home
-    finally:
-        hz(cockpit_home, "daemon", "stop")
-        found = read_discovery(cockpit_home)
-        if found is not None and Path(f"/proc/{found.pid}").exists():
-            kill_daemon(cockpit_home)
+    """The test home with a daemon running, stopped at the end."""
+    with served(cockpit_home) as home:
+        yield home
 
 
 def page_text(page: DaemonScreen) -> str:
