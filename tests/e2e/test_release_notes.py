@@ -11,15 +11,14 @@ without docs-only lines. Every assertion reads the document or the spine.
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 from hz_kernel.home import Home
-from tests.support.homes import World, git
+from tests.integration.engine.test_local_model_learns import DAY_ONE, Changelog
+from tests.support.homes import git
 
 NAME = "release-notes"
-RELEASES = "# Release notes\n\n## Unreleased\n\n## 1.0.0\n\n- First release.\n"
 KINDS = ("feat", "fix", "docs", "feat", "chore", "fix", "feat", "docs", "fix", "feat")
 START = 1_761_998_400  # 2025-11-01T12:00:00Z: the first commit; one an hour after it
 
@@ -52,36 +51,11 @@ def _history(repo: Path, count: int) -> None:
     git(repo, "reset", "-q", "--hard", "main")
 
 
-class Releases:
-    """The home, the repository and the document of one release-notes heinzel."""
+class Releases(Changelog):
+    """The changelog helper under another name and document, with the tools it called."""
 
     def __init__(self, root: Path) -> None:
-        self.world = World(root)
-        self.world.home.mkdir()
-        (self.world.home / "hz.toml").write_text(f'[documents]\nroot = "{root}"\n')
-        self.repo = root / "shop"
-        self.repo.mkdir()
-        git(self.repo, "init", "-q", "-b", "main")
-        self.document = root / "RELEASES.md"
-        self.document.write_text(RELEASES)
-
-    def hz(self, now: str, *args: str) -> str:
-        return self.world.hz(*args, HZ_NOW=now).stdout
-
-    def draft(self) -> list[str]:
-        """The pending draft's lines, between its markers, without the DRAFT tag."""
-        text = self.document.read_text()
-        found = re.search(r"<!-- hz:begin [^\n]*\n(.*?)<!-- hz:end ", text, re.S)
-        assert found, text
-        return [line for line in found[1].splitlines() if f"DRAFT ({NAME}" not in line]
-
-    def approve_without(self, now: str, gone: str) -> None:
-        """The user deletes ``gone`` and the DRAFT tag, then approves."""
-        lines = self.document.read_text().splitlines()
-        kept = [line for line in lines if line != gone and f"DRAFT ({NAME}" not in line]
-        assert len(kept) == len(lines) - 2, "the line and the tag were there"
-        self.document.write_text("\n".join(kept) + "\n")
-        self.hz(now, "approve", NAME)
+        super().__init__(root, name=NAME, document="RELEASES.md")
 
     def tools_called(self) -> list[str]:
         (heinzel,) = Home.resolve(self.world.home).heinzel_ids()
@@ -98,21 +72,17 @@ def test_release_notes_over_300_commits_read_with_tools_learn_from_an_edit(
     notes = Releases(tmp_path)
     _history(notes.repo, 300)
     assert git(notes.repo, "rev-list", "--count", "HEAD").strip() == "300"
-    day = "2026-11-02T09:00:00Z"
-    notes.hz(day, "heinzel", "new", "--template", "changelog", "--param", f"name={NAME}",
-             "--param", f"repo={notes.repo}", "--param", "document=RELEASES.md",
-             "--param", "model=local")  # fmt: skip
-    notes.hz(day, "approve", NAME)
-
-    notes.hz(day, "heinzel", "wake", NAME)
-    first = notes.draft()
+    notes.create()
+    notes.hz(DAY_ONE, "heinzel", "wake", NAME)
+    first = notes.draft().splitlines()
     called = notes.tools_called()
     assert called[0] == "git_log" and called.count("git_show") >= 1, called
     assert "- feat: change number 300" in first, first[:20]
     docs = [line for line in first if line.startswith("- docs:")]
     assert docs, "docs-only commits are listed before the lesson"
 
-    notes.approve_without("2026-11-02T10:00:00Z", docs[0])
+    notes.approve_edited("2026-11-02T10:00:00Z", {docs[0]: None})
+    assert docs[0] not in notes.document.read_text().splitlines(), "the line was deleted"
     lessons = notes.hz("2026-11-02T10:01:00Z", "heinzel", "lessons", NAME)
     assert "Leave out docs items" in lessons, lessons
 
@@ -122,7 +92,7 @@ def test_release_notes_over_300_commits_read_with_tools_learn_from_an_edit(
         git(notes.repo, "add", ".")
         git(notes.repo, "commit", "-q", "-m", subject, when=f"@{later + n} +0000")
     notes.hz("2026-11-20T09:00:00Z", "heinzel", "wake", NAME)
-    second = notes.draft()
+    second = notes.draft().splitlines()
     assert "- feat: export orders" in second
     assert not [line for line in second if line.startswith("- docs:")], second
     text = notes.document.read_text()

@@ -21,15 +21,17 @@ DAY_ONE = "2026-11-02T09:00:00Z"
 
 
 class Changelog:
-    """A home with a changelog heinzel over a real repository, and its document."""
+    """A home with a heinzel from the changelog template over a real repository, and its
+    document (``name`` and ``document`` as the template's parameters)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, name: str = "changelog", document: str = "CHANGELOG.md") -> None:
         self.world = World(root)
         self.world.home.mkdir()
         (self.world.home / "hz.toml").write_text(f'[documents]\nroot = "{root}"\n')
         self.repo = root / "shop"
         self.repo.mkdir()
-        self.document = root / "CHANGELOG.md"
+        self.name = name
+        self.document = root / document
         self.document.write_text(CHANGELOG)
         git(self.repo, "init", "-q", "-b", "main")
         self.count = 0
@@ -46,30 +48,33 @@ class Changelog:
 
     def create(self) -> None:
         self.hz(DAY_ONE, "heinzel", "new", "--template", "changelog",
+                "--param", f"name={self.name}", "--param", f"document={self.document.name}",
                 "--param", f"repo={self.repo}", "--param", "model=local")  # fmt: skip
-        self.hz(DAY_ONE, "approve", "changelog")
+        self.hz(DAY_ONE, "approve", self.name)
 
     def draft(self) -> str:
         """The lines of the pending draft, between its markers, without the DRAFT tag."""
         text = self.document.read_text()
         found = re.search(r"<!-- hz:begin [^\n]*\n(.*?)<!-- hz:end ", text, re.S)
         assert found, text
-        return "\n".join(line for line in found[1].splitlines() if "DRAFT (changelog" not in line)
+        return "\n".join(
+            line for line in found[1].splitlines() if f"DRAFT ({self.name}" not in line
+        )
 
     def approve_edited(self, now: str, edit: dict[str, str | None]) -> None:
         """The user edits the draft's lines (None deletes one), deletes the tag, approves."""
         kept: list[str] = []
         for line in self.document.read_text().splitlines():
-            if "DRAFT (changelog" in line:
+            if f"DRAFT ({self.name}" in line:
                 continue
             replaced = edit.get(line, line)
             if replaced is not None:
                 kept.append(replaced)
         self.document.write_text("\n".join(kept) + "\n")
-        self.hz(now, "approve", "changelog")
+        self.hz(now, "approve", self.name)
 
     def lessons(self, now: str) -> list[tuple[str, str]]:
-        out = self.hz(now, "heinzel", "lessons", "changelog")
+        out = self.hz(now, "heinzel", "lessons", self.name)
         return [tuple(line.split("  ", 1)) for line in out.splitlines() if line.startswith("L-")]  # type: ignore[misc]
 
 
