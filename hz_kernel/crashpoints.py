@@ -2,7 +2,9 @@
 
 Crash tests name the point instead of guessing timings. A point is an event
 kind (``turn.started``), an event kind with its step (``step.done:think``)
-or a named moment between writes (``effect:before-done``, ``tool:before-result``). Several points
+or a named moment between writes (``effect:before-done``, ``tool:before-result``);
+``staged:`` before a kind (``staged:effect.done``) is the moment that event is
+staged for a group commit, not durable yet. Several points
 may be given, comma separated; ``HZ_CRASH_AT_COUNT=n`` crashes at the n-th
 time a point is reached (default the first).
 """

@@ -151,6 +151,7 @@ class TurnRunner:
         """Walk the remaining steps; returns the disposition (or ``waited``)."""
         self.body = BodyWriter(self.held.dir, state.turn)
         self.state = state
+        self.held.before_flush = self.body.sync
         try:
             return await self._walk(state)
         except Drained:
@@ -169,8 +170,12 @@ class TurnRunner:
                 step=state.done[-1] if state.done else None,
             )
         finally:
-            self.body.close()
-            self.body = None
+            try:
+                await self.held.flush()
+            finally:
+                self.held.before_flush = None
+                self.body.close()
+                self.body = None
 
     async def _walk(self, state: TurnState) -> str:
         """The remaining steps. Each boundary yields to the event loop, so a message, a

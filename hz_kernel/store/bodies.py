@@ -62,6 +62,7 @@ class BodyWriter:
                 fsync_dir(self.path.parent)
         self._digest = hashlib.sha256()
         self.size = 0
+        self._unsynced = False
         self._resume()
 
     def _resume(self) -> None:
@@ -92,10 +93,15 @@ class BodyWriter:
             raise store_error(exc, self.path) from None
         self._digest.update(line)
         self.size += len(line)
+        self._unsynced = True
 
     def sync(self) -> None:
+        """Make every record written so far durable (free when nothing was written since)."""
+        if not self._unsynced:
+            return
         with store_io(self.path):
             os.fsync(self._fd)
+        self._unsynced = False
 
     @property
     def hash(self) -> str:
@@ -103,9 +109,11 @@ class BodyWriter:
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                self.sync()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def read_body(heinzel_dir: Path, turn: str) -> list[dict[str, Any]] | None:

@@ -7,6 +7,7 @@ cost one read of the file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -67,6 +68,9 @@ class HeldSession:
         assert self.writer.opened_scan is not None
         self.scan = self.writer.opened_scan
         self.projection = project(heinzel_id, heinzel_dir, self.scan)
+        #: Called before each flush: a running turn syncs its body, so no spine line is
+        #: durable before the body records written ahead of it.
+        self.before_flush: Callable[[], None] | None = None
         #: Set when the spine contradicts the index (cut off, last line changed): see ``append``.
         self.index_break: ChainBreak | None = None
 
@@ -99,6 +103,15 @@ class HeldSession:
         spines = {self.id: self.scan.events}
         return await self.index.write([self.projection], stats, full=full, spines=spines)
 
+    def _check_writable(self, payload: EventData) -> None:
+        if self.index_break is not None and payload.kind != ChainAccepted.kind:
+            raise HzError(
+                "HZS095",
+                f"the spine contradicts the index ({self.index_break.detail}); nothing is "
+                "written until you look with hz heinzel verify and accept it (--accept)",
+                str(self.writer.path),
+            )
+
     async def append(
         self,
         payload: EventData,
@@ -107,25 +120,49 @@ class HeldSession:
         key: str | None = None,
         ts: datetime | None = None,
     ) -> Event:
-        """Append durably, fold into the projection, update the index, then tell observers.
+        """Append durably (with any staged events before it), fold into the projection,
+        update the index, then tell observers.
 
         Observers hear the line with its feed position, so it is in the
         index (and replayable) before any reader sees it live.
         """
-        if self.index_break is not None and payload.kind != ChainAccepted.kind:
-            raise HzError(
-                "HZS095",
-                f"the spine contradicts the index ({self.index_break.detail}); nothing is "
-                "written until you look with hz heinzel verify and accept it (--accept)",
-                str(self.writer.path),
-            )
+        self._check_writable(payload)
+        self.writer.stage(payload, turn=turn, key=key, ts=ts)
+        return (await self._flush())[-1]
+
+    def stage(
+        self,
+        payload: EventData,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        ts: datetime | None = None,
+    ) -> None:
+        """Queue an event to be made durable with the next ``append`` or ``flush``.
+
+        Only for an event whose loss in a crash costs nothing to redo: the
+        end of a replay-safe step, a note, the record of an effect the
+        ledger finds again on resume. Until then it is nowhere: not folded,
+        not indexed, not told.
+        """
+        self._check_writable(payload)
+        self.writer.stage(payload, turn=turn, key=key, ts=ts)
+
+    async def flush(self) -> None:
+        """Make every staged event durable (nothing to do when none is staged)."""
+        if self.writer.staged:
+            await self._flush()
+
+    async def _flush(self) -> list[Event]:
+        if self.before_flush is not None:
+            self.before_flush()
         try:
-            event = self.writer.append(payload, turn=turn, key=key, ts=ts)
+            flushed = self.writer.flush()
         except HzError as exc:
             if exc.code == CUT_UNDER_WRITER:
                 await self._found_cut()
             raise
-        written = [*self.writer.take_interposed(), event]
+        written = [*self.writer.take_interposed(), *flushed]
         for line in written:
             self.scan.events.append(line)
             self.projection.apply(line)
@@ -136,7 +173,7 @@ class HeldSession:
                 self._notify(
                     Observation(heinzel=self.id, event=line, turn=line.turn, position=position)
                 )
-        return event
+        return flushed
 
     async def _found_cut(self) -> None:
         """Another process cut the spine under this writer: the heinzel is damaged until the

@@ -1,9 +1,11 @@
-"""The spine writer: append-only, hash-chained, one fsync per line, one writer at a time.
+"""The spine writer: append-only, hash-chained, fsynced before acknowledged, one writer at a time.
 
 ``SpineWriter.open`` takes the heinzel's lock, reads the spine once (that
 read also yields the events the index projection needs), cuts off a torn
-tail if a crash left one, and from then on appends one line per ``write``
-followed by ``fsync``. Readers use ``scan.scan_file`` and never need the lock.
+tail if a crash left one, and from then on appends lines with one ``write``
+followed by ``fsync``: one line (``append``), or a group of lines staged
+since the last flush (``stage`` then ``flush`` or ``append``), which cost
+one fsync together. Readers use ``scan.scan_file`` and never need the lock.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hz_kernel import crashpoints
+from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import SPINE_NAME
 from hz_kernel.store.envelope import Event, encode_data, line_hash
@@ -48,6 +51,7 @@ class SpineWriter:
         self.last_seq = 0
         self.last_hash = ""
         self.opened_scan: SpineScan | None = None
+        self._staged: list[_Staged] = []
         self.interposed: list[Event] = []
         """Events the writer put before a caller's line (a ``spine.repaired`` for foreign
         bytes it cut), for the holder to fold in too (``take_interposed``)."""
@@ -99,34 +103,82 @@ class SpineWriter:
         key: str | None = None,
         ts: datetime | None = None,
     ) -> Event:
-        """Append one event and make it durable before returning it."""
+        """Append one event (after any staged ones) and make it durable before returning it."""
+        self.stage(payload, turn=turn, key=key, ts=ts)
+        return self.flush()[-1]
+
+    def stage(
+        self,
+        payload: EventData,
+        *,
+        turn: str | None = None,
+        key: str | None = None,
+        ts: datetime | None = None,
+    ) -> None:
+        """Queue one event for the next ``flush``: it is durable (and exists) only after that.
+
+        The line is encoded now, so a payload the spine refuses fails here,
+        at the caller that made it; its time is now, not the flush's.
+        """
         if self._fd is None:
             raise HzError("HZS012", "spine writer is closed", str(self.path))
-        seq = self.last_seq + 1
-        data = payload.model_dump(mode="json", exclude_none=True)
-        line = encode_data(
-            payload.kind, data, seq=seq, prev=self.last_hash, turn=turn, key=key, ts=ts
-        )
+        staged = _Staged(payload, turn, key, ts if ts is not None else now_utc())
+        staged.encode(self._next_seq(), self._next_prev())
+        self._staged.append(staged)
+        step = staged.data.get("step")
+        kind = f"staged:{payload.kind}"
+        crashpoints.reached(kind, f"{kind}:{step}" if step else kind)
+
+    @property
+    def staged(self) -> int:
+        """How many events wait for the next ``flush``."""
+        return len(self._staged)
+
+    def _next_seq(self) -> int:
+        return self._staged[-1].seq + 1 if self._staged else self.last_seq + 1
+
+    def _next_prev(self) -> str:
+        return self._staged[-1].digest if self._staged else self.last_hash
+
+    def flush(self) -> list[Event]:
+        """Write every staged event in one write and one fsync; returns them, now durable.
+
+        Group commit: consecutive events cost one fsync, and none of them is
+        acknowledged (returned, folded, indexed, told) before it. A failed
+        write cuts the group off whole, so the chain never holds half of it.
+        """
+        staged, self._staged = self._staged, []
+        if not staged:
+            return []
+        if self._fd is None:
+            raise HzError("HZS012", "spine writer is closed", str(self.path))
         offset = os.lseek(self._fd, 0, os.SEEK_END)
         if offset != self._end:
             self._foreign(offset)
-            return self.append(payload, turn=turn, key=key, ts=ts)
+            offset = self._end
+            seq, prev = self.last_seq, self.last_hash
+            for line in staged:
+                seq += 1
+                line.encode(seq, prev)
+                prev = line.digest
+        data = b"".join(line.line + b"\n" for line in staged)
         try:
-            if os.write(self._fd, line + b"\n") != len(line) + 1:
+            if os.write(self._fd, data) != len(data):
                 raise OSError(errno.ENOSPC, "No space left on device")
             os.fsync(self._fd)
         except OSError as exc:
             self._cut_back(offset)
             raise store_error(exc, self.path) from None
-        digest = line_hash(line)
-        event = Event(
-            1, seq, _ts_of(line), self.last_hash, turn, payload.kind, key, data, offset, digest
-        )
-        self.last_seq, self.last_hash = seq, digest
-        self._end = offset + len(line) + 1
-        step = event.data.get("step")
-        crashpoints.reached(payload.kind, f"{payload.kind}:{step}" if step else payload.kind)
-        return event
+        events = []
+        for line in staged:
+            events.append(line.event(offset))
+            offset += len(line.line) + 1
+        self.last_seq, self.last_hash = events[-1].seq, events[-1].hash
+        self._end = offset
+        for event in events:
+            step = event.data.get("step")
+            crashpoints.reached(event.kind, f"{event.kind}:{step}" if step else event.kind)
+        return events
 
     def _foreign(self, size: int) -> None:
         """The spine is not where this writer left it: someone else wrote to it.
@@ -191,6 +243,31 @@ class SpineWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Staged:
+    """One event waiting for a flush, encoded for the place in the chain it will take."""
+
+    __slots__ = ("data", "digest", "key", "line", "payload", "prev", "seq", "ts", "turn")
+
+    def __init__(self, payload: EventData, turn: str | None, key: str | None, ts: datetime) -> None:
+        self.payload, self.turn, self.key, self.ts = payload, turn, key, ts
+        self.data = payload.model_dump(mode="json", exclude_none=True)
+        self.seq, self.prev, self.line, self.digest = 0, "", b"", ""
+
+    def encode(self, seq: int, prev: str) -> None:
+        self.seq, self.prev = seq, prev
+        self.line = encode_data(
+            self.payload.kind, self.data, seq=seq, prev=prev, turn=self.turn, key=self.key,
+            ts=self.ts,
+        )  # fmt: skip
+        self.digest = line_hash(self.line)
+
+    def event(self, offset: int) -> Event:
+        return Event(
+            1, self.seq, _ts_of(self.line), self.prev, self.turn, self.payload.kind, self.key,
+            self.data, offset, self.digest,
+        )  # fmt: skip
 
 
 def _ts_of(line: bytes) -> str:

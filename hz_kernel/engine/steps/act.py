@@ -121,7 +121,7 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
     elif isinstance(outcome, WaitOutcome):
         on = outcome.on.model_dump(mode="json") if outcome.on else None
         return await _wait(run, state, outcome.report, on, outcome.until)
-    await run.held.append(StepDone(step="act"), turn=state.turn)
+    run.held.stage(StepDone(step="act"), turn=state.turn)
     state.done.append("act")
     return False
 
@@ -255,7 +255,9 @@ async def _place_draft(run: TurnRunner, state: TurnState, outcome: DraftOutcome)
             found = run.documents.find(path, key)
             section_text, found_on_resume = (found.text if found else outcome.text), False
         if key not in state.effects_done:
-            await run.held.append(
+            # Staged, like the lines after it up to ``turn.finished``: lost in a crash, the
+            # resume finds the draft in its document by key and records them then.
+            run.held.stage(
                 EffectDone(key=key, hash=sha256_hex(section_text), found_on_resume=found_on_resume),
                 turn=state.turn,
                 key=key,
@@ -280,8 +282,8 @@ async def _record_draft(run: TurnRunner, state: TurnState, key: str, asset: str,
     """``draft.placed`` for a draft that is in its document: the user's pending draft."""
     for old_key, old in list(run.held.projection.drafts.items()):
         if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
-            await run.held.append(DraftSuperseded(key=old_key, by=key), turn=state.turn)
-    await run.held.append(
+            run.held.stage(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+    run.held.stage(
         DraftPlaced(
             key=key,
             asset=asset,

@@ -68,9 +68,10 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
     for item in gathered:
         run.body.write("input", **item)
     _write_requests(run, state)
-    run.body.sync()
     state.inputs = gathered
-    await run.held.append(
+    # Staged: its inputs and this line become durable with the think step's first line
+    # (gathering again after a crash costs no spend and has no effect).
+    run.held.stage(
         StepDone(
             step="gather",
             inputs=[

@@ -15,7 +15,8 @@ async def record_outcome(run: TurnRunner, state: TurnState) -> None:
     """``step.done {outcome, report}``: the report line is the turn's from here on."""
     assert state.outcome is not None
     state.report = state.outcome.report
-    await run.held.append(
+    # Staged: durable with the next line (the outcome is in the body the think step synced).
+    run.held.stage(
         StepDone(step="outcome", outcome=state.outcome.type, report=state.outcome.report),
         turn=state.turn,
     )

@@ -137,9 +137,9 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     if not journal.messages:
         context = await _fitted(run, state, context, prepare, window, journal.described(), spec)
         if context is None:
+            await run.held.flush()
             return await finish(run, state, "failed", reason=_too_large(run, state), step="think")
         run.body.write("context", **context.record())
-        run.body.sync()
 
     async def on_attempt(info: AttemptInfo) -> None:
         assert run.body is not None
@@ -309,7 +309,7 @@ async def _fitted(
             return None
         context = prepare()
         estimate = estimate_tokens(window, context.instructions, context.messages, tools)
-    await run.held.append(
+    run.held.stage(
         ContextPrepared(
             model=spec,
             estimate_tokens=estimate,

@@ -8,10 +8,12 @@ crash are the journal's business (``journal.py``), the same for every tool.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -57,6 +59,23 @@ class ToolSpec:
     args: type[ToolArgs]
     run: Callable[[ToolArgs, Grant], str]
     replay_safe: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        """The arguments' JSON schema, generated once per process (every turn offers it)."""
+        return copy.deepcopy(_schema_of(self.args))
+
+    def schema_text(self) -> str:
+        return _schema_text_of(self.args)
+
+
+@functools.cache
+def _schema_of(args: type[ToolArgs]) -> dict[str, Any]:
+    return args.model_json_schema()
+
+
+@functools.cache
+def _schema_text_of(args: type[ToolArgs]) -> str:
+    return json.dumps(_schema_of(args))
 
 
 class ToolRegistry:

@@ -19,7 +19,6 @@ result runs again when the tool is replay-safe, and otherwise is settled
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -117,8 +116,7 @@ class ToolJournal:
         """Every tool as the model is told of it (name, description, argument schema): its
         share of the request, for the context's size."""
         return "\n".join(
-            f"{spec.name}: {self._describe(spec)} {json.dumps(spec.args.model_json_schema())}"
-            for spec in self.registry
+            f"{spec.name}: {self._describe(spec)} {spec.schema_text()}" for spec in self.registry
         )
 
     def history(self) -> list[ModelMessage]:
@@ -133,7 +131,7 @@ class ToolJournal:
                 self._caller(spec),
                 name=spec.name,
                 description=self._describe(spec),
-                json_schema=spec.args.model_json_schema(),
+                json_schema=spec.schema(),
                 takes_ctx=True,
                 sequential=True,
             )

@@ -31,6 +31,14 @@ POINTS = [
     "effect.done",
     "draft.placed",
     "step.done:act",
+    # Group commit: killed while these wait in memory for their group's fsync, so they are
+    # lost; the restart must come to the same end.
+    "staged:step.done:gather",
+    "staged:context.prepared",
+    "staged:step.done:outcome",
+    "staged:effect.done",
+    "staged:draft.placed",
+    "staged:step.done:act",
 ]
 
 
@@ -77,7 +85,7 @@ async def test_crash_then_restart_settles_with_one_draft(tmp_path: Path, point: 
     finished = next(e for e in world.spine(heinzel_id) if e["kind"] == "turn.finished")
     assert finished["data"]["disposition"] == "drafted"
     assert scan_file(world.home / "heinzel" / heinzel_id / "session.jsonl").intact
-    if point == "effect:before-done":
+    if point in ("effect:before-done", "staged:effect.done", "staged:draft.placed"):
         done = next(e for e in world.spine(heinzel_id) if e["kind"] == "effect.done")
         assert done["data"]["found_on_resume"] is True
 
