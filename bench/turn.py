@@ -149,7 +149,28 @@ async def tool_turns(world: World, kernel: Kernel, turns: int) -> tuple[float, f
     return statistics.median(totals), statistics.median(tools), int(statistics.median(calls))
 
 
-async def main(turns: int) -> None:
+async def growth(kernel: Kernel, turns: int) -> tuple[float, float, float]:
+    """Median wall time of a heinzel's first fifth of ``turns`` turns, its last fifth, and their
+    ratio.
+
+    One fresh heinzel runs ``turns`` turns back to back; the figure is the
+    median of its turns 400–500 over that of its turns 1–100 (at 500 turns;
+    the first and last fifth at any size): what its history costs each turn.
+    """
+    params = {"name": "growth", "notes": "notes", "document": "reports/growth.md"}
+    made = await kernel.new(text=render_template("digest", {**params, "model": "local"}))
+    await kernel.approve(ref=made.id)
+    samples = []
+    for _ in range(turns):
+        started = time.perf_counter()
+        await wake_and_wait(kernel, made.id)
+        samples.append((time.perf_counter() - started) * 1000)
+    fifth = max(1, turns // 5)
+    early, late = statistics.median(samples[:fifth]), statistics.median(samples[-fifth:])
+    return early, late, late / early
+
+
+async def main(turns: int, history: int) -> None:
     global _fsyncs
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
@@ -161,6 +182,7 @@ async def main(turns: int) -> None:
             await kernel.approve(ref=made.id)
             await wake_and_wait(kernel, made.id)
             tool_total, tool_ms, tool_calls = await tool_turns(world, kernel, turns)
+            early, late, growth_ratio = await growth(kernel, history)
             os.fsync = _counting_fsync
             for _ in range(turns):
                 _fsyncs = 0
@@ -187,9 +209,16 @@ async def main(turns: int) -> None:
     print(
         f"tool turn     {tool_total:8.2f} ms   ({tool_calls} tool calls, {tool_ms:.2f} ms in them)"
     )
+    print(
+        f"growth        {growth_ratio:8.2f}x   (turns {history * 4 // 5 + 1}–{history}: "
+        f"{late:.2f} ms, turns 1–{max(1, history // 5)}: {early:.2f} ms; target ≤ 1.2x)"
+    )
     emit(
         {
             "turn_overhead_ratio": round(ratio, 3),
+            "turn_growth_ratio": round(growth_ratio, 3),
+            "turn_growth_early_ms": round(early, 3),
+            "turn_growth_late_ms": round(late, 3),
             "turn_overhead_ms": round(overhead, 3),
             "turn_total_ms": round(statistics.median(totals), 3),
             "turn_model_ms": round(statistics.median(models), 3),
@@ -203,5 +232,5 @@ async def main(turns: int) -> None:
 
 
 if __name__ == "__main__":
-    turns = sizes(__doc__, {"turns": 12}, {"turns": 2}).turns
-    run(lambda: asyncio.run(main(turns)))
+    size = sizes(__doc__, {"turns": 12, "history": 500}, {"turns": 2, "history": 10})
+    run(lambda: asyncio.run(main(size.turns, size.history)))

@@ -17,7 +17,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
 from hz_kernel.store.bodies import BODY_NAME, body_path
-from hz_kernel.store.inbox import REQUEST_NAME, Inbox
+from hz_kernel.store.inbox import DELIVERED_DIR, REQUEST_NAME, Inbox
 from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -292,10 +292,11 @@ class StoreCommands(KernelCore):
             if request is None or not REQUEST_NAME.match(path.name):
                 continue
             if request.admitted_at < cutoff_dt:
-                size = _unlink_regular(path)
-                if size is not None:
-                    removed_requests += 1
-                    freed += size
+                for where in (path, inbox.dir / DELIVERED_DIR / path.name):
+                    size = _unlink_regular(where)
+                    if size is not None:
+                        removed_requests += 1
+                        freed += size
         sources = SourceCache(self.home.sources_dir).prune(older_than=cutoff_dt)
         return api.PruneReport(
             bodies_removed=bodies,

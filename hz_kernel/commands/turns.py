@@ -300,8 +300,8 @@ class TurnCommands(KernelCore):
                     else None,
                 )
             )
-        for request in inbox.all():
-            if request.kind in ("chat", "wake") and request.request_id not in requests:
+        for request in inbox.pending(requests):
+            if request.kind in ("chat", "wake"):
                 key = request_key(held.id, request.request_id)
                 if key not in held.projection.keys:
                     wakes.append(Wake(cause="asked", key=key, request_id=request.request_id))
@@ -378,10 +378,8 @@ class TurnCommands(KernelCore):
         async def deliver() -> list[str]:
             delivered = held.projection.requests
             texts: list[str] = []
-            for request in Inbox(held.dir).all():
+            for request in Inbox(held.dir).pending(delivered):
                 if request.mode != "steer" or request.kind != "chat":
-                    continue
-                if request.request_id in delivered:
                     continue
                 await held.append(
                     TurnSteered(request_id=request.request_id, hash=_hash(request.message)),

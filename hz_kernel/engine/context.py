@@ -24,7 +24,7 @@ from hz_kernel.adapters.local_model import (
     render_steering,
 )
 from hz_kernel.contracts import CompiledContract
-from hz_kernel.store.envelope import Event
+from hz_kernel.store.envelope import Event, seq_index, since_seq
 
 FRAMING = """You are a heinzel: a durable agent that keeps one document true for its user, under \
 the contract below. Each wake is one turn; you answer with exactly one typed outcome and a short \
@@ -143,10 +143,13 @@ def summary_block(summary: Event) -> str:
 
 def _kept_turns(events: Sequence[Event], since: int, keep: int) -> set[int]:
     """Seqs of the last ``keep`` turn endings a summary covers: they stay verbatim beside it."""
-    endings = [
-        e.seq for e in events if e.seq <= since and e.kind in ("turn.finished", "turn.skipped")
-    ]
-    return set(endings[-keep:]) if keep else set()
+    kept: set[int] = set()
+    for e in reversed(events):  # from the newest: only the last ``keep`` are wanted
+        if len(kept) >= keep:
+            break
+        if e.seq <= since and e.kind in ("turn.finished", "turn.skipped"):
+            kept.add(e.seq)
+    return kept
 
 
 def render_contract(contract: CompiledContract, version: int) -> str:
@@ -212,9 +215,10 @@ def build_context(
 
     hidden = _hidden(events)
     summary: Event | None = None
-    for event in events:
+    for event in reversed(events):
         if event.kind == "summary.written" and (event.seq < before_seq or event.turn == turn):
             summary = event
+            break
     messages: list[tuple[str, str]] = []
     if summary is not None:
         messages.append(("summary", summary_block(summary)))
@@ -222,9 +226,8 @@ def build_context(
     kept = _kept_turns(events, since, keep_turns) if summary is not None else set()
     lines = []
     replaced: set[str] = set()
-    for event in events:
-        if event.seq <= since and event.seq not in kept:
-            continue
+    shown = [events[seq_index(events, seq)] for seq in sorted(kept)]
+    for event in [*shown, *since_seq(events, since + 1)]:
         if event.seq >= before_seq:
             break
         if event.turn and event.turn in hidden:

@@ -11,6 +11,7 @@ from hz_kernel.engine.caps import token_budget
 from hz_kernel.engine.context import EVENT_LINES_MAX, FRAMING, event_line, summary_block
 from hz_kernel.engine.outcome import SummaryOutcome
 from hz_kernel.engine.state import TurnState
+from hz_kernel.store.envelope import since_seq
 from hz_kernel.vocabulary import SummaryWritten, Usage
 
 if TYPE_CHECKING:
@@ -25,13 +26,11 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     """
     events = run.held.scan.events
     last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
-    since = last.seq if last is not None else 0
+    recent = since_seq(events, last.seq + 1 if last is not None else 0)
     ended = [
-        e
-        for e in events
-        if e.seq > since and e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
+        e for e in recent if e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
     ]
-    lines = [line for e in events if e.seq > since and (line := event_line(e))]
+    lines = [line for e in recent if (line := event_line(e))]
     settings = run.settings.heinzel
     over = len(ended) + 1 >= settings.summary_after_turns
     if over or sum(len(line) for line in lines) >= settings.summary_after_chars:

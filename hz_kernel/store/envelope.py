@@ -8,8 +8,10 @@ first line's ``prev`` is ``GENESIS``. See ``docs/format.md``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -143,3 +145,15 @@ def encode_data(
     if len(line) > MAX_EVENT_BYTES:
         raise HzError("HZS022", f"event of {len(line)} bytes exceeds {MAX_EVENT_BYTES}", kind)
     return line
+
+
+def seq_index(events: Sequence[Event], seq: int) -> int:
+    """Where the event ``seq`` is (or would be) in ``events``, found by bisection: a spine's
+    events are in seq order, so a turn that reads its own lines pays for them, not for the
+    whole history."""
+    return bisect.bisect_left(events, seq, key=lambda event: event.seq)
+
+
+def since_seq(events: Sequence[Event], seq: int) -> Sequence[Event]:
+    """The events from ``seq`` on."""
+    return events[seq_index(events, seq) :]

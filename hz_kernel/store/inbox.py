@@ -17,6 +17,14 @@ for the next tick, not for the heinzel's next turn. The deliverer removes
 the marker under the spine's lock before it reads the inbox, so a message
 admitted meanwhile leaves a new marker and is never stranded.
 
+A request a turn took (the spine says so: ``turn.started``, ``turn.steered``,
+``question.answered``, ``turn.requested``) is moved into ``inbox/delivered/``
+the next time a turn looks for new ones (``pending``), so that look reads
+only what may be new and costs the same after ten thousand messages as
+after ten. The move is a plain rename, not fsynced: the spine, not the
+folder, says what was delivered, so a move lost in a crash is done again.
+Every other reader (``get``, ``all``, ``scan``) sees both folders.
+
 A stop that hands messages back (the cockpit's) withdraws them: each file
 is renamed into ``inbox/withdrawn/`` (atomic, the folders fsynced), so no
 turn takes it and its text is never deleted; an id once withdrawn is not
@@ -34,6 +42,7 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Container
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -61,6 +70,7 @@ REQUEST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.json$")
 MAX_MESSAGE = 64 * 1024
 UNDELIVERED_DIR = "undelivered"
 WITHDRAWN_DIR = "withdrawn"
+DELIVERED_DIR = "delivered"
 MARKER_NAME = re.compile(r"^hz-[0-9A-HJKMNP-TV-Z]{26}$")
 
 _log = logging.getLogger("hz.inbox")
@@ -134,7 +144,7 @@ class Inbox:
             )
         with store_io(path):
             ensure_private_dir(self.dir)
-            stored = self.get(request.request_id) if path.exists() else None
+            stored = self.get(request.request_id)
             if stored is None:
                 self.mark()
                 if create_exclusive(path, request.model_dump_json().encode()):
@@ -191,12 +201,16 @@ class Inbox:
                 )
             for request in requests:
                 name = f"{check_request_id(request.request_id)}.json"
-                try:
-                    os.rename(self.dir / name, aside / name)
-                except FileNotFoundError:
+                for folder in (self.dir, self.dir / DELIVERED_DIR):
+                    try:
+                        os.rename(folder / name, aside / name)
+                        break
+                    except FileNotFoundError:
+                        continue
+                else:
                     continue
                 fsync_dir(aside)
-                fsync_dir(self.dir)
+                fsync_dir(folder)
                 crashpoints.reached("inbox:withdrawn")
                 moved.append(request)
         return moved
@@ -208,10 +222,15 @@ class Inbox:
         return (self.dir / WITHDRAWN_DIR / f"{request_id}.json").exists()
 
     def get(self, request_id: str) -> InboxRequest | None:
-        """The stored request; an entry that is a FIFO, socket or device is refused (HZS090)."""
+        """The stored request, delivered or not; an entry that is a FIFO, socket or device is
+        refused (HZS090)."""
         if not REQUEST_ID.match(request_id):
             return None
-        path = self.dir / f"{request_id}.json"
+        name = f"{request_id}.json"
+        return self._read(self.dir / name) or self._read(self.dir / DELIVERED_DIR / name)
+
+    @staticmethod
+    def _read(path: Path) -> InboxRequest | None:
         try:
             raw = read_nofollow(path)
             return InboxRequest.model_validate_json(raw)
@@ -221,32 +240,53 @@ class Inbox:
             return None
 
     def all(self) -> list[InboxRequest]:
-        """Every readable request, oldest admission first.
+        """Every readable request, delivered or not, oldest admission first.
 
         An entry that is no regular file (a directory, FIFO, socket or device
         named like a request) is skipped, never read, and logged once per
         process (HZS090): one stray entry must not keep the other messages
         from their turns. ``scan`` says which entries were skipped.
         """
-        found, refused = self.scan()
-        for exc in refused:
-            if exc.place not in _REPORTED:
-                _REPORTED.add(exc.place)
-                _log.info("%s; skipped", exc.one_line())
-        return found
+        return _logged(self.scan())
+
+    def pending(self, taken: Container[str]) -> list[InboxRequest]:
+        """The requests no turn took yet, oldest admission first.
+
+        ``taken`` holds the ids the spine says a turn took (the projection's
+        requests): their files are moved into ``delivered/``, unread, so the
+        next look lists only what may be new.
+        """
+        found, refused = self._scan_folder(self.dir, taken)
+        return _logged((found, refused))
 
     def scan(self) -> tuple[list[InboxRequest], list[HzError]]:
-        """Every readable request, oldest admission first, and the entries refused as not
-        regular files (a directory, FIFO, socket or device named like a request): HZS090."""
-        if not self.dir.is_dir():
+        """Every readable request, delivered or not, oldest admission first, and the entries
+        refused as not regular files (a directory, FIFO, socket or device named like a
+        request): HZS090."""
+        found, refused = self._scan_folder(self.dir, ())
+        delivered, skipped = self._scan_folder(self.dir / DELIVERED_DIR, ())
+        seen = {request.request_id for request in found}
+        found.extend(request for request in delivered if request.request_id not in seen)
+        return sorted(found, key=lambda r: (r.admitted_at, r.request_id)), refused + skipped
+
+    def _scan_folder(
+        self, folder: Path, taken: Container[str]
+    ) -> tuple[list[InboxRequest], list[HzError]]:
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
             return [], []
         found: list[InboxRequest] = []
         refused: list[HzError] = []
-        for name in sorted(p.name for p in self.dir.iterdir()):
+        delivered: list[str] = []
+        for name in names:
             if not REQUEST_NAME.match(name):
                 continue
+            if name[:-5] in taken:
+                delivered.append(name)
+                continue
             try:
-                request = self.get(name.removesuffix(".json"))
+                request = self._read(folder / name)
             except HzError as exc:
                 if exc.code != "HZS090":
                     raise
@@ -254,4 +294,33 @@ class Inbox:
                 continue
             if request is not None:
                 found.append(request)
+        if delivered:
+            self._set_aside(delivered)
         return sorted(found, key=lambda r: (r.admitted_at, r.request_id)), refused
+
+    def _set_aside(self, names: list[str]) -> None:
+        """Move delivered requests out of the way of the next look; best effort (see above)."""
+        aside = self.dir / DELIVERED_DIR
+        try:
+            ensure_private_dir(aside)
+            if not stat.S_ISDIR(os.lstat(aside).st_mode):
+                return
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):
+                    if stat.S_ISREG(os.lstat(self.dir / name).st_mode):
+                        os.rename(self.dir / name, aside / name)
+        except OSError as exc:
+            key = f"aside:{self.dir}"
+            if key not in _REPORTED:
+                _REPORTED.add(key)
+                _log.info("HZS090: %s: delivered requests stay where they are (%s)", aside, exc)
+
+
+def _logged(scanned: tuple[list[InboxRequest], list[HzError]]) -> list[InboxRequest]:
+    """The requests found; each refused entry logged once per process."""
+    found, refused = scanned
+    for exc in refused:
+        if exc.place not in _REPORTED:
+            _REPORTED.add(exc.place)
+            _log.info("%s; skipped", exc.one_line())
+    return found

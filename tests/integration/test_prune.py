@@ -142,9 +142,15 @@ def test_prune_keeps_an_open_question_and_the_last_approved_output(tmp_path: Pat
     assert json.loads(result.stdout)["bodies_removed"] == 3
 
 
+def _a_delivered_request(world: Drafted) -> Path:
+    """A delivered request's file: turns move them into ``inbox/delivered/``."""
+    inbox = world.heinzel_dir / "inbox"
+    return next(iter([*inbox.glob("delivered/*.json"), *inbox.glob("*.json")]))
+
+
 def test_a_tick_loop_prunes_on_its_own(world: Drafted) -> None:
     """Issue 12 item 9: ``hz tick`` in a loop prunes expired files without being asked."""
-    request = next((world.heinzel_dir / "inbox").glob("*.json"))
+    request = _a_delivered_request(world)
     looping = subprocess.Popen(
         [*HZ, "tick", "--interval", "0.5"],
         stdout=subprocess.DEVNULL,
@@ -188,7 +194,7 @@ async def test_the_daemons_tick_loop_prunes_on_its_own(
     """Issue 12 item 9: the loop the daemon and the cockpit run prunes without being asked."""
     monkeypatch.setenv("HZ_HOME", str(world.home))
     monkeypatch.setenv("HZ_NOW", LATER)
-    request = next((world.heinzel_dir / "inbox").glob("*.json"))
+    request = _a_delivered_request(world)
     kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
     stop = asyncio.Event()
     loop = asyncio.create_task(run_tick_loop(kernel, 0.05, stop))

@@ -150,13 +150,12 @@ async def _supersede_parked(run: TurnRunner, state: TurnState) -> None:
     the work that is gone (and only the newest parked turn is ever woken).
     """
     events = run.held.scan.events
-    last: dict[str, str] = {}
-    for event in events:
-        if event.turn and event.kind in _LIFECYCLE:
-            last[event.turn] = event.kind
-    for turn, kind in last.items():
-        if kind != "turn.waiting" or turn == state.turn:
-            continue
+    parked_turns = [
+        turn
+        for turn, row in run.held.projection.turns.items()
+        if row.get("status") == "waiting" and turn != state.turn
+    ]
+    for turn in parked_turns:
         parked = load_state(events, turn)
         if parked is None:
             continue
@@ -166,9 +165,6 @@ async def _supersede_parked(run: TurnRunner, state: TurnState) -> None:
             await ender.abandon(parked, "superseded")
         finally:
             ender.body.close()
-
-
-_LIFECYCLE = frozenset({"turn.started", "turn.resumed", "turn.waiting", "turn.finished"})
 
 
 def _edited_pending(run: TurnRunner, state: TurnState) -> str | None:

@@ -41,6 +41,7 @@ from hz_kernel.engine.tools.journal import ToolJournal, tool_calls_began
 from hz_kernel.engine.window import Window, estimate_tokens, window_for
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
+from hz_kernel.store.envelope import since_seq
 from hz_kernel.store.inbox import Inbox
 from hz_kernel.vocabulary import (
     AttemptFailed,
@@ -171,7 +172,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     history: list[Any] = journal.history() or [user_message(*context.messages)]
     usage = TokenUsage()
     attempts = 0
-    started = len([e for e in run.held.scan.events if e.kind == "attempt.started"])
+    before = len(run.held.scan.events)
     overflowed = False
     try:
         while True:
@@ -231,7 +232,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
         await _attempt_failed(run, state, exc.code, exc.message, 0)
         return await finish(run, state, "failed", reason=exc.one_line()[:500], step="think")
     except asyncio.CancelledError:
-        asked = [e for e in run.held.scan.events if e.kind == "attempt.started"][started:]
+        asked = [e for e in run.held.scan.events[before:] if e.kind == "attempt.started"]
         if run.kernel.draining and asked:
             # Cut on purpose for the next kernel (a hand-off, a restart): the answer had no
             # effect yet, so the step is asked again there rather than failed as a crash.
@@ -346,14 +347,15 @@ def _situation(run: TurnRunner, state: TurnState) -> Situation:
 
 def _answers(run: TurnRunner, state: TurnState) -> list[str]:
     """The user's answers to questions this turn asked (a turn resumed by an answer)."""
+    since = since_seq(run.held.scan.events, state.started.seq)
     asked = {
         e.data.get("key"): str(e.data.get("question") or "")
-        for e in run.held.scan.events
+        for e in since
         if e.turn == state.turn and e.kind == "question.asked"
     }
     inbox = Inbox(run.held.dir)
     answers = []
-    for event in run.held.scan.events:
+    for event in since:
         if event.kind == "question.answered" and event.data.get("key") in asked:
             request = inbox.get(str(event.data.get("request_id")))
             if request is not None:
@@ -381,7 +383,7 @@ async def _interrupted_stream(
     run: TurnRunner, state: TurnState, records: list[dict[str, Any]]
 ) -> str | None:
     """After a crash in think: output that had streamed is never asked for again."""
-    mine = [e for e in run.held.scan.events if e.turn == state.turn]
+    mine = [e for e in since_seq(run.held.scan.events, state.started.seq) if e.turn == state.turn]
     attempts = [e.seq for e in mine if e.kind == "attempt.started"]
     thought = [e.seq for e in mine if e.kind == "step.done" and e.data.get("step") == "think"]
     handed = [

@@ -60,14 +60,17 @@ MESSAGES, CALL, RESULT = "tool_messages", "tool_call", "tool_result"
 def scope(events: Sequence[Event], turn: str) -> list[Event]:
     """The turn's events since its think step last began afresh: a wait ends that step (the
     turn thinks again from its inputs), a crash does not (it is resumed)."""
-    mine = [event for event in events if event.turn == turn]
-    starts = [
-        n
-        for n, event in enumerate(mine)
-        if event.kind == "turn.started"
-        or (event.kind == "turn.resumed" and event.data.get("woken_by") != "restart")
-    ]
-    return mine[starts[-1] :] if starts else mine
+    mine: list[Event] = []
+    for event in reversed(events):  # back to where it began: a turn's own few lines
+        if event.turn != turn:
+            continue
+        mine.append(event)
+        if event.kind == "turn.started" or (
+            event.kind == "turn.resumed" and event.data.get("woken_by") != "restart"
+        ):
+            break
+    mine.reverse()
+    return mine
 
 
 def since_context(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -43,8 +43,9 @@ def _made(world: World, name: str = "notes-digest") -> str:
 
 
 def _inbox(world: World, heinzel_id: str) -> list[str]:
+    """Every request file kept, waiting or delivered (moved into ``delivered/``)."""
     folder = world.home / "heinzel" / heinzel_id / "inbox"
-    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+    return sorted(p.stem for p in [*folder.glob("*.json"), *folder.glob("delivered/*.json")])
 
 
 def _tick(world: World) -> dict[str, Any]:

@@ -106,6 +106,44 @@ def test_issue12_item13_a_request_id_reused_for_other_content_is_refused(tmp_pat
     assert (stored.kind, stored.message) == ("wake", "")
 
 
+def test_issue16_a_delivered_request_is_set_aside_unread_and_still_found(tmp_path: Path) -> None:
+    """What a turn looks through for new requests does not grow with those it took: a taken
+    request moves into ``delivered/``, yet every other reader still finds it, and its id still
+    answers a retry and refuses other content."""
+    import pytest
+
+    from hz_kernel.errors import HzError
+
+    inbox = Inbox(tmp_path)
+    for n in range(3):
+        inbox.admit(InboxRequest(request_id=f"r{n}", heinzel="hz-x", message=f"note {n}"))
+    assert [r.request_id for r in inbox.pending({"r0", "r1"})] == ["r2"]
+    assert sorted(p.name for p in (tmp_path / "inbox").glob("*.json")) == ["r2.json"]
+    assert [r.request_id for r in inbox.pending({"r0", "r1"})] == ["r2"]
+    assert [r.request_id for r in inbox.all()] == ["r0", "r1", "r2"]
+    assert inbox.get("r1") is not None and inbox.get("r1").message == "note 1"  # type: ignore[union-attr]
+    stored, created = inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="note 1"))
+    assert not created and stored.message == "note 1"
+    with pytest.raises(HzError) as caught:
+        inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="other"))
+    assert caught.value.code == "HZS034"
+    assert [r.request_id for r in inbox.withdraw([stored])] == ["r1"]
+    assert (tmp_path / "inbox" / "withdrawn" / "r1.json").is_file()
+
+
+def test_issue16_a_link_where_delivered_should_be_is_never_written_through(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    inbox = Inbox(tmp_path / "h")
+    inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="hi"))
+    (inbox.dir / "delivered").symlink_to(elsewhere)
+    assert inbox.pending({"r1"}) == []
+    assert list(elsewhere.iterdir()) == []
+    assert [r.request_id for r in inbox.all()] == ["r1"]
+
+
 def test_issue12_item10_admission_marks_the_inbox_for_the_next_tick(tmp_path: Path) -> None:
     """A marker under ``<home>/heinzel/undelivered/`` is left before the request's file."""
     heinzel_dir = tmp_path / "hz-01M8RQXYP3E4E4YHD6CC4HSM66"
