@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -14,7 +15,10 @@ from pathlib import Path
 
 from ulid import ULID
 
-from hz_kernel.store.envelope import GENESIS, encode, line_hash
+from hz_kernel.engine.wakes import request_key
+from hz_kernel.kernel import Kernel
+from hz_kernel.observe import Observation
+from hz_kernel.store.envelope import GENESIS, Event, encode, line_hash
 from hz_kernel.store.fsutil import ensure_private_dir
 from hz_kernel.vocabulary import (
     ContractApproved,
@@ -25,6 +29,9 @@ from hz_kernel.vocabulary import (
     TurnFinished,
     TurnStarted,
 )
+
+#: How long one turn of the local model may take before the run gives up (it never hangs).
+TURN_TIMEOUT_S = 120.0
 
 
 def sizes(
@@ -137,6 +144,42 @@ def write_spine_fast(
     data = b"\n".join(lines) + b"\n"
     (heinzel_dir / "session.jsonl").write_bytes(data)
     return len(data)
+
+
+async def wake_and_wait(kernel: Kernel, heinzel_id: str) -> list[Event]:
+    """Wake the heinzel and return its turn's events once the turn (and its task) has ended.
+
+    The wake's own request id names the turn: its ``turn.started`` carries
+    that request's key. A turn that fails, or outlasts ``TURN_TIMEOUT_S``,
+    raises instead of leaving the benchmark waiting.
+    """
+    request_id = str(ULID())
+    key = request_key(heinzel_id, request_id)
+    turn: list[str] = []
+    events: list[Event] = []
+
+    def watch(seen: Observation) -> None:
+        event = seen.event
+        if event is None or seen.heinzel != heinzel_id:
+            return
+        if event.kind == "turn.started" and event.key == key and event.turn:
+            turn.append(event.turn)
+        if turn and event.turn == turn[0]:
+            events.append(event)
+
+    kernel.observers.append(watch)
+    try:
+        await kernel.wake(ref=heinzel_id, request_id=request_id)
+        if kernel.tasks:
+            _, late = await asyncio.wait(set(kernel.tasks), timeout=TURN_TIMEOUT_S)
+            if late:
+                raise TimeoutError(f"the turn of request {request_id} ran over {TURN_TIMEOUT_S} s")
+    finally:
+        kernel.observers.remove(watch)
+    if not any(e.kind == "turn.finished" for e in events):
+        problems = "; ".join(w.one_line() for w in kernel.warnings) or "no warning recorded"
+        raise RuntimeError(f"the turn of request {request_id} did not finish ({problems})")
+    return events
 
 
 def emit(figures: dict[str, float | int | bool]) -> None:

@@ -31,19 +31,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import emit, run, sizes
-from ulid import ULID
+from _common import emit, run, sizes, wake_and_wait
 
 from hz_kernel.contracts import render_template
-from hz_kernel.engine.wakes import request_key
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from hz_kernel.observe import Observation
 from hz_kernel.store.envelope import Event
 from tests.support.homes import World, checkout_repo, digest_contract, make_world
-
-#: How long one turn of the local model may take before the run gives up (it never hangs).
-TURN_TIMEOUT_S = 120.0
 
 _real_fsync = os.fsync
 _fsyncs = 0
@@ -63,42 +57,6 @@ def _model_seconds(events: list[Event]) -> float:
         kinds = ", ".join(e.kind for e in events)
         raise RuntimeError(f"the turn never reached the model (its events: {kinds})")
     return (datetime.fromisoformat(done.ts) - datetime.fromisoformat(start.ts)).total_seconds()
-
-
-async def wake_and_wait(kernel: Kernel, heinzel_id: str) -> list[Event]:
-    """Wake the heinzel and return its turn's events once the turn (and its task) has ended.
-
-    The wake's own request id names the turn: its ``turn.started`` carries
-    that request's key. A turn that fails, or outlasts ``TURN_TIMEOUT_S``,
-    raises instead of leaving the benchmark waiting.
-    """
-    request_id = str(ULID())
-    key = request_key(heinzel_id, request_id)
-    turn: list[str] = []
-    events: list[Event] = []
-
-    def watch(seen: Observation) -> None:
-        event = seen.event
-        if event is None or seen.heinzel != heinzel_id:
-            return
-        if event.kind == "turn.started" and event.key == key and event.turn:
-            turn.append(event.turn)
-        if turn and event.turn == turn[0]:
-            events.append(event)
-
-    kernel.observers.append(watch)
-    try:
-        await kernel.wake(ref=heinzel_id, request_id=request_id)
-        if kernel.tasks:
-            _, late = await asyncio.wait(set(kernel.tasks), timeout=TURN_TIMEOUT_S)
-            if late:
-                raise TimeoutError(f"the turn of request {request_id} ran over {TURN_TIMEOUT_S} s")
-    finally:
-        kernel.observers.remove(watch)
-    if not any(e.kind == "turn.finished" for e in events):
-        problems = "; ".join(w.one_line() for w in kernel.warnings) or "no warning recorded"
-        raise RuntimeError(f"the turn of request {request_id} did not finish ({problems})")
-    return events
 
 
 def raw_floor_ms(directory: Path, count: int, rounds: int = 5) -> float:

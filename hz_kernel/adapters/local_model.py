@@ -62,6 +62,11 @@ from hz_kernel.engine.tools.base import roots_in
 LOCAL_MODEL_NAME = "hz-local"
 CALL_ID = "hz-local-outcome"
 CHUNK_CHARS = 48
+"""The first chunks' size: the start of an answer streams as a provider's would."""
+EVEN_CHUNKS = 4
+MAX_CHUNK_CHARS = 1536
+"""After ``EVEN_CHUNKS`` chunks each is twice the last, up to this: a long draft streams in
+a dozen pieces, not in a hundred, as providers send larger deltas once an answer flows."""
 HOLD_POLL_S = 0.05
 
 # --- the framing shared with the context builder ----------------------------------------
@@ -1088,7 +1093,14 @@ def _tool_returns(messages: Sequence[ModelMessage]) -> Iterable[ToolReturnPart]:
 
 
 def _pieces(arguments: str) -> list[str]:
-    return [arguments[i : i + CHUNK_CHARS] for i in range(0, len(arguments), CHUNK_CHARS)]
+    pieces: list[str] = []
+    start, size = 0, CHUNK_CHARS
+    while start < len(arguments):
+        pieces.append(arguments[start : start + size])
+        start += size
+        if len(pieces) >= EVEN_CHUNKS:
+            size = min(size * 2, MAX_CHUNK_CHARS)
+    return pieces
 
 
 def estimate_tokens(text: str) -> int:

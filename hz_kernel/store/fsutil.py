@@ -127,15 +127,17 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def _write_temp(tmp: Path, data: bytes) -> None:
-    """Write and fsync a new private temp file; on failure (a full disk) nothing is left behind."""
+def _write_temp(tmp: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write (and fsync, if ``durable``) a new private temp file; on failure (a full disk)
+    nothing is left behind."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(FileNotFoundError):
@@ -144,21 +146,25 @@ def _write_temp(tmp: Path, data: bytes) -> None:
     os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new file, never a mix.
 
     Temp file in the same directory, fsync, rename over the target, fsync the
-    directory. The file is 0600.
+    directory. The file is 0600. A file that is only a convenience (a cache
+    whose loss means work again, never lost work) passes ``durable=False``:
+    still atomic for every reader, but after a power cut it may be the old
+    file, or empty.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _write_temp(tmp, data)
+    _write_temp(tmp, data, durable=durable)
     try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def create_exclusive(path: Path, data: bytes) -> bool:

@@ -5,7 +5,8 @@ fetch and wake re-wakes from the cached input instead of fetching again,
 and gather reads the cached content when its fingerprint matches. The cache
 is a convenience, never the record: a missing or damaged file only means a
 refetch. It holds fetched content, so it is private (0700 directory, 0600
-files, atomic writes).
+files, atomic writes). Writes are not fsynced: readers see a whole file or
+none, and what a power cut loses is fetched again.
 """
 
 from __future__ import annotations
@@ -57,7 +58,13 @@ class SourceCache:
                 raise HzError(
                     "HZS090", f"refused: it is a {file_kind(mode)}, not a directory", str(self.dir)
                 )
-            atomic_write(self.path_for(result.request), result.model_dump_json().encode("utf-8"))
+            # Not fsynced: a power cut may cost a refetch, never a turn's input (its body
+            # holds what it read).
+            atomic_write(
+                self.path_for(result.request),
+                result.model_dump_json().encode("utf-8"),
+                durable=False,
+            )
 
     def get(self, request: SourceRequest) -> FetchResult | None:
         """The cached result for ``request``; None when absent, unreadable or damaged."""
