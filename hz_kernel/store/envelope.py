@@ -85,14 +85,14 @@ def line_hash(line: bytes) -> str:
 def utc_stamp(moment: datetime | None = None) -> str:
     """An ISO-8601 UTC timestamp with microseconds and a ``Z`` (``HZ_NOW`` pins it)."""
     moment = (moment or now_utc()).astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _check_no_content(data: dict[str, Any], where: str) -> None:
     for name, value in data.items():
         if name in _FORBIDDEN_FIELDS:
             raise HzError("HZS051", f"field {name!r} would put content in the spine", where)
-        if isinstance(value, str) and _EMAIL.search(value):
+        if isinstance(value, str) and "@" in value and _EMAIL.search(value):
             raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
         if isinstance(value, dict):
             _check_no_content(value, where)
@@ -100,7 +100,7 @@ def _check_no_content(data: dict[str, Any], where: str) -> None:
             for item in value:
                 if isinstance(item, dict):
                     _check_no_content(item, where)
-                elif isinstance(item, str) and _EMAIL.search(item):
+                elif isinstance(item, str) and "@" in item and _EMAIL.search(item):
                     raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
 
 
