@@ -9,10 +9,12 @@ into a Markdown document atomically.
   daemon runs it); the figure runs from the wake to the end of its turn, so
   it holds the inbox request, the five journalled steps, the body, the
   index, the ledger's effect records and the draft's atomic placement;
-* by hand, in the same run: read the notes, call the same local model's
-  drafting (``compose_draft``) directly, and write the document atomically
-  (temporary file, fsync, rename, fsync of the folder) — no journal, no
-  framework: the floor.
+* by hand, in the same run: the same I/O without hz — read the notes, call
+  the same local model's drafting (``compose_draft``) directly, append as
+  many fsynced lines to a journal as hz's turn makes durable writes (counted
+  in this run) less the two of the document's atomic write, then write the
+  document atomically (temporary file, fsync, rename, fsync of the folder).
+  No framework, no index, no feed: the floor of this work done durably.
 
 ``agent_turn_ratio`` is hz's median over the hand's (target ≤ 3: LangGraph
 doing the same work was measured at 3.8×). The last line is one JSON object
@@ -22,6 +24,7 @@ of named figures.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import statistics
 import sys
@@ -63,11 +66,26 @@ def notes_text(size: int = NOTES_BYTES) -> str:
     return "\n".join(lines) + "\n"
 
 
-def by_hand(notes: Path, document: Path) -> str:
-    """The same work without hz: read, draft with the local model's own drafting, place."""
+_real_fsync = os.fsync
+_fsyncs = 0
+
+
+def _counting_fsync(fd: int) -> None:
+    global _fsyncs
+    _fsyncs += 1
+    _real_fsync(fd)
+
+
+def by_hand(notes: Path, document: Path, journal: int, lines: int) -> str:
+    """The same work without hz: read, draft with the local model's own drafting, journal
+    ``lines`` durable lines, place the draft atomically."""
     text = notes.read_text()
     outcome = compose_draft("section", [FramedInput(name="notes", source="files", content=text)])
     draft = getattr(outcome, "text", "")
+    digest = hashlib.sha256(draft.encode()).hexdigest()
+    for n in range(lines):
+        os.write(journal, f'{{"n":{n},"draft":"{digest}","words":{len(draft.split())}}}\n'.encode())
+        _real_fsync(journal)
     before = document.read_text() if document.exists() else "# Digest\n"
     head = before.split("<!-- draft -->", 1)[0]
     atomic_write(document, f"{head}<!-- draft -->\n{draft}\n".encode())
@@ -87,34 +105,45 @@ async def main(turns: int) -> None:
         params = {"name": "digest", "notes": "notes", "document": "reports/digest.md"}
         contract = render_template("digest", {**params, "model": "local"})
 
-        hand_doc = root / "docs" / "reports" / "by-hand.md"
-        draft = by_hand(notes, hand_doc)
-        hand = []
-        for _ in range(turns):
-            started = time.perf_counter()
-            by_hand(notes, hand_doc)
-            hand.append((time.perf_counter() - started) * 1000)
-
+        global _fsyncs
         kernel = await Kernel.open(Home.resolve(root / "home"), long_lived=True)
-        ours = []
+        ours, writes = [], []
         try:
             made = await kernel.new(text=contract)
             await kernel.approve(ref=made.id)
             await wake_and_wait(kernel, made.id)
+            os.fsync = _counting_fsync
             for _ in range(turns):
+                _fsyncs = 0
                 started = time.perf_counter()
                 await wake_and_wait(kernel, made.id)
                 ours.append((time.perf_counter() - started) * 1000)
+                writes.append(_fsyncs)
         finally:
+            os.fsync = _real_fsync
             await kernel.close()
         placed = (root / "docs" / "reports" / "digest.md").read_text()
+        durable = int(statistics.median(writes))
+
+        hand_doc = root / "docs" / "reports" / "by-hand.md"
+        journal = os.open(root / "journal.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            draft = by_hand(notes, hand_doc, journal, durable - 2)
+            hand = []
+            for _ in range(turns):
+                started = time.perf_counter()
+                by_hand(notes, hand_doc, journal, durable - 2)
+                hand.append((time.perf_counter() - started) * 1000)
+        finally:
+            os.close(journal)
     words = len(draft.split())
     assert words > 100 and draft.splitlines()[-1] in placed, "hz did not place the same draft"
     hz_ms, hand_ms = statistics.median(ours), statistics.median(hand)
     ratio = hz_ms / hand_ms
     print(f"hz turn       {hz_ms:8.2f} ms   (read {NOTES_BYTES} B, one local-model call, "
-          f"a {words}-word draft placed)")  # fmt: skip
-    print(f"by hand       {hand_ms:8.2f} ms   (read, the model's drafting, atomic write)")
+          f"a {words}-word draft placed; {durable} durable writes)")  # fmt: skip
+    print(f"by hand       {hand_ms:8.2f} ms   (read, the model's drafting, {durable - 2} "
+          "journal lines fsynced, atomic write)")  # fmt: skip
     print(f"ratio         {ratio:8.2f}x   (target ≤ 3x; LangGraph on this work 3.8x)")
     emit(
         {
@@ -122,6 +151,7 @@ async def main(turns: int) -> None:
             "agent_turn_ms": round(hz_ms, 3),
             "agent_turn_by_hand_ms": round(hand_ms, 3),
             "agent_turn_draft_words": words,
+            "agent_turn_durable_writes": durable,
         }
     )
 
