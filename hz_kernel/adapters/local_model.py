@@ -66,7 +66,9 @@ CHUNK_CHARS = 48
 EVEN_CHUNKS = 4
 MAX_CHUNK_CHARS = 1536
 """After ``EVEN_CHUNKS`` chunks each is twice the last, up to this: a long draft streams in
-a dozen pieces, not in a hundred, as providers send larger deltas once an answer flows."""
+a dozen pieces, not in a hundred, as providers send larger deltas once an answer flows. A
+paced model (``delay_ms``, ``hold_file``: demos and tests that watch a stream) keeps every
+chunk at ``CHUNK_CHARS``, so its answer flows for as long as it did."""
 HOLD_POLL_S = 0.05
 
 # --- the framing shared with the context builder ----------------------------------------
@@ -1092,13 +1094,13 @@ def _tool_returns(messages: Sequence[ModelMessage]) -> Iterable[ToolReturnPart]:
             yield from (part for part in message.parts if isinstance(part, ToolReturnPart))
 
 
-def _pieces(arguments: str) -> list[str]:
+def _pieces(arguments: str, *, grow: bool = True) -> list[str]:
     pieces: list[str] = []
     start, size = 0, CHUNK_CHARS
     while start < len(arguments):
         pieces.append(arguments[start : start + size])
         start += size
-        if len(pieces) >= EVEN_CHUNKS:
+        if grow and len(pieces) >= EVEN_CHUNKS:
             size = min(size * 2, MAX_CHUNK_CHARS)
     return pieces
 
@@ -1217,7 +1219,8 @@ class LocalModel(FunctionModel):
         tool, arguments = plan_reply(
             messages, [t.name for t in info.output_tools], info.instructions
         )
-        for index, piece in enumerate(_pieces(arguments)):
+        paced = bool(self.delay_ms or self.hold_file)
+        for index, piece in enumerate(_pieces(arguments, grow=not paced)):
             if self.delay_ms:
                 await asyncio.sleep(self.delay_ms / 1000)
             while self.hold_file is not None and self.hold_file.exists():

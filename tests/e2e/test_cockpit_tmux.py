@@ -105,7 +105,10 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         tmux.keys("Enter")
         tmux.wait_for(lambda s: "1 steered" in s, "the steer taken by the running turn")
         inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
-        admitted = [json.loads(path.read_text()) for path in inbox.glob("*.json")]
+        admitted = [
+            json.loads(path.read_text())
+            for path in [*inbox.glob("*.json"), *inbox.glob("delivered/*.json")]
+        ]
         steers = [r for r in admitted if r.get("kind") == "chat"]
         assert [(r["message"], r["mode"]) for r in steers] == [
             ("name the owners\nand the dates", "steer")
@@ -153,4 +156,5 @@ def test_s6_a_paste_with_escape_codes_stays_text_in_the_composer_until_enter(
         assert "consumed" not in shown and "Not sent" not in shown, shown
         assert saved()["history"] == [] and saved()["outgoing"] is None, "a message went out"
         inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
-        assert not [p for p in inbox.glob("*.json") if '"chat"' in p.read_text()]
+        kept = [*inbox.glob("*.json"), *inbox.glob("delivered/*.json")]
+        assert not [p for p in kept if '"chat"' in p.read_text()]

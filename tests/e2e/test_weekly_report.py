@@ -1,7 +1,8 @@
 """Priya's weekly report, the whole worked example, with the local model, real git and files.
 
-Mon created and approved; Fri 15:00 the slot drafts; the process dies between
-``draft.placed`` and ``turn.finished`` and the next tick settles it; Mon the
+Mon created and approved; Fri 15:00 the slot drafts; the process dies with the
+draft in the report and its records staged, not yet durable, and the next tick
+settles it; Mon the
 edited draft is approved and two lessons are learned; Tue Priya widens the
 contract herself (v2); Fri the draft records v2 and carries the lessons; Wed a
 discovered source is declined and never proposed again; a later Friday she
@@ -60,14 +61,16 @@ async def test_the_worked_weekly_report(tmp_path: Path, monkeypatch: pytest.Monk
     heinzel_id = made.id
     await kernel.close()
 
-    # Fri 15:00: the slot drafts, and the process dies between draft.placed and turn.finished
+    # Fri 15:00: the slot drafts, and the process dies with the draft in the report and its
+    # records (effect.done, draft.placed) staged for the group commit with turn.finished
     crashed = subprocess.run(
         [sys.executable, "-c", TICK],
-        env=world.env(HZ_NOW="2026-10-30T15:00:30Z", HZ_CRASH_AT="draft.placed"),
+        env=world.env(HZ_NOW="2026-10-30T15:00:30Z", HZ_CRASH_AT="staged:draft.placed"),
         capture_output=True, timeout=120,
     )  # fmt: skip
     assert crashed.returncode == -signal.SIGKILL
-    assert world.kinds(heinzel_id)[-1] == "draft.placed"
+    assert world.kinds(heinzel_id)[-1] == "effect.started"
+    assert report.read_text().count("<!-- hz:begin ") == 1
     asked = world.kinds(heinzel_id).count("attempt.started")  # a request per tool round too
     # ... and at 15:40 the tick finds the open turn by its key and settles it, spending nothing
     settled = subprocess.run(

@@ -2,8 +2,10 @@
 
 Mon: created from a sentence, approved as v1. Fri 15:00: the schedule slot
 drafts into the report under a tag naming v1, keyed by the slot. Fri 15:02:
-the process dies between ``draft.placed`` and ``turn.finished``; the next
-run of the same key writes ``turn.finished`` and spends nothing more.
+the process dies with the draft in the report and its records (``effect.done``
+to ``draft.placed``) staged for the group commit with ``turn.finished``, not
+yet durable; the next run of the same key finds the draft by its key, writes
+``draft.placed`` and ``turn.finished`` and spends nothing more.
 """
 
 from __future__ import annotations
@@ -63,9 +65,10 @@ async def test_created_then_friday_draft_then_crash_between_placed_and_finished(
     heinzel_id = made.id
     await kernel.close()
 
-    assert _run_slot(world, crash_at="draft.placed") == -signal.SIGKILL
+    assert _run_slot(world, crash_at="staged:draft.placed") == -signal.SIGKILL
     kinds = world.kinds(heinzel_id)
-    assert kinds[-1] == "draft.placed" and "turn.finished" not in kinds
+    assert kinds[-1] == "effect.started" and "turn.finished" not in kinds
+    assert (world.reports / "weekly.md").read_text().count("<!-- hz:begin ") == 1
     asked = kinds.count("attempt.started")  # one per model request: the tool rounds' too
 
     assert _run_slot(world) == 0
