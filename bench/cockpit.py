@@ -324,7 +324,8 @@ async def live_figures(home: Home, ids: list[str], samples: int, burst: int) -> 
 
 def transcript_home(root: Path, records: int) -> tuple[Home, str, str]:
     """A home whose heinzel's newest turn (a real one, the local model's) has ``records`` or
-    more body records: a digest of one long note streams one chunk record per 48 characters."""
+    more body records: a digest of one long note, paced (1 ms a chunk) so it streams one
+    chunk record per 48 characters, as a provider's answer arrives in many small deltas."""
     docs = root / "docs"
     (docs / "notes").mkdir(parents=True)
     root.joinpath("home").mkdir(mode=0o700)
@@ -343,7 +344,11 @@ def transcript_home(root: Path, records: int) -> tuple[Home, str, str]:
             items = max(4, (records - 6) * 8 // 5)
             lines = "".join(f"- item {n:05d} of the long week\n" for n in range(items))
             (docs / "notes" / "long.md").write_text("# Long\n" + lines)
-            await kernel.wake(ref=made.id)
+            os.environ["HZ_MODEL_DELAY_MS"] = "1"
+            try:
+                await kernel.wake(ref=made.id)
+            finally:
+                os.environ.pop("HZ_MODEL_DELAY_MS", None)
             answer = await kernel.turn_transcript(ref=made.id)
             if len(answer.records) < records:
                 raise RuntimeError(
