@@ -115,16 +115,33 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tupl
         if tail:
             tails.append(tail)
     merged: Iterable[tuple[str, str, int, int]] = (
-        tails[0] if len(tails) == 1 else heapq.merge(*tails, key=lambda line: line[0])
+        tails[0] if len(tails) == 1 else heapq.merge(*tails, key=_stamp)
     )
-    positions: Positions = {}
-    for _, heinzel_id, seq, offset in merged:
-        cursor = w.execute(
-            "INSERT INTO feed (heinzel, seq, offset) VALUES (?, ?, ?)", (heinzel_id, seq, offset)
-        )
-        assert cursor.lastrowid is not None
-        positions[(heinzel_id, seq)] = cursor.lastrowid
+    rows = [(heinzel_id, seq, offset) for _, heinzel_id, seq, offset in merged]
+    if not rows:
+        return {}, renumbered
+    # One statement for all rows, numbered as AUTOINCREMENT would: after the
+    # highest position ever handed out (nothing else inserts in this transaction).
+    first = _after(w)
+    w.executemany(
+        "INSERT INTO feed (pos, heinzel, seq, offset) VALUES (?, ?, ?, ?)",
+        [(pos, *row) for pos, row in enumerate(rows, start=first)],
+    )
+    positions: Positions = {(h, seq): pos for pos, (h, seq, _) in enumerate(rows, start=first)}
     return positions, renumbered
+
+
+def _stamp(line: tuple[str, str, int, int]) -> str:
+    return line[0]
+
+
+def _after(w: sqlite3.Connection) -> int:
+    """The position AUTOINCREMENT would hand out next."""
+    (highest,) = w.execute(
+        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed'), 0), "
+        "COALESCE((SELECT MAX(pos) FROM feed), 0))"
+    ).fetchone()
+    return int(highest) + 1
 
 
 def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:
