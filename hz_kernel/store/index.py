@@ -23,7 +23,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,12 @@ class Table:
     key: tuple[str, ...]
     json: frozenset[str] = frozenset()
     store: str = ""
+    json_at: tuple[int, ...] = field(init=False)
+    """Where the JSON columns are among ``columns``."""
+
+    def __post_init__(self) -> None:
+        at = tuple(i for i, column in enumerate(self.columns) if column in self.json)
+        object.__setattr__(self, "json_at", at)
 
     def create_sql(self) -> str:
         cols = ", ".join(self.columns)
@@ -62,11 +68,11 @@ class Table:
         marks = ", ".join("?" for _ in self.columns)
         return f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
 
-    def values(self, row: dict[str, Any]) -> tuple[Any, ...]:
-        get = row.get
-        return tuple(
-            [orjson.dumps(get(c)).decode() if c in self.json else get(c) for c in self.columns]
-        )
+    def values(self, row: dict[str, Any]) -> list[Any]:
+        values = list(map(row.get, self.columns))
+        for at in self.json_at:
+            values[at] = orjson.dumps(values[at]).decode()
+        return values
 
 
 HEINZELS = Table(
@@ -656,7 +662,7 @@ class Index(IndexQueries):
         them: lines not positioned yet get their feed positions in the same
         commit, which are returned. Positions survive a reindex.
         """
-        batches: dict[str, list[tuple[Any, ...]]] = {t.name: [] for t in ALL_TABLES}
+        batches: dict[str, list[Sequence[Any]]] = {t.name: [] for t in ALL_TABLES}
         deletes: list[tuple[str]] = []
         for proj in projections:
             if full:

@@ -114,20 +114,19 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tupl
                 have = event.seq
         if tail:
             tails.append(tail)
+    if not tails:
+        return {}, renumbered
     merged: Iterable[tuple[str, str, int, int]] = (
         tails[0] if len(tails) == 1 else heapq.merge(*tails, key=_stamp)
     )
-    rows = [(heinzel_id, seq, offset) for _, heinzel_id, seq, offset in merged]
-    if not rows:
-        return {}, renumbered
     # One statement for all rows, numbered as AUTOINCREMENT would: after the
     # highest position ever handed out (nothing else inserts in this transaction).
-    first = _after(w)
-    w.executemany(
-        "INSERT INTO feed (pos, heinzel, seq, offset) VALUES (?, ?, ?, ?)",
-        [(pos, *row) for pos, row in enumerate(rows, start=first)],
-    )
-    positions: Positions = {(h, seq): pos for pos, (h, seq, _) in enumerate(rows, start=first)}
+    rows = [
+        (pos, heinzel_id, seq, offset)
+        for pos, (_, heinzel_id, seq, offset) in enumerate(merged, start=_after(w))
+    ]
+    w.executemany("INSERT INTO feed (pos, heinzel, seq, offset) VALUES (?, ?, ?, ?)", rows)
+    positions: Positions = {(heinzel_id, seq): pos for pos, heinzel_id, seq, _ in rows}
     return positions, renumbered
 
 

@@ -200,6 +200,26 @@ class Projection:
         row["inputs"] = inputs
         row["hz"] = hz
 
+    def _repend(self, column: str, store: dict[Any, Row], changed: Any) -> None:
+        """Keep ``column`` naming the pending row of ``store`` with the highest seq.
+
+        Only the row ``changed`` differs from when the column was last set, so
+        most events are decided by that row and the one named now, without
+        looking at every row (a long history holds thousands); a change to the
+        named row, or a seq not above it (lines out of order), looks at all.
+        """
+        h = self.heinzel
+        current = h[column]
+        row = store.get(changed)
+        if row is not None and changed != current:
+            if row.get("status") != "pending":
+                return
+            top = store.get(current)
+            if top is None or top.get("seq", 0) < row.get("seq", 0):
+                h[column] = changed
+                return
+        h[column] = self._pending(store)
+
     def _pending(self, store: dict[str, Row], status: str = "pending") -> str | None:
         pending = [r for r in store.values() if r.get("status") == status]
         if not pending:
@@ -257,14 +277,14 @@ def _amendment_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         version=None,
         turn=e.turn,
     )
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
     pk = d.get("proposal")
     if pk in p.amendments:
         p._touch("amendments", p.amendments, pk)["status"] = "declined"
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -273,7 +293,7 @@ def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if pk and pk in p.amendments:
         row = p._touch("amendments", p.amendments, pk)
         row.update(status="approved", version=d.get("version"))
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -477,7 +497,7 @@ def _draft_placed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         share_changed=None,
         output_fp=None,
     )
-    p.heinzel["pending_draft"] = p._pending(p.drafts)
+    p._repend("pending_draft", p.drafts, key)
 
 
 def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], None]:
@@ -495,7 +515,7 @@ def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], 
                 )
             else:
                 row["decided_at"] = e.ts
-        p.heinzel["pending_draft"] = p._pending(p.drafts)
+        p._repend("pending_draft", p.drafts, key)
 
     return handler
 
@@ -525,7 +545,7 @@ def _question_asked(p: Projection, e: Event, d: dict[str, Any]) -> None:
     key = d.get("key")
     row = p._touch("questions", p.questions, key, pk=key, key=key)
     row.update(seq=e.seq, turn=e.turn, question=d.get("question"), asked_at=e.ts, status="pending")
-    p.heinzel["pending_question"] = p._pending(p.questions)
+    p._repend("pending_question", p.questions, key)
 
 
 def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -537,7 +557,7 @@ def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if request_id:
         req = p._touch("requests", p.requests, request_id, request_id=request_id)
         req.update(status="answered", turn=e.turn, seq=e.seq)
-    p.heinzel["pending_question"] = p._pending(p.questions)
+    p._repend("pending_question", p.questions, key)
 
 
 def _notice(p: Projection, e: Event, d: dict[str, Any]) -> None:
