@@ -83,6 +83,7 @@ class Projection:
         self.costs: dict[tuple[str, str], Row] = {}
         self.notices: dict[str, Row] = {}
         self.dirty: set[tuple[str, Any]] = set()
+        self._row_key = ("heinzel", heinzel_id)
 
     # -- folding -----------------------------------------------------------------------
 
@@ -96,12 +97,12 @@ class Projection:
         handler = _HANDLERS.get(kind)
         row = self.heinzel
         row["seq"], row["last_hash"] = event.seq, event.hash
-        if kind not in ("summary.written",):
+        if kind != "summary.written":
             row["events_since_summary"] += 1
         if handler is not None:
             handler(self, event, data)
         row["state"] = self._state()
-        self.dirty.add(("heinzel", self.id))
+        self.dirty.add(self._row_key)
 
     def mark_damaged(self, damaged: bool) -> None:
         self.heinzel["damaged"] = int(damaged)
