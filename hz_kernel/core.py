@@ -35,6 +35,7 @@ from hz_kernel.store.index import (
     stat_spine,
 )
 from hz_kernel.store.locks import FileLock
+from hz_kernel.store.positions import Spot, spots
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, index_break, scan_file
 from hz_kernel.store.session import HeldSession, project
@@ -251,12 +252,13 @@ class KernelCore:
         damaged: list[str] = []
         projections: list[Projection] = []
         contradicted: list[Projection] = []
-        spines: dict[str, list[Event]] = {}
+        # Each spine's events go once folded: what its positions need is kept instead.
+        spines: dict[str, list[Spot]] = {}
         for heinzel_id in ids:
             proj, found = self._project_from_disk(heinzel_id)
             events += len(found.events) if found else 0
             if found is not None:
-                spines[heinzel_id] = found.events
+                spines[heinzel_id] = spots(found.events)
             contradicts = _contradicts(marks.get(heinzel_id), found)
             if proj.heinzel["damaged"] or contradicts:
                 damaged.append(heinzel_id)
@@ -310,7 +312,7 @@ class KernelCore:
         """
         projections: list[Projection] = []
         contradicted: list[str] = []
-        spines: dict[str, list[Event]] = {}
+        spines: dict[str, list[Spot]] = {}
         locks: list[FileLock] = []
         try:
             for heinzel_id in ids:
@@ -335,7 +337,7 @@ class KernelCore:
                 else:
                     projections.append(proj)
                     if found is not None:
-                        spines[heinzel_id] = found.events
+                        spines[heinzel_id] = spots(found.events)
             await self.index.write(projections, stats, full=True, spines=spines)
             for heinzel_id in contradicted:
                 await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))

@@ -35,7 +35,6 @@ from hz_kernel.store import positions
 from hz_kernel.store.fsutil import FILE_MODE, file_kind, store_error
 
 if TYPE_CHECKING:
-    from hz_kernel.store.envelope import Event
     from hz_kernel.store.projection import Projection
 
 #: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
@@ -652,15 +651,16 @@ class Index(IndexQueries):
         *,
         full: bool,
         everything: bool = False,
-        spines: Mapping[str, Sequence[Event]] | None = None,
+        spines: Mapping[str, Sequence[positions.Placed]] | None = None,
     ) -> positions.Positions:
         """Store projections: ``full`` replaces each heinzel's rows, else upserts dirty rows.
 
         ``everything`` says the projections are the whole home (a reindex), so
         the tables are emptied first instead of deleting heinzel by heinzel.
-        ``spines`` are the events of those heinzels as their spines now hold
-        them: lines not positioned yet get their feed positions in the same
-        commit, which are returned. Positions survive a reindex.
+        ``spines`` are the lines of those heinzels as their spines now hold
+        them (events, or a rebuild's ``positions.Spot``): lines not positioned
+        yet get their feed positions in the same commit, which are returned.
+        Positions survive a reindex.
         """
         batches: dict[str, list[Sequence[Any]]] = {t.name: [] for t in ALL_TABLES}
         deletes: list[tuple[str]] = []
