@@ -449,8 +449,6 @@ MIGRATIONS: dict[str, tuple[str, Migration]] = {}
 
 def migrate(kind: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Follow renames until the kind is current; unknown kinds come back unchanged."""
-    if kind not in MIGRATIONS:  # nearly every line: a reindex asks for each
-        return kind, data
     seen: set[str] = set()
     while kind in MIGRATIONS and kind not in seen:
         seen.add(kind)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hz_kernel.store.envelope import Event
-from hz_kernel.vocabulary import migrate
+from hz_kernel.vocabulary import MIGRATIONS, migrate
 
 ContractLoader = Callable[[int | str], dict[str, Any] | None]
 
@@ -88,20 +88,32 @@ class Projection:
     # -- folding -----------------------------------------------------------------------
 
     def apply_all(self, events: list[Event]) -> Projection:
+        """Fold many events; the heinzel's state is derived once, after the last."""
         for event in events:
-            self.apply(event)
+            self._fold(event)
+        if events:
+            self._settle()
         return self
 
     def apply(self, event: Event) -> None:
-        kind, data = migrate(event.kind, event.data)
-        handler = _HANDLERS.get(kind)
+        self._fold(event)
+        self._settle()
+
+    def _fold(self, event: Event) -> None:
+        kind, data = event.kind, event.data
+        if kind in MIGRATIONS:
+            kind, data = migrate(kind, data)
         row = self.heinzel
         row["seq"], row["last_hash"] = event.seq, event.hash
         if kind != "summary.written":
             row["events_since_summary"] += 1
+        handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event, data)
-        row["state"] = self._state()
+
+    def _settle(self) -> None:
+        """Derive the state from the row (no handler reads it) and mark the row dirty."""
+        self.heinzel["state"] = self._state()
         self.dirty.add(self._row_key)
 
     def mark_damaged(self, damaged: bool) -> None:
