@@ -84,6 +84,7 @@ class Projection:
         self.notices: dict[str, Row] = {}
         self.dirty: set[tuple[str, Any]] = set()
         self._row_key = ("heinzel", heinzel_id)
+        self._slot_prefix = f"{heinzel_id}@"
 
     # -- folding -----------------------------------------------------------------------
 
@@ -149,48 +150,31 @@ class Projection:
         return row
 
     def _turn(self, event: Event) -> Row | None:
-        if not event.turn:
+        turn = event.turn
+        if not turn:
             return None
-        row = self.turns.get(event.turn)
-        if row is not None:
-            self.dirty.add(("turns", event.turn))
-            return row
-        return self._touch(
-            "turns",
-            self.turns,
-            event.turn,
-            turn=event.turn,
-            seq=event.seq,
-            started_at=event.ts,
-            cause=None,
-            causes=[],
-            keys=[],
-            contract_version=None,
-            lessons_seq=0,
-            status="running",
-            step=None,
-            attempt=0,
-            disposition=None,
-            reason=None,
-            report=None,
-            usd=0.0,
-            tokens=0,
-            tokens_cached=0,
-            duration_ms=0,
-            finished_at=None,
-            waiting_until=None,
-            waiting_on=None,
-            parent_turn=None,
-            from_step=None,
-            resumes=0,
-            body_hash=None,
-            body_size=None,
-            request_ids=[],
-        )
+        row = self.turns.get(turn)
+        if row is None:
+            row = self.turns[turn] = {
+                "heinzel": self.id,
+                "turn": turn,
+                "seq": event.seq,
+                "started_at": event.ts,
+                **_NEW_TURN,
+                "causes": [],
+                "keys": [],
+                "request_ids": [],
+            }
+        self.dirty.add(("turns", turn))
+        return row
 
     def _set_key(self, key: str, turn: str | None, status: str) -> None:
-        row = self._touch("keys", self.keys, key, key=key, turn=turn, status=status)
-        row["turn"], row["status"] = turn, status
+        row = self.keys.get(key)
+        if row is None:
+            self.keys[key] = {"heinzel": self.id, "key": key, "turn": turn, "status": status}
+        else:
+            row["turn"], row["status"] = turn, status
+        self.dirty.add(("keys", key))
 
     def _contract(self, version: int | str) -> None:
         """Copy what listings filter on from a compiled version (or a proposal id)."""
@@ -241,6 +225,34 @@ class Projection:
 
 
 # -- event handlers ---------------------------------------------------------------------
+
+#: A new turn row's columns past its id, seq and start (its lists are made fresh per row).
+_NEW_TURN: Row = {
+    "cause": None,
+    "causes": None,
+    "keys": None,
+    "contract_version": None,
+    "lessons_seq": 0,
+    "status": "running",
+    "step": None,
+    "attempt": 0,
+    "disposition": None,
+    "reason": None,
+    "report": None,
+    "usd": 0.0,
+    "tokens": 0,
+    "tokens_cached": 0,
+    "duration_ms": 0,
+    "finished_at": None,
+    "waiting_until": None,
+    "waiting_on": None,
+    "parent_turn": None,
+    "from_step": None,
+    "resumes": 0,
+    "body_hash": None,
+    "body_size": None,
+    "request_ids": None,
+}
 
 
 def _created(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -472,13 +484,14 @@ _SLOT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 def _note_slot(p: Projection, keys: list[str]) -> None:
     """Remember the newest schedule slot a turn covered (keys ``<id>@<ISO slot>``)."""
-    prefix = f"{p.id}@"
-    slots = [k[len(prefix) :] for k in keys if k.startswith(prefix)]
-    slots = [slot for slot in slots if _SLOT.fullmatch(slot)]
-    if slots:
-        newest = max(slots)
-        if not p.heinzel["last_slot"] or newest > p.heinzel["last_slot"]:
-            p.heinzel["last_slot"] = newest
+    prefix = p._slot_prefix
+    newest = p.heinzel["last_slot"]
+    for key in keys:
+        if key.startswith(prefix):
+            slot = key[len(prefix) :]
+            if _SLOT.fullmatch(slot) and (not newest or slot > newest):
+                newest = slot
+    p.heinzel["last_slot"] = newest
 
 
 def _add_cost(p: Projection, e: Event, cause: str, usd: float) -> None:
