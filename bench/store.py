@@ -3,13 +3,15 @@
 Run: ``python bench/store.py`` (``--tiny`` for the smoke test's run; each
 size is an option too, ``--help`` lists them). The last line is one JSON
 object of named figures, named after the full sizes. Targets (issue "The
-foundation"): append ≤ 1.3× raw write+fsync, list 500 ≤ 5 ms, reindex
-500×200 ≤ 1.5 s, verify 1 MB ≤ 10 ms.
+foundation", then issue 16): append ≤ 1.3× raw write+fsync, list 500 ≤ 5 ms,
+reindex 500×200 ≤ 1.0 s (its floor: read, orjson-decode and sha256 every
+line), verify 1 MB ≤ 8 ms.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import sqlite3
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import orjson
 from _common import emit, median_ms, run, sizes, turn_events, write_spine_fast
 from ulid import ULID
 
@@ -56,6 +59,16 @@ def bench_append(root: Path, rounds: int, per_round: int) -> tuple[float, float,
     return ours[len(ours) // 2], raw[len(raw) // 2], ours[len(ours) // 2] / raw[len(raw) // 2]
 
 
+def reindex_floor(paths: list[Path]) -> float:
+    """Seconds to do what any reindex must: read every spine, decode and hash each line."""
+    started = time.perf_counter()
+    for path in paths:
+        for line in path.read_bytes().split(b"\n")[:-1]:
+            orjson.loads(line)
+            hashlib.sha256(line).digest()
+    return time.perf_counter() - started
+
+
 async def bench_index(root: Path, heinzels: int, events: int, repeat: int) -> dict[str, float]:
     home = Home.resolve(root / "home", create=True)
     total_bytes = 0
@@ -69,10 +82,12 @@ async def bench_index(root: Path, heinzels: int, events: int, repeat: int) -> di
     report = await kernel.reindex()
     reindex_s = time.perf_counter() - started
 
+    paths = sorted(home.heinzel_root.glob("hz-*/session.jsonl"))
     started = time.perf_counter()
-    for path in sorted(home.heinzel_root.glob("hz-*/session.jsonl")):
+    for path in paths:
         path.read_bytes()
     read_all_s = time.perf_counter() - started
+    floor_s = reindex_floor(paths)
 
     list_samples = []
     for _ in range(repeat):
@@ -90,6 +105,7 @@ async def bench_index(root: Path, heinzels: int, events: int, repeat: int) -> di
         "reindex_s": reindex_s,
         "reindex_events": report.events,
         "read_all_s": read_all_s,
+        "floor_s": floor_s,
         "list_ms": list_samples[len(list_samples) // 2],
         "bare_query_ms": bare_ms,
         "spine_bytes": total_bytes,
@@ -115,8 +131,6 @@ async def bench_verify(root: Path, spine_bytes: int, repeat: int) -> dict[str, f
     await kernel.close()
     assert report.ok
     samples.sort()
-    import hashlib
-
     data = spine.read_bytes()
     lines = data.split(b"\n")
     hash_only = median_ms(lambda: [hashlib.sha256(line).digest() for line in lines], repeat)
@@ -160,9 +174,9 @@ def main() -> None:
         idx = asyncio.run(bench_index(root, size.heinzels, size.events, 2 * size.repeat))
         print(
             f"reindex      {idx['reindex_s']:8.3f} s  ({idx['reindex_events']} events, "
-            f"{idx['spine_bytes'] / 1e6:.1f} MB)   bare read of all spines "
-            f"{idx['read_all_s']:.3f} s   ratio {idx['reindex_s'] / idx['read_all_s']:.1f}x "
-            f"(target ≤ 1.5 s)"
+            f"{idx['spine_bytes'] / 1e6:.1f} MB)   read + orjson + sha256 of every line "
+            f"{idx['floor_s']:.3f} s   ratio {idx['reindex_s'] / idx['floor_s']:.1f}x "
+            f"(bare read {idx['read_all_s']:.3f} s) (target ≤ 1.0 s)"
         )
         print(
             f"list {size.heinzels:<7} {idx['list_ms']:8.2f} ms   "
@@ -174,7 +188,7 @@ def main() -> None:
             f"verify {ver['bytes'] / 1e6:.1f} MB {ver['verify_ms']:8.2f} ms   "
             f"({ver['lines']} lines; chain scan alone "
             f"{ver['scan_ms']:.2f} ms; sha256 of the lines alone {ver['hash_only_ms']:.2f} ms) "
-            f"(target ≤ 10 ms)"
+            f"(target ≤ 8 ms)"
         )
         emit(
             {
@@ -185,6 +199,7 @@ def main() -> None:
                 "list_bare_query_ms": round(idx["bare_query_ms"], 3),
                 "reindex_500x200_s": round(idx["reindex_s"], 3),
                 "reindex_read_only_s": round(idx["read_all_s"], 3),
+                "reindex_floor_s": round(idx["floor_s"], 3),
                 "verify_1mb_ms": round(ver["verify_ms"], 3),
                 "verify_scan_only_ms": round(ver["scan_ms"], 3),
                 "verify_hash_only_ms": round(ver["hash_only_ms"], 3),

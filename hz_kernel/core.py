@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Self
 
 from ulid import ULID
@@ -34,6 +35,7 @@ from hz_kernel.store.index import (
     stat_spine,
 )
 from hz_kernel.store.locks import FileLock
+from hz_kernel.store.positions import Spot, spots
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, index_break, scan_file
 from hz_kernel.store.session import HeldSession, project
@@ -216,7 +218,10 @@ class KernelCore:
         spines = self.home.spine_paths()
         stale, stats = stale_spines(marks, spines)
         await self.index.forget(set(marks) - set(spines))
-        return await self._rebuild([h for h in stale if h in spines], stats, marks, skip_busy=True)
+        with collector_paused():
+            return await self._rebuild(
+                [h for h in stale if h in spines], stats, marks, skip_busy=True
+            )
 
     async def reindex(self) -> api.ReindexReport:
         """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``).
@@ -228,6 +233,10 @@ class KernelCore:
         contradicts what the index saw (cut off, last line changed) keeps its
         last known rows, marked damaged: a rebuild never makes damage silent.
         """
+        with collector_paused():
+            return await self._reindex()
+
+    async def _reindex(self) -> api.ReindexReport:
         started = time.perf_counter()
         ids = self.home.heinzel_ids()
         stats = {i: stat_spine(self.home.heinzel_dir(i) / SPINE_NAME) for i in ids}
@@ -243,12 +252,13 @@ class KernelCore:
         damaged: list[str] = []
         projections: list[Projection] = []
         contradicted: list[Projection] = []
-        spines: dict[str, list[Event]] = {}
+        # Each spine's events go once folded: what its positions need is kept instead.
+        spines: dict[str, list[Spot]] = {}
         for heinzel_id in ids:
             proj, found = self._project_from_disk(heinzel_id)
             events += len(found.events) if found else 0
             if found is not None:
-                spines[heinzel_id] = found.events
+                spines[heinzel_id] = spots(found.events)
             contradicts = _contradicts(marks.get(heinzel_id), found)
             if proj.heinzel["damaged"] or contradicts:
                 damaged.append(heinzel_id)
@@ -302,7 +312,7 @@ class KernelCore:
         """
         projections: list[Projection] = []
         contradicted: list[str] = []
-        spines: dict[str, list[Event]] = {}
+        spines: dict[str, list[Spot]] = {}
         locks: list[FileLock] = []
         try:
             for heinzel_id in ids:
@@ -327,7 +337,7 @@ class KernelCore:
                 else:
                     projections.append(proj)
                     if found is not None:
-                        spines[heinzel_id] = found.events
+                        spines[heinzel_id] = spots(found.events)
             await self.index.write(projections, stats, full=True, spines=spines)
             for heinzel_id in contradicted:
                 await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))
@@ -342,6 +352,25 @@ class KernelCore:
         if row is None:
             raise UsageError("HZU010", "no heinzel with that name or id", ref[:80])
         return row
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a rebuild reads whole spines.
+
+    A rebuild allocates a few objects per line and keeps them (events,
+    rows); every collection the allocations trigger walks all the kept
+    ones again, which cost more than the rebuild itself. Its objects hold
+    no cycles, so nothing waits for the collector meanwhile.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:

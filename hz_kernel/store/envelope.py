@@ -32,13 +32,15 @@ _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za
 _FORBIDDEN_FIELDS = frozenset({"text", "draft", "transcript"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One spine line as read back.
+    """One spine line as read back; treat it as read-only.
 
     A plain slots dataclass rather than a pydantic model: readers build one
     per line (a reindex builds a hundred thousand), payloads were validated
     when written, and ``payload()`` gives the typed, migrated model on demand.
+    Not ``frozen``: that makes each construction five times dearer, which a
+    reindex paid a hundred thousand times.
     """
 
     v: int

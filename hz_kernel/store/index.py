@@ -23,7 +23,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,6 @@ from hz_kernel.store import positions
 from hz_kernel.store.fsutil import FILE_MODE, file_kind, store_error
 
 if TYPE_CHECKING:
-    from hz_kernel.store.envelope import Event
     from hz_kernel.store.projection import Projection
 
 #: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
@@ -51,6 +50,12 @@ class Table:
     key: tuple[str, ...]
     json: frozenset[str] = frozenset()
     store: str = ""
+    json_at: tuple[int, ...] = field(init=False)
+    """Where the JSON columns are among ``columns``."""
+
+    def __post_init__(self) -> None:
+        at = tuple(i for i, column in enumerate(self.columns) if column in self.json)
+        object.__setattr__(self, "json_at", at)
 
     def create_sql(self) -> str:
         cols = ", ".join(self.columns)
@@ -62,11 +67,11 @@ class Table:
         marks = ", ".join("?" for _ in self.columns)
         return f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
 
-    def values(self, row: dict[str, Any]) -> tuple[Any, ...]:
-        get = row.get
-        return tuple(
-            [orjson.dumps(get(c)).decode() if c in self.json else get(c) for c in self.columns]
-        )
+    def values(self, row: dict[str, Any]) -> list[Any]:
+        values = list(map(row.get, self.columns))
+        for at in self.json_at:
+            values[at] = orjson.dumps(values[at]).decode()
+        return values
 
 
 HEINZELS = Table(
@@ -646,17 +651,18 @@ class Index(IndexQueries):
         *,
         full: bool,
         everything: bool = False,
-        spines: Mapping[str, Sequence[Event]] | None = None,
+        spines: Mapping[str, Sequence[positions.Placed]] | None = None,
     ) -> positions.Positions:
         """Store projections: ``full`` replaces each heinzel's rows, else upserts dirty rows.
 
         ``everything`` says the projections are the whole home (a reindex), so
         the tables are emptied first instead of deleting heinzel by heinzel.
-        ``spines`` are the events of those heinzels as their spines now hold
-        them: lines not positioned yet get their feed positions in the same
-        commit, which are returned. Positions survive a reindex.
+        ``spines`` are the lines of those heinzels as their spines now hold
+        them (events, or a rebuild's ``positions.Spot``): lines not positioned
+        yet get their feed positions in the same commit, which are returned.
+        Positions survive a reindex.
         """
-        batches: dict[str, list[tuple[Any, ...]]] = {t.name: [] for t in ALL_TABLES}
+        batches: dict[str, list[Sequence[Any]]] = {t.name: [] for t in ALL_TABLES}
         deletes: list[tuple[str]] = []
         for proj in projections:
             if full:

@@ -22,20 +22,19 @@ carries (``lines``, one read per spine for any number of its lines).
 
 from __future__ import annotations
 
-import heapq
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import orjson
 
 from hz_kernel.store.fsutil import open_regular
 
 if TYPE_CHECKING:
-    from hz_kernel.store.envelope import Event
     from hz_kernel.store.index import Index
 
 DDL = (
@@ -84,7 +83,30 @@ def edge(w: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tuple[Positions, bool]:
+class Placed(Protocol):
+    """What a position needs of a line: an ``Event``, or a ``Spot`` kept in its stead."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def ts(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+
+
+class Spot(NamedTuple):
+    """A line's seq, timestamp and offset: a rebuild keeps these, not its events."""
+
+    seq: int
+    ts: str
+    offset: int
+
+
+def spots(lines: Iterable[Placed]) -> list[Spot]:
+    return [Spot(line.seq, line.ts, line.offset) for line in lines]
+
+
+def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Placed]]) -> tuple[Positions, bool]:
     """Position every line of ``spines`` the table has not seen; True if the generation must end.
 
     Only lines past the highest seq already positioned for their heinzel
@@ -95,7 +117,7 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tupl
     spines are interleaved by timestamp, each spine in its own order.
     """
     renumbered = False
-    tails: list[list[tuple[str, str, int, int]]] = []
+    new: list[tuple[str, str, int, int]] = []
     for heinzel_id, events in spines.items():
         if not events:
             continue
@@ -107,24 +129,36 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Event]]) -> tupl
         start = len(events)
         while start > 0 and events[start - 1].seq > have:
             start -= 1
-        tail: list[tuple[str, str, int, int]] = []
+        # Sorted by the latest timestamp so far in its spine, a spine's lines keep
+        # their order even where its clock went back; the sort is stable.
+        latest = ""
         for event in events[start:]:
             if event.seq > have:
-                tail.append((event.ts, heinzel_id, event.seq, event.offset))
+                if event.ts > latest:
+                    latest = event.ts
+                new.append((latest, heinzel_id, event.seq, event.offset))
                 have = event.seq
-        if tail:
-            tails.append(tail)
-    merged: Iterable[tuple[str, str, int, int]] = (
-        tails[0] if len(tails) == 1 else heapq.merge(*tails, key=lambda line: line[0])
-    )
-    positions: Positions = {}
-    for _, heinzel_id, seq, offset in merged:
-        cursor = w.execute(
-            "INSERT INTO feed (heinzel, seq, offset) VALUES (?, ?, ?)", (heinzel_id, seq, offset)
-        )
-        assert cursor.lastrowid is not None
-        positions[(heinzel_id, seq)] = cursor.lastrowid
+    if not new:
+        return {}, renumbered
+    new.sort(key=itemgetter(0))
+    # One statement for all rows, numbered as AUTOINCREMENT would: after the
+    # highest position ever handed out (nothing else inserts in this transaction).
+    rows = [
+        (pos, heinzel_id, seq, offset)
+        for pos, (_, heinzel_id, seq, offset) in enumerate(new, start=_after(w))
+    ]
+    w.executemany("INSERT INTO feed (pos, heinzel, seq, offset) VALUES (?, ?, ?, ?)", rows)
+    positions: Positions = {(heinzel_id, seq): pos for pos, heinzel_id, seq, _ in rows}
     return positions, renumbered
+
+
+def _after(w: sqlite3.Connection) -> int:
+    """The position AUTOINCREMENT would hand out next."""
+    (highest,) = w.execute(
+        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed'), 0), "
+        "COALESCE((SELECT MAX(pos) FROM feed), 0))"
+    ).fetchone()
+    return int(highest) + 1
 
 
 def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hz_kernel.store.envelope import Event
-from hz_kernel.vocabulary import migrate
+from hz_kernel.vocabulary import MIGRATIONS, migrate
 
 ContractLoader = Callable[[int | str], dict[str, Any] | None]
 
@@ -83,25 +83,39 @@ class Projection:
         self.costs: dict[tuple[str, str], Row] = {}
         self.notices: dict[str, Row] = {}
         self.dirty: set[tuple[str, Any]] = set()
+        self._row_key = ("heinzel", heinzel_id)
+        self._slot_prefix = f"{heinzel_id}@"
 
     # -- folding -----------------------------------------------------------------------
 
     def apply_all(self, events: list[Event]) -> Projection:
+        """Fold many events; the heinzel's state is derived once, after the last."""
         for event in events:
-            self.apply(event)
+            self._fold(event)
+        if events:
+            self._settle()
         return self
 
     def apply(self, event: Event) -> None:
-        kind, data = migrate(event.kind, event.data)
-        handler = _HANDLERS.get(kind)
+        self._fold(event)
+        self._settle()
+
+    def _fold(self, event: Event) -> None:
+        kind, data = event.kind, event.data
+        if kind in MIGRATIONS:
+            kind, data = migrate(kind, data)
         row = self.heinzel
         row["seq"], row["last_hash"] = event.seq, event.hash
-        if kind not in ("summary.written",):
+        if kind != "summary.written":
             row["events_since_summary"] += 1
+        handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, event, data)
-        row["state"] = self._state()
-        self.dirty.add(("heinzel", self.id))
+
+    def _settle(self) -> None:
+        """Derive the state from the row (no handler reads it) and mark the row dirty."""
+        self.heinzel["state"] = self._state()
+        self.dirty.add(self._row_key)
 
     def mark_damaged(self, damaged: bool) -> None:
         self.heinzel["damaged"] = int(damaged)
@@ -136,48 +150,31 @@ class Projection:
         return row
 
     def _turn(self, event: Event) -> Row | None:
-        if not event.turn:
+        turn = event.turn
+        if not turn:
             return None
-        row = self.turns.get(event.turn)
-        if row is not None:
-            self.dirty.add(("turns", event.turn))
-            return row
-        return self._touch(
-            "turns",
-            self.turns,
-            event.turn,
-            turn=event.turn,
-            seq=event.seq,
-            started_at=event.ts,
-            cause=None,
-            causes=[],
-            keys=[],
-            contract_version=None,
-            lessons_seq=0,
-            status="running",
-            step=None,
-            attempt=0,
-            disposition=None,
-            reason=None,
-            report=None,
-            usd=0.0,
-            tokens=0,
-            tokens_cached=0,
-            duration_ms=0,
-            finished_at=None,
-            waiting_until=None,
-            waiting_on=None,
-            parent_turn=None,
-            from_step=None,
-            resumes=0,
-            body_hash=None,
-            body_size=None,
-            request_ids=[],
-        )
+        row = self.turns.get(turn)
+        if row is None:
+            row = self.turns[turn] = {
+                "heinzel": self.id,
+                "turn": turn,
+                "seq": event.seq,
+                "started_at": event.ts,
+                **_NEW_TURN,
+                "causes": [],
+                "keys": [],
+                "request_ids": [],
+            }
+        self.dirty.add(("turns", turn))
+        return row
 
     def _set_key(self, key: str, turn: str | None, status: str) -> None:
-        row = self._touch("keys", self.keys, key, key=key, turn=turn, status=status)
-        row["turn"], row["status"] = turn, status
+        row = self.keys.get(key)
+        if row is None:
+            self.keys[key] = {"heinzel": self.id, "key": key, "turn": turn, "status": status}
+        else:
+            row["turn"], row["status"] = turn, status
+        self.dirty.add(("keys", key))
 
     def _contract(self, version: int | str) -> None:
         """Copy what listings filter on from a compiled version (or a proposal id)."""
@@ -200,6 +197,26 @@ class Projection:
         row["inputs"] = inputs
         row["hz"] = hz
 
+    def _repend(self, column: str, store: dict[Any, Row], changed: Any) -> None:
+        """Keep ``column`` naming the pending row of ``store`` with the highest seq.
+
+        Only the row ``changed`` differs from when the column was last set, so
+        most events are decided by that row and the one named now, without
+        looking at every row (a long history holds thousands); a change to the
+        named row, or a seq not above it (lines out of order), looks at all.
+        """
+        h = self.heinzel
+        current = h[column]
+        row = store.get(changed)
+        if row is not None and changed != current:
+            if row.get("status") != "pending":
+                return
+            top = store.get(current)
+            if top is None or top.get("seq", 0) < row.get("seq", 0):
+                h[column] = changed
+                return
+        h[column] = self._pending(store)
+
     def _pending(self, store: dict[str, Row], status: str = "pending") -> str | None:
         pending = [r for r in store.values() if r.get("status") == status]
         if not pending:
@@ -208,6 +225,34 @@ class Projection:
 
 
 # -- event handlers ---------------------------------------------------------------------
+
+#: A new turn row's columns past its id, seq and start (its lists are made fresh per row).
+_NEW_TURN: Row = {
+    "cause": None,
+    "causes": None,
+    "keys": None,
+    "contract_version": None,
+    "lessons_seq": 0,
+    "status": "running",
+    "step": None,
+    "attempt": 0,
+    "disposition": None,
+    "reason": None,
+    "report": None,
+    "usd": 0.0,
+    "tokens": 0,
+    "tokens_cached": 0,
+    "duration_ms": 0,
+    "finished_at": None,
+    "waiting_until": None,
+    "waiting_on": None,
+    "parent_turn": None,
+    "from_step": None,
+    "resumes": 0,
+    "body_hash": None,
+    "body_size": None,
+    "request_ids": None,
+}
 
 
 def _created(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -257,14 +302,14 @@ def _amendment_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         version=None,
         turn=e.turn,
     )
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
     pk = d.get("proposal")
     if pk in p.amendments:
         p._touch("amendments", p.amendments, pk)["status"] = "declined"
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -273,7 +318,7 @@ def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if pk and pk in p.amendments:
         row = p._touch("amendments", p.amendments, pk)
         row.update(status="approved", version=d.get("version"))
-    p.heinzel["pending_amendment"] = p._pending(p.amendments)
+    p._repend("pending_amendment", p.amendments, pk)
 
 
 def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -439,13 +484,14 @@ _SLOT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 def _note_slot(p: Projection, keys: list[str]) -> None:
     """Remember the newest schedule slot a turn covered (keys ``<id>@<ISO slot>``)."""
-    prefix = f"{p.id}@"
-    slots = [k[len(prefix) :] for k in keys if k.startswith(prefix)]
-    slots = [slot for slot in slots if _SLOT.fullmatch(slot)]
-    if slots:
-        newest = max(slots)
-        if not p.heinzel["last_slot"] or newest > p.heinzel["last_slot"]:
-            p.heinzel["last_slot"] = newest
+    prefix = p._slot_prefix
+    newest = p.heinzel["last_slot"]
+    for key in keys:
+        if key.startswith(prefix):
+            slot = key[len(prefix) :]
+            if _SLOT.fullmatch(slot) and (not newest or slot > newest):
+                newest = slot
+    p.heinzel["last_slot"] = newest
 
 
 def _add_cost(p: Projection, e: Event, cause: str, usd: float) -> None:
@@ -477,7 +523,7 @@ def _draft_placed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         share_changed=None,
         output_fp=None,
     )
-    p.heinzel["pending_draft"] = p._pending(p.drafts)
+    p._repend("pending_draft", p.drafts, key)
 
 
 def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], None]:
@@ -495,7 +541,7 @@ def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], 
                 )
             else:
                 row["decided_at"] = e.ts
-        p.heinzel["pending_draft"] = p._pending(p.drafts)
+        p._repend("pending_draft", p.drafts, key)
 
     return handler
 
@@ -525,7 +571,7 @@ def _question_asked(p: Projection, e: Event, d: dict[str, Any]) -> None:
     key = d.get("key")
     row = p._touch("questions", p.questions, key, pk=key, key=key)
     row.update(seq=e.seq, turn=e.turn, question=d.get("question"), asked_at=e.ts, status="pending")
-    p.heinzel["pending_question"] = p._pending(p.questions)
+    p._repend("pending_question", p.questions, key)
 
 
 def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -537,7 +583,7 @@ def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if request_id:
         req = p._touch("requests", p.requests, request_id, request_id=request_id)
         req.update(status="answered", turn=e.turn, seq=e.seq)
-    p.heinzel["pending_question"] = p._pending(p.questions)
+    p._repend("pending_question", p.questions, key)
 
 
 def _notice(p: Projection, e: Event, d: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
-from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event, line_hash
+from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event
 from hz_kernel.store.fsutil import open_regular, store_error
 
 Problem = Literal[
@@ -112,26 +112,35 @@ def read_spine_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
-def _decode(line: bytes) -> dict[str, Any] | Problem:
+#: The keys of a line as the writer lays them out, in order: ``Event``'s first fields.
+_LAYOUT = ("v", "seq", "ts", "prev", "turn", "kind", "key", "data")
+_REQUIRED = ("seq", "ts", "prev", "turn", "kind", "key", "data")
+
+
+def _decode(line: bytes) -> tuple[Any, ...] | Problem:
+    """The line's envelope fields in ``Event`` order, or what is wrong with it."""
     if len(line) > MAX_LINE_BYTES:
         return "too-long"
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError:
         return "unreadable"
-    if (
-        type(obj) is not dict
-        or len(obj) < 8
-        or type(obj.get("seq")) is not int
-        or type(obj.get("prev")) is not str
-        or type(obj.get("kind")) is not str
-        or type(obj.get("data")) is not dict
-        or "ts" not in obj
-        or "turn" not in obj
-        or "key" not in obj
-    ):
+    if type(obj) is not dict:
         return "not-an-object"
-    return obj
+    if tuple(obj) == _LAYOUT:  # the writer's own layout: no lookup per field
+        fields = tuple(obj.values())
+    elif len(obj) >= 8 and all(name in obj for name in _REQUIRED):
+        fields = (obj.get("v", 1), *(obj[name] for name in _REQUIRED))
+    else:
+        return "not-an-object"
+    if (
+        type(fields[1]) is int
+        and type(fields[3]) is str
+        and type(fields[5]) is str
+        and type(fields[7]) is dict
+    ):
+        return fields
+    return "not-an-object"
 
 
 def _describe(problem: Problem, size: int) -> str:
@@ -174,6 +183,38 @@ def _intact_fast(data: bytes, end: int) -> tuple[int, int, str] | None:
     return len(lines), len(lines), hashes[-1].decode() if hashes else GENESIS
 
 
+def _chain_break(
+    result: SpineScan,
+    seq: int,
+    prev_seq: int,
+    prev_hash: str,
+    prev_offset: int,
+    pos: int,
+    digest: str,
+) -> None:
+    """Note why a line's ``prev`` is not the hash of the line before it."""
+    if seq > prev_seq + 1:
+        result.breaks.append(
+            ChainBreak(
+                seq=prev_seq + 1,
+                offset=pos,
+                problem="missing",
+                detail=f"seq {prev_seq + 1}..{seq - 1} missing before seq {seq}",
+                hash=digest,
+            )
+        )
+    else:
+        result.breaks.append(
+            ChainBreak(
+                seq=prev_seq,
+                offset=prev_offset,
+                problem="edited",
+                detail=f"seq {prev_seq} no longer matches the hash seq {seq} recorded",
+                hash=prev_hash,
+            )
+        )
+
+
 def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
     """Decode and chain-check a spine's bytes. Never raises on damage.
 
@@ -202,12 +243,13 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
     accepted_marks: list[dict[str, object]] = []
     pos = 0
     events = result.events
-    while pos < end:
-        nl = data.index(b"\n", pos)
-        line = data[pos:nl]
-        digest = line_hash(line)
+    lines = data[:end].split(b"\n")
+    lines.pop()
+    result.lines = len(lines)
+    sha256 = hashlib.sha256
+    for line in lines:
+        digest = sha256(line).hexdigest()
         decoded = _decode(line)
-        result.lines += 1
         if isinstance(decoded, str):
             result.breaks.append(
                 ChainBreak(
@@ -220,29 +262,9 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
             )
             prev_bad = True
         else:
-            seq = decoded["seq"]
-            assert isinstance(seq, int)
-            if decoded["prev"] != prev_hash and not prev_bad:
-                if seq > prev_seq + 1:
-                    result.breaks.append(
-                        ChainBreak(
-                            seq=prev_seq + 1,
-                            offset=pos,
-                            problem="missing",
-                            detail=f"seq {prev_seq + 1}..{seq - 1} missing before seq {seq}",
-                            hash=digest,
-                        )
-                    )
-                else:
-                    result.breaks.append(
-                        ChainBreak(
-                            seq=prev_seq,
-                            offset=prev_offset,
-                            problem="edited",
-                            detail=f"seq {prev_seq} no longer matches the hash seq {seq} recorded",
-                            hash=prev_hash,
-                        )
-                    )
+            seq, prev, kind, payload = decoded[1], decoded[3], decoded[5], decoded[7]
+            if prev != prev_hash and not prev_bad:
+                _chain_break(result, seq, prev_seq, prev_hash, prev_offset, pos, digest)
             elif seq != prev_seq + 1 and not prev_bad:
                 result.breaks.append(
                     ChainBreak(
@@ -253,28 +275,15 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
                         hash=digest,
                     )
                 )
-            if decoded["kind"] == "chain.accepted":
-                marks = decoded["data"].get("breaks")  # type: ignore[union-attr]
+            if kind == "chain.accepted":
+                marks = payload.get("breaks")
                 if isinstance(marks, list):
                     accepted_marks.extend(m for m in marks if isinstance(m, dict))
             if collect:
-                events.append(
-                    Event(
-                        decoded.get("v", 1),
-                        seq,
-                        decoded["ts"],
-                        decoded["prev"],
-                        decoded["turn"],
-                        decoded["kind"],
-                        decoded["key"],
-                        decoded["data"],
-                        pos,
-                        digest,
-                    )
-                )
+                events.append(Event(*decoded, pos, digest))
             prev_seq, prev_bad = seq, False
         prev_hash, prev_offset = digest, pos
-        pos = nl + 1
+        pos += len(line) + 1
 
     result.last_seq, result.last_hash = prev_seq, prev_hash
     if accepted_marks:
