@@ -123,7 +123,9 @@ class SourceFetcher:
 
     The memo holds what was last read or written per cache key, checked
     against the file's size and mtime, so a long-lived kernel does not parse
-    the same cached result every tick.
+    the same cached result every tick. Callers pass the request's cache key
+    they already hold (``Requests``): hashing a request's canonical JSON
+    anew costs more than the rest of an idle tick's look at it.
     """
 
     def __init__(self, cache: SourceCache, registry: SourceRegistry) -> None:
@@ -132,9 +134,8 @@ class SourceFetcher:
         self.fetches = 0
         self._memo: dict[str, tuple[tuple[int, int], FetchResult]] = {}
 
-    def cached(self, request: SourceRequest) -> FetchResult | None:
-        key = request.cache_key()
-        stamp = self._stamp(request)
+    def cached(self, request: SourceRequest, key: str) -> FetchResult | None:
+        stamp = self._stamp(key)
         if stamp is None:
             self._memo.pop(key, None)
             return None
@@ -147,20 +148,20 @@ class SourceFetcher:
         return result
 
     def fetch(
-        self, request: SourceRequest, *, now: datetime, previous: FetchResult | None
+        self, request: SourceRequest, key: str, *, now: datetime, previous: FetchResult | None
     ) -> FetchResult:
         """Fetch once and store the result in the cache before returning it."""
         self.fetches += 1
         result = self.registry.fetch(request, now=now, previous=previous)
         self.cache.put(result)
-        stamp = self._stamp(request)
+        stamp = self._stamp(key)
         if stamp is not None:
-            self._memo[request.cache_key()] = (stamp, result)
+            self._memo[key] = (stamp, result)
         return result
 
-    def _stamp(self, request: SourceRequest) -> tuple[int, int] | None:
+    def _stamp(self, key: str) -> tuple[int, int] | None:
         try:
-            st = os.stat(self.cache.path_for(request), follow_symlinks=False)
+            st = os.stat(self.cache.path_of(key), follow_symlinks=False)
         except OSError:
             return None
         return st.st_size, st.st_mtime_ns
@@ -245,7 +246,7 @@ def stage(
     staged = Staged()
     for key, watches in groups.items():
         request = watches[0].request
-        cached = fetcher.cached(request)
+        cached = fetcher.cached(request, key)
         if cached is not None:
             staged.put(key, cached)
             if staged.unseen(key, watches):
@@ -267,7 +268,7 @@ def fetch_into(
 ) -> None:
     """Fetch one request into ``staged``; a failing source is recorded, never raised."""
     try:
-        staged.put(key, fetcher.fetch(request, now=now, previous=previous))
+        staged.put(key, fetcher.fetch(request, key, now=now, previous=previous))
     except HzError as exc:
         staged.fail(key, exc)
         return
