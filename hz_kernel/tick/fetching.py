@@ -86,36 +86,37 @@ InputShape = tuple[str, SourceRequest, str, str | None, str | None, int]
 """An input as a tick watches it: name, request, cache key, facet, ``last_fp``, recheck."""
 
 
-class Requests:
-    """Inputs decoded, and their requests hashed, once per distinct text in a tick.
+@lru_cache(maxsize=4096)
+def input_shapes(inputs_json: str) -> tuple[InputShape, ...]:
+    """A heinzel's inputs (its index row's ``inputs``) as a tick watches them.
 
-    Hundreds of heinzels share a handful of inputs (and, when in step, the
-    same ``last_fp``), so decoding and hashing each row anew would cost
-    more than the rest of an idle tick.
+    Decoded, and their requests hashed, once per distinct text for as long
+    as the process lives: hundreds of heinzels share a handful of inputs
+    (and, when in step, the same ``last_fp``), and a long-lived kernel
+    meets the same texts tick after tick, so decoding and hashing each row
+    anew would cost more than the rest of an idle tick. Shared: read only.
     """
-
-    def __init__(self) -> None:
-        self._inputs: dict[str, list[InputShape]] = {}
-        self._requests: dict[bytes, tuple[SourceRequest, str]] = {}
-
-    def inputs_of(self, inputs_json: str) -> list[InputShape]:
-        shapes = self._inputs.get(inputs_json)
-        if shapes is None:
-            shapes = self._inputs[inputs_json] = []
-            for name, spec in orjson.loads(inputs_json).items():
-                facet, last_fp = spec.get("facet"), spec.get("last_fp")
-                shapes.append((name, *self.of(spec), facet, last_fp, recheck_seconds(spec)))
-        return shapes
-
-    def of(self, spec: Mapping[str, Any]) -> tuple[SourceRequest, str]:
-        marker = orjson.dumps(
-            [spec.get("source"), spec.get("method"), spec.get("args")],
-            option=orjson.OPT_SORT_KEYS,
+    shapes: list[InputShape] = []
+    for name, spec in orjson.loads(inputs_json).items():
+        request, key = _request_of(_marker(spec))
+        shapes.append(
+            (name, request, key, spec.get("facet"), spec.get("last_fp"), recheck_seconds(spec))
         )
-        if marker not in self._requests:
-            request = input_request(spec)
-            self._requests[marker] = (request, request.cache_key())
-        return self._requests[marker]
+    return tuple(shapes)
+
+
+def _marker(spec: Mapping[str, Any]) -> bytes:
+    """What makes two inputs the same request, as bytes (equal args in any key order)."""
+    return orjson.dumps(
+        [spec.get("source"), spec.get("method"), spec.get("args")], option=orjson.OPT_SORT_KEYS
+    )
+
+
+@lru_cache(maxsize=1024)
+def _request_of(marker: bytes) -> tuple[SourceRequest, str]:
+    source, method, args = orjson.loads(marker)
+    request = input_request({"source": source, "method": method, "args": args})
+    return request, request.cache_key()
 
 
 class SourceFetcher:
@@ -124,7 +125,7 @@ class SourceFetcher:
     The memo holds what was last read or written per cache key, checked
     against the file's size and mtime, so a long-lived kernel does not parse
     the same cached result every tick. Callers pass the request's cache key
-    they already hold (``Requests``): hashing a request's canonical JSON
+    they already hold (``input_shapes``): hashing a request's canonical JSON
     anew costs more than the rest of an idle tick's look at it.
     """
 

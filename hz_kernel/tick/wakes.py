@@ -44,7 +44,7 @@ from hz_kernel.adapters.sources.document import slugify
 from hz_kernel.clock import stamp
 from hz_kernel.contracts import duration_seconds
 from hz_kernel.engine.wakes import Wake, created_key, schedule_key, source_key, stale_key
-from hz_kernel.tick.fetching import Requests, Staged, Watch, split_asset
+from hz_kernel.tick.fetching import Staged, Watch, input_shapes, split_asset
 from hz_kernel.tick.report import DeferReason
 from hz_kernel.tick.schedule import SlotClock, slot_time
 from hz_kernel.vocabulary import SkipReason, WokenBy
@@ -228,11 +228,11 @@ def heights(ids: Iterable[str], reads: Mapping[str, Mapping[str, str]]) -> dict[
 # -- watches ------------------------------------------------------------------------------
 
 
-def watches_of(row: HeinzelRow, requests: Requests, reads: Mapping[str, str]) -> list[Watch]:
+def watches_of(row: HeinzelRow, reads: Mapping[str, str]) -> list[Watch]:
     heinzel = row.id
     return [
         Watch(heinzel, name, request, key, facet, last_fp, recheck_s, reads.get(name))
-        for name, request, key, facet, last_fp, recheck_s in requests.inputs_of(row.inputs_json)
+        for name, request, key, facet, last_fp, recheck_s in input_shapes(row.inputs_json)
     ]
 
 
@@ -248,18 +248,20 @@ def watched(
     """
     rows = list(rows)
     by_id = {r.id: r for r in rows}
-    requests = Requests()
     found: dict[str, list[Watch]] = {}
     for row in rows:
         if not row.active or row.id in leave_out or row.inputs_json == "{}":
             continue
-        kept = [
-            w
-            for w in watches_of(row, requests, reads.get(row.id, {}))
-            if w.upstream is None
-            or w.request.source == "heinzel"
-            or not by_id[w.upstream].pending_draft
-        ]
+        upstreams = reads.get(row.id)
+        kept = watches_of(row, upstreams or {})
+        if upstreams:
+            kept = [
+                w
+                for w in kept
+                if w.upstream is None
+                or w.request.source == "heinzel"
+                or not by_id[w.upstream].pending_draft
+            ]
         if kept:
             found[row.id] = kept
     return found
