@@ -104,8 +104,9 @@ SELECT (
         FROM drafts WHERE heinzel = h.id GROUP BY output))
     END,
     CASE WHEN h.render_on_schedule = 'if-moved' THEN
-      h.contract_version > COALESCE((SELECT MAX(contract_version) FROM turns
-                                     WHERE heinzel = h.id AND cause IS NOT 'approval'), 0)
+      h.contract_version > 0 AND NOT EXISTS (
+        SELECT 1 FROM turns WHERE heinzel = h.id AND contract_version >= h.contract_version
+                                  AND cause IS NOT 'approval')
     END,
     h.turns_count = 0))
   FROM heinzels h WHERE h.contract_version IS NOT NULL
@@ -116,7 +117,8 @@ EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed
 """Everything a tick plans from, in one statement and one row: the heinzels that have a
 contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
 already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
-cap today."""
+cap today. Whether a turn ran under the current contract is one seek in ``turns_by_version``
+per heinzel, however many turns it has had."""
 
 DONE_KEYS_QUERY = """
 SELECT k.heinzel, k.key FROM json_each(?) AS j

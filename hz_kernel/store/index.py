@@ -225,6 +225,8 @@ _BY_NAME = {t.name: t for t in ALL_TABLES}
 
 _EXTRA_DDL = (
     "CREATE INDEX IF NOT EXISTS turns_by_status ON turns (status, heinzel)",
+    # The idle tick's "has a turn run under the current contract?" (``TICK_QUERY``).
+    "CREATE INDEX IF NOT EXISTS turns_by_version ON turns (heinzel, contract_version)",
     "CREATE INDEX IF NOT EXISTS drafts_by_status ON drafts (status)",
     "CREATE INDEX IF NOT EXISTS costs_by_day ON costs (day)",
     "CREATE INDEX IF NOT EXISTS heinzels_by_name ON heinzels (name)",
