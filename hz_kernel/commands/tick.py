@@ -521,7 +521,14 @@ class TickCommands(KernelCore):
 def _moves(
     rows: Iterable[HeinzelRow], watches: dict[str, list[Watch]], staged: Staged
 ) -> dict[str, tuple[list[Wake], bool]]:
-    return {row.id: source_moves(row, watches[row.id], staged) for row in rows if row.id in watches}
+    """The heinzels with an input that moved or could not be read (the rest have nothing)."""
+    found = {}
+    for row in rows:
+        if row.id in watches:
+            wakes, failed = moves = source_moves(row, watches[row.id], staged)
+            if wakes or failed:
+                found[row.id] = moves
+    return found
 
 
 def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, str]]) -> bool:

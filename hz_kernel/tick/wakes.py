@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import orjson
@@ -50,6 +51,11 @@ from hz_kernel.tick.schedule import SlotClock, slot_time
 from hz_kernel.vocabulary import SkipReason, WokenBy
 
 Action = Literal["run", "skip", "resume", "defer"]
+
+
+#: What most rows have of outputs that expire, shared (read only): an idle tick over hundreds
+#: of heinzels makes no empty dicts for them.
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -71,8 +77,8 @@ class HeinzelRow:
     waiting_on: dict[str, Any] | None
     waited_status: str | None
     pending_draft: str | None
-    valid_for: dict[str, int] = field(default_factory=dict)
-    approvals: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    valid_for: Mapping[str, int] = field(default_factory=dict)
+    approvals: Mapping[str, tuple[str | None, bool]] = field(default_factory=dict)
     contract_unrendered: bool = False
     """An ``if-moved`` heinzel whose current contract version no turn has rendered under yet."""
     never_ran: bool = False
@@ -91,17 +97,14 @@ class HeinzelRow:
     def from_index(cls, row: list[Any]) -> HeinzelRow:
         """A row as the tick's query lists it: the first fields in their order, already
         decoded and defaulted by SQLite (see ``TICK_QUERY``), then what only some rows have."""
-        made = cls(*row[:15])
         outputs, approvals, contract_unrendered, never_ran = row[15:]
-        if outputs:
-            made.valid_for = _valid_for(_json(outputs))
-        if approvals:
-            made.approvals = _approvals(_json(approvals))
-        if contract_unrendered:
-            made.contract_unrendered = True
-        if never_ran:
-            made.never_ran = True
-        return made
+        return cls(
+            *row[:15],
+            _valid_for(_json(outputs)) if outputs else _NOTHING,
+            _approvals(_json(approvals)) if approvals else _NOTHING,
+            bool(contract_unrendered),
+            bool(never_ran),
+        )
 
 
 def _json(value: Any) -> Any:
