@@ -124,9 +124,10 @@ class SourceFetcher:
 
     The memo holds what was last read or written per cache key, checked
     against the file's size and mtime, so a long-lived kernel does not parse
-    the same cached result every tick. Callers pass the request's cache key
-    they already hold (``input_shapes``): hashing a request's canonical JSON
-    anew costs more than the rest of an idle tick's look at it.
+    the same cached result every tick, nor hash it again (``fingerprints``,
+    which each tick's ``Staged`` shares). Callers pass the request's cache
+    key they already hold (``input_shapes``): hashing a request's canonical
+    JSON anew costs more than the rest of an idle tick's look at it.
     """
 
     def __init__(self, cache: SourceCache, registry: SourceRegistry) -> None:
@@ -134,6 +135,7 @@ class SourceFetcher:
         self.registry = registry
         self.fetches = 0
         self._memo: dict[str, tuple[tuple[int, int], FetchResult]] = {}
+        self.fingerprints: Fingerprints = {}
 
     def cached(self, request: SourceRequest, key: str) -> FetchResult | None:
         stamp = self._stamp(key)
@@ -168,6 +170,10 @@ class SourceFetcher:
         return st.st_size, st.st_mtime_ns
 
 
+Fingerprints = dict[tuple[str, str | None], tuple[FetchResult, str | None]]
+"""Per cache key and facet: the result last hashed for them and its fingerprint."""
+
+
 @dataclass
 class Staged:
     """What this tick knows of each watched request, by cache key."""
@@ -176,24 +182,25 @@ class Staged:
     fetched: set[str] = field(default_factory=set)
     from_cache: set[str] = field(default_factory=set)
     errors: dict[str, HzError] = field(default_factory=dict)
-    _fingerprints: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
+    fingerprints: Fingerprints = field(default_factory=dict)
+    """Shared with the fetcher: a result it hands out again is not hashed again."""
 
     def put(self, key: str, result: FetchResult) -> None:
         self.results[key] = result
-        self._forget(key)
 
     def fail(self, key: str, error: HzError) -> None:
         self.errors[key] = error
         self.results.pop(key, None)
-        self._forget(key)
 
     def fingerprint(self, key: str, facet: str | None) -> str | None:
-        """The fingerprint a watcher of ``key`` compares (hashed once per tick)."""
-        memo = (key, facet)
-        if memo not in self._fingerprints:
-            result = self.results.get(key)
-            self._fingerprints[memo] = None if result is None else fingerprint_of(result, facet)
-        return self._fingerprints[memo]
+        """The fingerprint a watcher of ``key`` compares (hashed once per result)."""
+        result = self.results.get(key)
+        if result is None:
+            return None
+        known = self.fingerprints.get((key, facet))
+        if known is None or known[0] is not result:
+            known = self.fingerprints[key, facet] = (result, fingerprint_of(result, facet))
+        return known[1]
 
     def move(self, key: str, watch: Watch) -> str | None:
         """The fingerprint ``watch`` has not seen yet, or None when nothing moved for it.
@@ -209,12 +216,12 @@ class Staged:
         return fp
 
     def unseen(self, key: str, watches: Iterable[Watch]) -> bool:
-        """Has some watcher not seen this result yet (see ``move``)?"""
-        return any(self.move(key, w) is not None for w in watches)
-
-    def _forget(self, key: str) -> None:
-        for memo in [m for m in self._fingerprints if m[0] == key]:
-            del self._fingerprints[memo]
+        """Has some watcher not seen this result yet (see ``move``)? Asked once per distinct
+        facet and ``last_fp``: watchers in step (most of them) share the answer."""
+        return any(
+            self.move(key, watch) is not None
+            for watch in {(w.facet, w.last_fp): w for w in watches}.values()
+        )
 
 
 def group_watches(watches: Iterable[Watch]) -> dict[str, list[Watch]]:
@@ -244,7 +251,7 @@ def stage(
     ``forced`` names cache keys a due schedule slot wants fresh (unless an
     arrival is already staged for them).
     """
-    staged = Staged()
+    staged = Staged(fingerprints=fetcher.fingerprints)
     for key, watches in groups.items():
         request = watches[0].request
         cached = fetcher.cached(request, key)
