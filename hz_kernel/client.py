@@ -207,7 +207,10 @@ class DeferredClient:
     async def call(self, operation: Operation[Req, Resp], request: Req) -> Resp:
         if self._local is None and operation is ops.LIST:
             assert isinstance(request, ops.ListRequest)
-            listed = await self._list_from_index(request)
+            try:
+                listed = await self._list_from_index(request)
+            except HzError:
+                listed = None  # a damaged index, say: the kernel rebuilds it, or says what is wrong
             if listed is not None:
                 return operation.wrap(listed)
         return await (await self.open_kernel()).call(operation, request)

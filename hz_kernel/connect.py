@@ -63,6 +63,7 @@ async def connect(
     defer_kernel: bool = False,
     start: bool = False,
     queue_held: bool = False,
+    index_first: bool = False,
 ) -> KernelClient:
     """A client of the home's daemon, or of a kernel embedded in this process.
 
@@ -73,7 +74,10 @@ async def connect(
     daemon starts beside it: the kernel is opened when first needed, and a
     listing before that comes from the index. ``queue_held`` (the CLI)
     embeds a ``QueueingClient``: a command on a spine another process holds
-    is queued in the heinzel's inbox (``hz_kernel.held``).
+    is queued in the heinzel's inbox (``hz_kernel.held``). ``index_first``
+    (``hz heinzel list``) embeds a one-shot ``DeferredClient``: the listing
+    comes from the index when it has seen every spine as it is now, and
+    the kernel (seconds of imports) is opened only when it has not.
     """
     found = inspect(home)
     if found.state == "running" and found.discovery is not None:
@@ -89,6 +93,8 @@ async def connect(
             return await _attach_started(home, report, health_timeout)
     if defer_kernel:
         return DeferredClient(home, long_lived=True, kernel_lock=_try_kernel_lock(home))
+    if index_first:
+        return DeferredClient(home)
     return await (QueueingClient if queue_held else LocalClient).open(home)
 
 

@@ -11,16 +11,19 @@ on the machine.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import AsyncIterator
 from typing import Self
 
-import httpx
-from httpx_sse import aconnect_sse
-from pydantic import TypeAdapter, ValidationError
+# httpx imports its own command line (rich, pygments, click: ~40 ms of every head's start)
+# unless that import fails; hz never runs it.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-from hz_kernel.api import KernelLoad, KernelStatus
-from hz_kernel.daemon.feed import FeedReset
-from hz_kernel.daemon.protocol import (
+import httpx  # noqa: E402
+from httpx_sse import aconnect_sse  # noqa: E402
+from pydantic import TypeAdapter, ValidationError  # noqa: E402
+
+from hz_kernel.daemon.protocol import (  # noqa: E402
     DRAIN_PATH,
     EVENTS_PATH,
     HEALTH_PATH,
@@ -33,12 +36,14 @@ from hz_kernel.daemon.protocol import (
     DrainRequest,
     ErrorBody,
     FeedItem,
+    FeedReset,
     Health,
     Hello,
     Reset,
 )
-from hz_kernel.errors import HzError, UsageError
-from hz_kernel.operations import Operation, Req, Resp
+from hz_kernel.errors import HzError, UsageError  # noqa: E402
+from hz_kernel.operations import Operation, Req, Resp  # noqa: E402
+from hz_kernel.overview import KernelLoad, KernelStatus  # noqa: E402
 
 CALL_TIMEOUT_S = 300.0
 #: Longer than the largest heartbeat interval the daemon accepts, so a live feed never times out.

@@ -28,8 +28,7 @@ RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 #: Filled beside the index's columns: today's cost by the query, failures from the tick's
 #: record, the admission queue from the kernel that runs the turns.
 _NOT_COLUMNS = frozenset({"cost_today", "failure", "queued"})
-_SUMMARY_FIELDS = [f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS]
-_SUMMARY_COLUMNS = ", ".join(f"h.{f}" for f in _SUMMARY_FIELDS)
+_SUMMARY_FIELDS = tuple(f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
 _SUMMARIES = TypeAdapter(list[overview.HeinzelSummary])
 
@@ -50,7 +49,8 @@ async def list_summaries(
     and why a turn of theirs waits for admission (``queued``: heinzel id to reason)."""
     name, version = split_contract(contract)
     now = now_utc()
-    rows = await index.list_heinzels(
+    rows = await index.summary_rows(
+        _SUMMARY_FIELDS,
         day=now.date().isoformat(),
         state=state,
         artifact=artifact,
@@ -58,7 +58,6 @@ async def list_summaries(
         contract_version=version,
         where=where,
         ids=ids,
-        columns=_SUMMARY_COLUMNS,
     )
     fill_next_due(rows, clock, now)
     if failures:

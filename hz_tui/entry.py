@@ -38,7 +38,8 @@ def prepare_process() -> None:
 
     Start-up allocates objects that live as long as the process; a collection
     among them finds nothing and costs tens of milliseconds, so the collector
-    is off until the caller enables it. hz uses no pydantic plugins, and
+    is off until the caller enables it, after freezing them (``gc.freeze``)
+    so that no later collection walks them again. hz uses no pydantic plugins, and
     looking for them reads the metadata of every installed package (about
     30 ms of a start); a user who wants one sets ``PYDANTIC_DISABLE_PLUGINS``
     to an empty string.
@@ -52,6 +53,7 @@ def main() -> int:
     try:
         from hz_kernel.cli import main as kernel_main
     finally:
+        gc.freeze()
         gc.enable()
     from hz_tui.serve import register as register_serve
 

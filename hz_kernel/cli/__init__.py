@@ -102,11 +102,13 @@ async def _run(args: argparse.Namespace) -> int:
 async def _connect_for(home: Home, args: argparse.Namespace) -> KernelClient:
     """The kernel a command runs on: ``hz tick`` embedded (never beside a daemon); a write on
     the daemon, started if need be; a read on a running daemon, else embedded. An embedded
-    write to a spine another process holds is queued (``hz_kernel.held``)."""
+    write to a spine another process holds is queued (``hz_kernel.held``); a listing embedded
+    reads a current index without opening the kernel (``index_first``)."""
     if args.run is tick.cmd_tick:
         return await connect_ticker(home)
     start = args.run in WRITES and may_start(home, embedded=args.embedded)
-    return await connect(home, start=start, queue_held=True)
+    index_first = getattr(args, "index_first", False)
+    return await connect(home, start=start, queue_held=True, index_first=index_first)
 
 
 def main(

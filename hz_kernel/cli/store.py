@@ -192,7 +192,7 @@ def register_heinzel(hsub: Subcommands) -> None:
     p.add_argument("--contract", help="NAME or NAME:VERSION")
     p.add_argument("--where", action="append", metavar="KEY=VALUE", help="a contract hz key")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=cmd_list)
+    p.set_defaults(run=cmd_list, index_first=True)
 
     p = hsub.add_parser("show", help="one heinzel: contract, turns, lessons, cost")
     p.add_argument("name")

@@ -81,9 +81,11 @@ from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
 TICK_QUERY = """
 SELECT (
   SELECT json_group_array(json_array(
-    h.id, h.name, h.paused OR h.retired OR h.damaged, h.schedule, h.render_on_schedule,
-    h.inputs, h.assets, h.last_slot, h.approved_at, h.awake_turn, h.waiting_turn,
-    h.waiting_until, h.waiting_on, h.pending_draft,
+    h.id, h.name, json(CASE WHEN h.paused OR h.retired OR h.damaged THEN 'false' ELSE 'true' END),
+    h.schedule, COALESCE(NULLIF(h.render_on_schedule, ''), 'always'),
+    COALESCE(NULLIF(h.inputs, ''), '{}'), COALESCE(NULLIF(h.assets, ''), '[]'),
+    h.last_slot, h.approved_at, h.awake_turn, h.waiting_turn, h.waiting_until,
+    CASE WHEN h.waiting_on <> '' THEN json(h.waiting_on) END,
     CASE WHEN h.waiting_turn IS NOT NULL THEN
       CASE json_extract(h.waiting_on, '$.kind')
         WHEN 'approval' THEN (SELECT status FROM drafts WHERE heinzel = h.id
@@ -92,6 +94,7 @@ SELECT (
                             AND key = json_extract(h.waiting_on, '$.key'))
       END
     END,
+    h.pending_draft,
     CASE WHEN instr(h.hz, '"valid_for":"') THEN json_extract(h.hz, '$.outputs') END,
     CASE WHEN instr(h.hz, '"valid_for":"') THEN (
       SELECT json_group_object(output, json_array(approved_at, pending)) FROM (
@@ -101,8 +104,9 @@ SELECT (
         FROM drafts WHERE heinzel = h.id GROUP BY output))
     END,
     CASE WHEN h.render_on_schedule = 'if-moved' THEN
-      h.contract_version > COALESCE((SELECT MAX(contract_version) FROM turns
-                                     WHERE heinzel = h.id AND cause IS NOT 'approval'), 0)
+      h.contract_version > 0 AND NOT EXISTS (
+        SELECT 1 FROM turns WHERE heinzel = h.id AND contract_version >= h.contract_version
+                                  AND cause IS NOT 'approval')
     END,
     h.turns_count = 0))
   FROM heinzels h WHERE h.contract_version IS NOT NULL
@@ -111,8 +115,10 @@ SELECT (
 EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed
 """
 """Everything a tick plans from, in one statement and one row: the heinzels that have a
-contract (as one JSON array, which costs far less to hand over than hundreds of rows),
-today's spending and whether the user was told of the cap today."""
+contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
+already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
+cap today. Whether a turn ran under the current contract is one seek in ``turns_by_version``
+per heinzel, however many turns it has had."""
 
 DONE_KEYS_QUERY = """
 SELECT k.heinzel, k.key FROM json_each(?) AS j
@@ -515,7 +521,14 @@ class TickCommands(KernelCore):
 def _moves(
     rows: Iterable[HeinzelRow], watches: dict[str, list[Watch]], staged: Staged
 ) -> dict[str, tuple[list[Wake], bool]]:
-    return {row.id: source_moves(row, watches[row.id], staged) for row in rows if row.id in watches}
+    """The heinzels with an input that moved or could not be read (the rest have nothing)."""
+    found = {}
+    for row in rows:
+        if row.id in watches:
+            wakes, failed = moves = source_moves(row, watches[row.id], staged)
+            if wakes or failed:
+                found[row.id] = moves
+    return found
 
 
 def _owed(key: str, watches: list[Watch], staged: Staged, done: set[tuple[str, str]]) -> bool:

@@ -29,8 +29,15 @@ from typing import TYPE_CHECKING
 import orjson
 from ulid import ULID
 
-from hz_kernel.daemon.protocol import FeedItem, FeedType, Hello, Overflow, Reset, ResetReason
-from hz_kernel.errors import HzError
+from hz_kernel.daemon.protocol import (
+    FeedItem,
+    FeedReset,
+    FeedType,
+    Hello,
+    Overflow,
+    Reset,
+    ResetReason,
+)
 from hz_kernel.observe import Observation
 from hz_kernel.store.positions import FeedRows, FileStamp, Line, Row, SpineChanged
 from hz_kernel.store.spine import SPINE_NAME
@@ -46,18 +53,6 @@ READ_AHEAD = 2048
 REPLAY_CACHE_BYTES = 4 * 1024 * 1024
 #: How often a daemon's hub looks for positions other processes gave lines (a CLI's write).
 WATCH_SECONDS = 1.0
-
-
-class FeedReset(HzError):
-    """The feed cannot continue from the reader's position: take a fresh snapshot."""
-
-    def __init__(self, reset: Reset) -> None:
-        super().__init__(
-            "HZD050",
-            f"the feed cannot continue from there ({reset.reason}); take a fresh snapshot",
-            f"generation {reset.generation} at position {reset.edge}",
-        )
-        self.reset = reset
 
 
 def sse_frame(name: str, data: bytes) -> bytes:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hz_kernel.errors import HzError
 from hz_kernel.overview import KernelLoad
 
 #: Bumped whenever a route, a frame or a shape changes incompatibly. A client
@@ -132,6 +133,18 @@ class Reset(_Shape):
     reason: ResetReason
     generation: str
     edge: int
+
+
+class FeedReset(HzError):
+    """The feed cannot continue from the reader's position: take a fresh snapshot."""
+
+    def __init__(self, reset: Reset) -> None:
+        super().__init__(
+            "HZD050",
+            f"the feed cannot continue from there ({reset.reason}); take a fresh snapshot",
+            f"generation {reset.generation} at position {reset.edge}",
+        )
+        self.reset = reset
 
 
 class Overflow(_Shape):

@@ -42,7 +42,11 @@ class SourceCache:
         self.dir = dir
 
     def path_for(self, request: SourceRequest) -> Path:
-        return self.dir / f"{request.cache_key()}.json"
+        return self.path_of(request.cache_key())
+
+    def path_of(self, key: str) -> Path:
+        """The file of the request whose cache key is ``key``."""
+        return self.dir / f"{key}.json"
 
     def put(self, result: FetchResult) -> None:
         """Store ``result`` atomically, replacing the previous one for the same request.

@@ -86,36 +86,37 @@ InputShape = tuple[str, SourceRequest, str, str | None, str | None, int]
 """An input as a tick watches it: name, request, cache key, facet, ``last_fp``, recheck."""
 
 
-class Requests:
-    """Inputs decoded, and their requests hashed, once per distinct text in a tick.
+@lru_cache(maxsize=4096)
+def input_shapes(inputs_json: str) -> tuple[InputShape, ...]:
+    """A heinzel's inputs (its index row's ``inputs``) as a tick watches them.
 
-    Hundreds of heinzels share a handful of inputs (and, when in step, the
-    same ``last_fp``), so decoding and hashing each row anew would cost
-    more than the rest of an idle tick.
+    Decoded, and their requests hashed, once per distinct text for as long
+    as the process lives: hundreds of heinzels share a handful of inputs
+    (and, when in step, the same ``last_fp``), and a long-lived kernel
+    meets the same texts tick after tick, so decoding and hashing each row
+    anew would cost more than the rest of an idle tick. Shared: read only.
     """
-
-    def __init__(self) -> None:
-        self._inputs: dict[str, list[InputShape]] = {}
-        self._requests: dict[bytes, tuple[SourceRequest, str]] = {}
-
-    def inputs_of(self, inputs_json: str) -> list[InputShape]:
-        shapes = self._inputs.get(inputs_json)
-        if shapes is None:
-            shapes = self._inputs[inputs_json] = []
-            for name, spec in orjson.loads(inputs_json).items():
-                facet, last_fp = spec.get("facet"), spec.get("last_fp")
-                shapes.append((name, *self.of(spec), facet, last_fp, recheck_seconds(spec)))
-        return shapes
-
-    def of(self, spec: Mapping[str, Any]) -> tuple[SourceRequest, str]:
-        marker = orjson.dumps(
-            [spec.get("source"), spec.get("method"), spec.get("args")],
-            option=orjson.OPT_SORT_KEYS,
+    shapes: list[InputShape] = []
+    for name, spec in orjson.loads(inputs_json).items():
+        request, key = _request_of(_marker(spec))
+        shapes.append(
+            (name, request, key, spec.get("facet"), spec.get("last_fp"), recheck_seconds(spec))
         )
-        if marker not in self._requests:
-            request = input_request(spec)
-            self._requests[marker] = (request, request.cache_key())
-        return self._requests[marker]
+    return tuple(shapes)
+
+
+def _marker(spec: Mapping[str, Any]) -> bytes:
+    """What makes two inputs the same request, as bytes (equal args in any key order)."""
+    return orjson.dumps(
+        [spec.get("source"), spec.get("method"), spec.get("args")], option=orjson.OPT_SORT_KEYS
+    )
+
+
+@lru_cache(maxsize=1024)
+def _request_of(marker: bytes) -> tuple[SourceRequest, str]:
+    source, method, args = orjson.loads(marker)
+    request = input_request({"source": source, "method": method, "args": args})
+    return request, request.cache_key()
 
 
 class SourceFetcher:
@@ -123,7 +124,10 @@ class SourceFetcher:
 
     The memo holds what was last read or written per cache key, checked
     against the file's size and mtime, so a long-lived kernel does not parse
-    the same cached result every tick.
+    the same cached result every tick, nor hash it again (``fingerprints``,
+    which each tick's ``Staged`` shares). Callers pass the request's cache
+    key they already hold (``input_shapes``): hashing a request's canonical
+    JSON anew costs more than the rest of an idle tick's look at it.
     """
 
     def __init__(self, cache: SourceCache, registry: SourceRegistry) -> None:
@@ -131,10 +135,10 @@ class SourceFetcher:
         self.registry = registry
         self.fetches = 0
         self._memo: dict[str, tuple[tuple[int, int], FetchResult]] = {}
+        self.fingerprints: Fingerprints = {}
 
-    def cached(self, request: SourceRequest) -> FetchResult | None:
-        key = request.cache_key()
-        stamp = self._stamp(request)
+    def cached(self, request: SourceRequest, key: str) -> FetchResult | None:
+        stamp = self._stamp(key)
         if stamp is None:
             self._memo.pop(key, None)
             return None
@@ -147,23 +151,27 @@ class SourceFetcher:
         return result
 
     def fetch(
-        self, request: SourceRequest, *, now: datetime, previous: FetchResult | None
+        self, request: SourceRequest, key: str, *, now: datetime, previous: FetchResult | None
     ) -> FetchResult:
         """Fetch once and store the result in the cache before returning it."""
         self.fetches += 1
         result = self.registry.fetch(request, now=now, previous=previous)
         self.cache.put(result)
-        stamp = self._stamp(request)
+        stamp = self._stamp(key)
         if stamp is not None:
-            self._memo[request.cache_key()] = (stamp, result)
+            self._memo[key] = (stamp, result)
         return result
 
-    def _stamp(self, request: SourceRequest) -> tuple[int, int] | None:
+    def _stamp(self, key: str) -> tuple[int, int] | None:
         try:
-            st = os.stat(self.cache.path_for(request), follow_symlinks=False)
+            st = os.stat(self.cache.path_of(key), follow_symlinks=False)
         except OSError:
             return None
         return st.st_size, st.st_mtime_ns
+
+
+Fingerprints = dict[tuple[str, str | None], tuple[FetchResult, str | None]]
+"""Per cache key and facet: the result last hashed for them and its fingerprint."""
 
 
 @dataclass
@@ -174,24 +182,25 @@ class Staged:
     fetched: set[str] = field(default_factory=set)
     from_cache: set[str] = field(default_factory=set)
     errors: dict[str, HzError] = field(default_factory=dict)
-    _fingerprints: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
+    fingerprints: Fingerprints = field(default_factory=dict)
+    """Shared with the fetcher: a result it hands out again is not hashed again."""
 
     def put(self, key: str, result: FetchResult) -> None:
         self.results[key] = result
-        self._forget(key)
 
     def fail(self, key: str, error: HzError) -> None:
         self.errors[key] = error
         self.results.pop(key, None)
-        self._forget(key)
 
     def fingerprint(self, key: str, facet: str | None) -> str | None:
-        """The fingerprint a watcher of ``key`` compares (hashed once per tick)."""
-        memo = (key, facet)
-        if memo not in self._fingerprints:
-            result = self.results.get(key)
-            self._fingerprints[memo] = None if result is None else fingerprint_of(result, facet)
-        return self._fingerprints[memo]
+        """The fingerprint a watcher of ``key`` compares (hashed once per result)."""
+        result = self.results.get(key)
+        if result is None:
+            return None
+        known = self.fingerprints.get((key, facet))
+        if known is None or known[0] is not result:
+            known = self.fingerprints[key, facet] = (result, fingerprint_of(result, facet))
+        return known[1]
 
     def move(self, key: str, watch: Watch) -> str | None:
         """The fingerprint ``watch`` has not seen yet, or None when nothing moved for it.
@@ -207,12 +216,12 @@ class Staged:
         return fp
 
     def unseen(self, key: str, watches: Iterable[Watch]) -> bool:
-        """Has some watcher not seen this result yet (see ``move``)?"""
-        return any(self.move(key, w) is not None for w in watches)
-
-    def _forget(self, key: str) -> None:
-        for memo in [m for m in self._fingerprints if m[0] == key]:
-            del self._fingerprints[memo]
+        """Has some watcher not seen this result yet (see ``move``)? Asked once per distinct
+        facet and ``last_fp``: watchers in step (most of them) share the answer."""
+        return any(
+            self.move(key, watch) is not None
+            for watch in {(w.facet, w.last_fp): w for w in watches}.values()
+        )
 
 
 def group_watches(watches: Iterable[Watch]) -> dict[str, list[Watch]]:
@@ -242,10 +251,10 @@ def stage(
     ``forced`` names cache keys a due schedule slot wants fresh (unless an
     arrival is already staged for them).
     """
-    staged = Staged()
+    staged = Staged(fingerprints=fetcher.fingerprints)
     for key, watches in groups.items():
         request = watches[0].request
-        cached = fetcher.cached(request)
+        cached = fetcher.cached(request, key)
         if cached is not None:
             staged.put(key, cached)
             if staged.unseen(key, watches):
@@ -267,7 +276,7 @@ def fetch_into(
 ) -> None:
     """Fetch one request into ``staged``; a failing source is recorded, never raised."""
     try:
-        staged.put(key, fetcher.fetch(request, now=now, previous=previous))
+        staged.put(key, fetcher.fetch(request, key, now=now, previous=previous))
     except HzError as exc:
         staged.fail(key, exc)
         return

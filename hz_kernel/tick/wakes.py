@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import orjson
@@ -44,12 +45,17 @@ from hz_kernel.adapters.sources.document import slugify
 from hz_kernel.clock import stamp
 from hz_kernel.contracts import duration_seconds
 from hz_kernel.engine.wakes import Wake, created_key, schedule_key, source_key, stale_key
-from hz_kernel.tick.fetching import Requests, Staged, Watch, split_asset
+from hz_kernel.tick.fetching import Staged, Watch, input_shapes, split_asset
 from hz_kernel.tick.report import DeferReason
 from hz_kernel.tick.schedule import SlotClock, slot_time
 from hz_kernel.vocabulary import SkipReason, WokenBy
 
 Action = Literal["run", "skip", "resume", "defer"]
+
+
+#: What most rows have of outputs that expire, shared (read only): an idle tick over hundreds
+#: of heinzels makes no empty dicts for them.
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(slots=True)
@@ -71,8 +77,8 @@ class HeinzelRow:
     waiting_on: dict[str, Any] | None
     waited_status: str | None
     pending_draft: str | None
-    valid_for: dict[str, int] = field(default_factory=dict)
-    approvals: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    valid_for: Mapping[str, int] = field(default_factory=dict)
+    approvals: Mapping[str, tuple[str | None, bool]] = field(default_factory=dict)
     contract_unrendered: bool = False
     """An ``if-moved`` heinzel whose current contract version no turn has rendered under yet."""
     never_ran: bool = False
@@ -89,32 +95,15 @@ class HeinzelRow:
 
     @classmethod
     def from_index(cls, row: list[Any]) -> HeinzelRow:
-        """A row as the tick's query lists it (see ``TICK_QUERY`` for the order)."""
-        (
-            heinzel_id, name, inactive, schedule, render_on_schedule, inputs, assets,
-            last_slot, approved_at, awake_turn, waiting_turn, waiting_until, waiting_on,
-            pending_draft, waited_status, outputs, approvals, contract_unrendered, never_ran,
-        ) = row  # fmt: skip
+        """A row as the tick's query lists it: the first fields in their order, already
+        decoded and defaulted by SQLite (see ``TICK_QUERY``), then what only some rows have."""
+        outputs, approvals, contract_unrendered, never_ran = row[15:]
         return cls(
-            id=heinzel_id,
-            name=name,
-            active=not inactive,
-            schedule=schedule,
-            render_on_schedule=render_on_schedule or "always",
-            inputs_json=inputs or "{}",
-            assets_json=assets or "[]",
-            last_slot=last_slot,
-            approved_at=approved_at,
-            awake_turn=awake_turn,
-            waiting_turn=waiting_turn,
-            waiting_until=waiting_until,
-            waiting_on=_json(waiting_on) if waiting_on else None,
-            waited_status=waited_status,
-            pending_draft=pending_draft,
-            valid_for=_valid_for(_json(outputs)) if outputs else {},
-            approvals=_approvals(_json(approvals)) if approvals else {},
-            contract_unrendered=bool(contract_unrendered),
-            never_ran=bool(never_ran),
+            *row[:15],
+            _valid_for(_json(outputs)) if outputs else _NOTHING,
+            _approvals(_json(approvals)) if approvals else _NOTHING,
+            bool(contract_unrendered),
+            bool(never_ran),
         )
 
 
@@ -242,19 +231,11 @@ def heights(ids: Iterable[str], reads: Mapping[str, Mapping[str, str]]) -> dict[
 # -- watches ------------------------------------------------------------------------------
 
 
-def watches_of(row: HeinzelRow, requests: Requests, reads: Mapping[str, str]) -> list[Watch]:
+def watches_of(row: HeinzelRow, reads: Mapping[str, str]) -> list[Watch]:
+    heinzel = row.id
     return [
-        Watch(
-            heinzel=row.id,
-            input=name,
-            request=request,
-            key=key,
-            facet=facet,
-            last_fp=last_fp,
-            recheck_s=recheck_s,
-            upstream=reads.get(name),
-        )
-        for name, request, key, facet, last_fp, recheck_s in requests.inputs_of(row.inputs_json)
+        Watch(heinzel, name, request, key, facet, last_fp, recheck_s, reads.get(name))
+        for name, request, key, facet, last_fp, recheck_s in input_shapes(row.inputs_json)
     ]
 
 
@@ -270,18 +251,20 @@ def watched(
     """
     rows = list(rows)
     by_id = {r.id: r for r in rows}
-    requests = Requests()
     found: dict[str, list[Watch]] = {}
     for row in rows:
         if not row.active or row.id in leave_out or row.inputs_json == "{}":
             continue
-        kept = [
-            w
-            for w in watches_of(row, requests, reads.get(row.id, {}))
-            if w.upstream is None
-            or w.request.source == "heinzel"
-            or not by_id[w.upstream].pending_draft
-        ]
+        upstreams = reads.get(row.id)
+        kept = watches_of(row, upstreams or {})
+        if upstreams:
+            kept = [
+                w
+                for w in kept
+                if w.upstream is None
+                or w.request.source == "heinzel"
+                or not by_id[w.upstream].pending_draft
+            ]
         if kept:
             found[row.id] = kept
     return found
@@ -404,18 +387,16 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     """The decision for one heinzel, before ordering and the per-tick limit."""
     if not row.active:
         return None
-    height = ctx.heights.get(row.id, 0)
-    watches = ctx.watches.get(row.id, [])
-    base = {"heinzel": row.id, "name": row.name, "height": height}
     if row.awake_turn and row.id in ctx.busy:
-        return PlannedTurn(**base, action="defer", reason="busy", due_at=ctx.now)
+        return PlannedTurn(**_base(row, ctx), action="defer", reason="busy", due_at=ctx.now)
+    watches = ctx.watches.get(row.id, [])
     resume = None if row.awake_turn else waiting_resume(row, watches, ctx.staged, ctx.now)
     if resume is not None:
         woken_by, due_at = resume
         if ctx.capped:
-            return PlannedTurn(**base, action="defer", reason="cap", due_at=due_at)
+            return PlannedTurn(**_base(row, ctx), action="defer", reason="cap", due_at=due_at)
         return PlannedTurn(
-            **base,
+            **_base(row, ctx),
             action="resume",
             due_at=due_at,
             waiting_turn=row.waiting_turn,
@@ -435,7 +416,8 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     moved_wakes, failed = ctx.moves.get(row.id, ([], False))
     moved = [w for w in moved_wakes if (row.id, w.key) not in ctx.done_keys]
     wakes += moved
-    wakes += [w for w in stale_wakes(row, ctx.now) if (row.id, w.key) not in ctx.done_keys]
+    if row.valid_for:
+        wakes += [w for w in stale_wakes(row, ctx.now) if (row.id, w.key) not in ctx.done_keys]
     if wakes and row.never_ran and (row.id, created_key(row.id)) not in ctx.done_keys:
         # A heinzel's first turn says so (``created``) after what woke it, whose key stays
         # first (a draft's key names it); one with nothing to read yet still sleeps, as any
@@ -443,6 +425,7 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
         wakes.append(Wake(cause="created", key=created_key(row.id), due_at=ctx.now))
     if not wakes and not row.awake_turn:
         return None
+    base = _base(row, ctx)
     due_at = min((w.due_at for w in wakes if w.due_at), default=ctx.now)
     moved_inputs = sorted({w.input for w in moved if w.input})
     only_schedule = all(w.cause == "schedule" for w in wakes)
@@ -462,6 +445,11 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     return PlannedTurn(**base, action="run", wakes=wakes, moved=moved_inputs, due_at=due_at)
 
 
+def _base(row: HeinzelRow, ctx: TickInputs) -> dict[str, Any]:
+    """What every decision on ``row`` says (built only once a row has one: most have none)."""
+    return {"heinzel": row.id, "name": row.name, "height": ctx.heights.get(row.id, 0)}
+
+
 def plan_delivery(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     """A turn with no wake of its own, for the requests waiting in a marked inbox.
 
@@ -469,7 +457,7 @@ def plan_delivery(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     """
     if not row.active:
         return None
-    base = {"heinzel": row.id, "name": row.name, "height": ctx.heights.get(row.id, 0)}
+    base = _base(row, ctx)
     if row.awake_turn and row.id in ctx.busy:
         return PlannedTurn(**base, action="defer", reason="busy", due_at=ctx.now)
     if ctx.capped:

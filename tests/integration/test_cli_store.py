@@ -48,6 +48,31 @@ def test_list_and_show_on_a_real_home(tmp_path: Path) -> None:
     assert hz(tmp_path, "heinzel", "verify").returncode == 0
 
 
+def test_the_listing_reads_a_current_index_without_the_kernel_or_the_http_stack(
+    tmp_path: Path,
+) -> None:
+    """``hz heinzel list`` over a current index imports none of the kernel's heavy parts."""
+    _heinzel(tmp_path)
+    assert hz(tmp_path, "heinzel", "list").returncode == 0  # builds the index
+    probe = (
+        "import contextlib, io, sys\n"
+        "from hz_tui.entry import main\n"
+        "sys.argv = ['hz', 'heinzel', 'list', '--json']\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main()\n"
+        "heavy = ('pydantic_ai', 'httpx', 'yaml', 'textual', 'rich', 'pygments', 'click')\n"
+        "loaded = sorted({m.partition('.')[0] for m in sys.modules if m.partition('.')[0] in heavy}"
+        " | {m for m in sys.modules if m == 'hz_kernel.kernel'})\n"
+        "print(code, len(__import__('json').loads(out.getvalue())), loaded)\n"
+    )
+    env = {**os.environ, "HZ_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.stdout.strip() == "0 1 []", done.stdout + done.stderr
+
+
 def test_missing_home(tmp_path: Path) -> None:
     result = hz(tmp_path / "nope", "heinzel", "list")
     assert result.returncode == 1
