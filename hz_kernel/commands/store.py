@@ -17,7 +17,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.listing import fill_next_due, list_summaries
 from hz_kernel.store.bodies import BODY_NAME, body_path
-from hz_kernel.store.inbox import DELIVERED_DIR, REQUEST_NAME, Inbox
+from hz_kernel.store.inbox import Inbox
 from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
 from hz_kernel.tick.cache import SourceCache
@@ -284,19 +284,16 @@ class StoreCommands(KernelCore):
         cutoff_dt = datetime.fromisoformat(cutoff).replace(tzinfo=UTC)
         for row in delivered:
             inbox = Inbox(self.home.heinzel_dir(row["heinzel"]))
-            path = inbox.dir / f"{row['request_id']}.json"
             try:
                 request = inbox.get(row["request_id"])
             except HzError:
                 continue
-            if request is None or not REQUEST_NAME.match(path.name):
+            if request is None or request.admitted_at >= cutoff_dt:
                 continue
-            if request.admitted_at < cutoff_dt:
-                for where in (path, inbox.dir / DELIVERED_DIR / path.name):
-                    size = _unlink_regular(where)
-                    if size is not None:
-                        removed_requests += 1
-                        freed += size
+            sizes = [_unlink_regular(path) for path in inbox.files(row["request_id"])]
+            removed = [size for size in sizes if size is not None]
+            removed_requests += bool(removed)
+            freed += sum(removed)
         sources = SourceCache(self.home.sources_dir).prune(older_than=cutoff_dt)
         return api.PruneReport(
             bodies_removed=bodies,

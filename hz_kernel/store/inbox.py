@@ -23,7 +23,9 @@ the next time a turn looks for new ones (``pending``), so that look reads
 only what may be new and costs the same after ten thousand messages as
 after ten. The move is a plain rename, not fsynced: the spine, not the
 folder, says what was delivered, so a move lost in a crash is done again.
-Every other reader (``get``, ``all``, ``scan``) sees both folders.
+Every other reader (``get``, ``all``, ``scan``) sees both folders; a
+``delivered`` that is no real folder (a link to elsewhere, a file) is never
+read, written or pruned through.
 
 A stop that hands messages back (the cockpit's) withdraws them: each file
 is renamed into ``inbox/withdrawn/`` (atomic, the folders fsynced), so no
@@ -201,7 +203,7 @@ class Inbox:
                 )
             for request in requests:
                 name = f"{check_request_id(request.request_id)}.json"
-                for folder in (self.dir, self.dir / DELIVERED_DIR):
+                for folder in self._folders():
                     try:
                         os.rename(folder / name, aside / name)
                         break
@@ -227,7 +229,22 @@ class Inbox:
         if not REQUEST_ID.match(request_id):
             return None
         name = f"{request_id}.json"
-        return self._read(self.dir / name) or self._read(self.dir / DELIVERED_DIR / name)
+        return next(
+            (found for folder in self._folders() if (found := self._read(folder / name))), None
+        )
+
+    def _folders(self) -> list[Path]:
+        """The inbox, then ``delivered/`` if it is a real folder (never a link to elsewhere)."""
+        delivered = self.dir / DELIVERED_DIR
+        try:
+            real = stat.S_ISDIR(os.lstat(delivered).st_mode)
+        except OSError:
+            real = False
+        return [self.dir, delivered] if real else [self.dir]
+
+    def files(self, request_id: str) -> list[Path]:
+        """The paths this request's file may have (where ``prune`` looks)."""
+        return [folder / f"{check_request_id(request_id)}.json" for folder in self._folders()]
 
     @staticmethod
     def _read(path: Path) -> InboxRequest | None:
@@ -263,11 +280,14 @@ class Inbox:
         """Every readable request, delivered or not, oldest admission first, and the entries
         refused as not regular files (a directory, FIFO, socket or device named like a
         request): HZS090."""
-        found, refused = self._scan_folder(self.dir, ())
-        delivered, skipped = self._scan_folder(self.dir / DELIVERED_DIR, ())
-        seen = {request.request_id for request in found}
-        found.extend(request for request in delivered if request.request_id not in seen)
-        return sorted(found, key=lambda r: (r.admitted_at, r.request_id)), refused + skipped
+        found: dict[str, InboxRequest] = {}
+        refused: list[HzError] = []
+        for folder in self._folders():
+            requests, skipped = self._scan_folder(folder, ())
+            for request in requests:
+                found.setdefault(request.request_id, request)
+            refused += skipped
+        return sorted(found.values(), key=lambda r: (r.admitted_at, r.request_id)), refused
 
     def _scan_folder(
         self, folder: Path, taken: Container[str]

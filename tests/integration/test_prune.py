@@ -209,3 +209,24 @@ async def test_the_daemons_tick_loop_prunes_on_its_own(
         stop.set()
         await loop
         await kernel.close()
+
+
+def test_prune_never_reaches_through_a_delivered_folder_that_links_elsewhere(
+    world: Drafted,
+) -> None:
+    """Issue 16 attack: ``inbox/delivered`` a link to another folder; prune removes the
+    request's own file and never a file of the same name over there (nor counts it)."""
+    request = _a_delivered_request(world)
+    inbox = world.heinzel_dir / "inbox"
+    os.replace(request, inbox / request.name)
+    if (inbox / "delivered").is_dir():
+        (inbox / "delivered").rmdir()
+    elsewhere = world.root / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / request.name).write_bytes((inbox / request.name).read_bytes())
+    (inbox / "delivered").symlink_to(elsewhere)
+    pruned = world.hz("heinzel", "prune", "--json", now=LATER)
+    coded_only(pruned)
+    assert json.loads(pruned.stdout)["requests_removed"] == 1
+    assert not (inbox / request.name).exists()
+    assert (elsewhere / request.name).is_file()

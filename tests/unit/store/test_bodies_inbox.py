@@ -163,3 +163,21 @@ def test_inbox_refuses_path_like_ids(tmp_path: Path) -> None:
     with pytest.raises(HzError) as caught:
         Inbox(tmp_path).admit(InboxRequest(request_id="../x", heinzel="hz-x"))
     assert caught.value.code == "HZS030"
+
+
+def test_issue16_a_link_where_delivered_should_be_is_never_read_through(tmp_path: Path) -> None:
+    """A request file in a folder ``delivered`` links to is not this inbox's: no reader finds
+    it and no stop moves it into ``withdrawn/``."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = InboxRequest(request_id="r9", heinzel="hz-x", message="not from this inbox")
+    (elsewhere / "r9.json").write_text(planted.model_dump_json())
+    inbox = Inbox(tmp_path / "h")
+    inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="hi"))
+    (inbox.dir / "delivered").symlink_to(elsewhere)
+    assert inbox.get("r9") is None
+    assert [r.request_id for r in inbox.all()] == ["r1"]
+    assert inbox.withdraw([planted]) == []
+    assert (elsewhere / "r9.json").is_file()
+    stored, created = inbox.admit(InboxRequest(request_id="r9", heinzel="hz-x", message="mine"))
+    assert created and stored.message == "mine"
