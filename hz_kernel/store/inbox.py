@@ -21,8 +21,10 @@ A request a turn took (the spine says so: ``turn.started``, ``turn.steered``,
 ``question.answered``, ``turn.requested``) is moved into ``inbox/delivered/``
 the next time a turn looks for new ones (``pending``), so that look reads
 only what may be new and costs the same after ten thousand messages as
-after ten. The move is a plain rename, not fsynced: the spine, not the
-folder, says what was delivered, so a move lost in a crash is done again.
+after ten. The move is not fsynced: the spine, not the folder, says what
+was delivered, so a move lost in a crash is done again. It never replaces
+a file already aside under that id, and an admission that finds its id set
+aside just after writing it (a turn raced the retry) removes its own file.
 Every other reader (``get``, ``all``, ``scan``) sees both folders; a
 ``delivered`` that is no real folder (a link to elsewhere, a file) is never
 read, written or pruned through.
@@ -150,7 +152,13 @@ class Inbox:
             if stored is None:
                 self.mark()
                 if create_exclusive(path, request.model_dump_json().encode()):
-                    return request, True
+                    stored = self._aside(request.request_id)
+                    if stored is None:
+                        return request, True
+                    # Taken and set aside between the look above and this write (a turn
+                    # raced this retry): the first admission stands, this file goes.
+                    os.unlink(path)
+                    fsync_dir(self.dir)
                 stored = self.get(request.request_id)
         if stored is None:
             raise HzError("HZS031", "request file exists but cannot be read", str(path))
@@ -232,6 +240,11 @@ class Inbox:
         return next(
             (found for folder in self._folders() if (found := self._read(folder / name))), None
         )
+
+    def _aside(self, request_id: str) -> InboxRequest | None:
+        """The request set aside in ``delivered/`` under this id, if any."""
+        folders = self._folders()
+        return self._read(folders[1] / f"{request_id}.json") if len(folders) > 1 else None
 
     def _folders(self) -> list[Path]:
         """The inbox, then ``delivered/`` if it is a real folder (never a link to elsewhere)."""
@@ -328,12 +341,25 @@ class Inbox:
             for name in names:
                 with contextlib.suppress(FileNotFoundError):
                     if stat.S_ISREG(os.lstat(self.dir / name).st_mode):
-                        os.rename(self.dir / name, aside / name)
+                        _move_unless_there(self.dir / name, aside / name)
         except OSError as exc:
             key = f"aside:{self.dir}"
             if key not in _REPORTED:
                 _REPORTED.add(key)
                 _log.info("HZS090: %s: delivered requests stay where they are (%s)", aside, exc)
+
+
+def _move_unless_there(source: Path, target: Path) -> None:
+    """Rename ``source`` to ``target`` unless ``target`` exists: a request file already aside
+    under that name keeps its text (a crash between the link and the unlink left two names
+    of one file, which this finishes)."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        there, here = os.lstat(target), os.lstat(source)
+        if (there.st_dev, there.st_ino) != (here.st_dev, here.st_ino):
+            return
+    os.unlink(source)
 
 
 def _logged(scanned: tuple[list[InboxRequest], list[HzError]]) -> list[InboxRequest]:

@@ -181,3 +181,44 @@ def test_issue16_a_link_where_delivered_should_be_is_never_read_through(tmp_path
     assert (elsewhere / "r9.json").is_file()
     stored, created = inbox.admit(InboxRequest(request_id="r9", heinzel="hz-x", message="mine"))
     assert created and stored.message == "mine"
+
+
+def test_issue16_setting_aside_never_replaces_a_request_already_aside(tmp_path: Path) -> None:
+    """A request id in both folders with other content (a restored backup, a hand copy): the
+    set-aside leaves both files, so no admitted text is ever deleted."""
+    inbox = Inbox(tmp_path)
+    inbox.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="first"))
+    assert inbox.pending({"r1"}) == []
+    again = InboxRequest(request_id="r1", heinzel="hz-x", message="second")
+    (inbox.dir / "r1.json").write_text(again.model_dump_json())
+    assert inbox.pending({"r1"}) == []
+    aside = InboxRequest.model_validate_json((inbox.dir / "delivered" / "r1.json").read_text())
+    assert aside.message == "first"
+    assert (inbox.dir / "r1.json").is_file()
+
+
+def test_issue16_an_id_set_aside_while_it_was_admitted_again_is_not_admitted_twice(
+    tmp_path: Path,
+) -> None:
+    """The race of a retry with a turn: between the retry's look (nothing found) and its write,
+    the first admission is taken and set aside. The retry must not become a second request
+    under the same id (it would reach no turn, and the set-aside would meet two files)."""
+    import pytest
+
+    from hz_kernel.errors import HzError
+
+    class Racing(Inbox):
+        def mark(self) -> None:
+            super().mark()
+            first = Inbox(self.dir.parent)
+            first.admit(InboxRequest(request_id="r1", heinzel="hz-x", message="first"))
+            assert first.pending({"r1"}) == []
+
+    with pytest.raises(HzError) as caught:
+        Racing(tmp_path).admit(InboxRequest(request_id="r1", heinzel="hz-x", message="second"))
+    assert caught.value.code == "HZS034"
+    assert not (tmp_path / "inbox" / "r1.json").exists()
+    stored, created = Racing(tmp_path).admit(
+        InboxRequest(request_id="r1", heinzel="hz-x", message="first")
+    )
+    assert (stored.message, created) == ("first", False)
