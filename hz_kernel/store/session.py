@@ -155,7 +155,13 @@ class HeldSession:
 
     async def _flush(self) -> list[Event]:
         if self.before_flush is not None:
-            self.before_flush()
+            try:
+                self.before_flush()
+            except BaseException:
+                # Refused like a failed write: the group is cut off whole, never written
+                # later with some other line.
+                self.writer.discard()
+                raise
         try:
             flushed = self.writer.flush()
         except HzError as exc:

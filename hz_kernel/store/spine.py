@@ -129,6 +129,10 @@ class SpineWriter:
         kind = f"staged:{payload.kind}"
         crashpoints.reached(kind, f"{kind}:{step}" if step else kind)
 
+    def discard(self) -> None:
+        """Drop every staged event: a flush that cannot happen loses its group whole."""
+        self._staged = []
+
     @property
     def staged(self) -> int:
         """How many events wait for the next ``flush``."""

@@ -222,3 +222,33 @@ def test_s6_item3_a_spine_cut_under_its_writer_is_refused_with_a_code(tmp_path: 
             writer.append(StepDone(step="outcome"))
     assert refused.value.code == "HZS100"
     assert (tmp_path / SPINE_NAME).stat().st_size == 10
+
+
+async def test_issue16_a_group_whose_body_cannot_sync_is_cut_off_whole(tmp_path: Path) -> None:
+    """Group commit attack: the body a turn wrote ahead of its lines cannot be made durable
+    (its fsync fails), so the flush is refused. The staged lines and the caller's line were
+    refused with it: none of them may slip into the spine with a later, unrelated line."""
+    from hz_kernel.store.index import Index
+    from hz_kernel.store.session import HeldSession
+
+    index = await Index.open(tmp_path / "index.sqlite")
+    heinzel_dir = tmp_path / "hz-01M8WJPKXMD3FP8330AFAV0X7X"
+    held = HeldSession(heinzel_dir.name, heinzel_dir, index)
+    try:
+        await held.append(HeinzelCreated(name="a"))
+        held.stage(StepDone(step="outcome"), turn="T1")
+
+        def body_sync_fails() -> None:
+            raise HzError("HZS091", "no space left on device", str(heinzel_dir / "turns"))
+
+        held.before_flush = body_sync_fails
+        with pytest.raises(HzError):
+            await held.append(StepDone(step="act"), turn="T1")
+        held.before_flush = None
+        await held.append(StepDone(step="gather"), turn="T2")
+    finally:
+        held.close()
+        await index.close()
+    found = scan_file(heinzel_dir / SPINE_NAME)
+    assert found.intact
+    assert [(e.turn, e.data.get("step")) for e in found.events] == [(None, None), ("T2", "gather")]
