@@ -133,8 +133,10 @@ def _decode(line: bytes) -> tuple[Any, ...] | Problem:
         fields = (obj.get("v", 1), *(obj[name] for name in _REQUIRED))
     else:
         return "not-an-object"
+    # ``ts`` is checked too: feed positions and listings compare and show it as text.
     if (
         type(fields[1]) is int
+        and type(fields[2]) is str
         and type(fields[3]) is str
         and type(fields[5]) is str
         and type(fields[7]) is dict

@@ -144,3 +144,25 @@ def test_a_decision_on_a_damaged_spine_is_refused_before_the_document_changes(
     assert decided.returncode == 1
     assert decided.stderr.startswith("HZE001: dig: ")
     assert world.document.read_bytes() == before
+
+
+@pytest.mark.parametrize("ts", [b"12345", b"null"])
+def test_issue16_a_line_whose_time_is_no_string_is_damage_not_a_crash(
+    world: Drafted, ts: bytes
+) -> None:
+    """Issue 16 attack: the last line's ``ts`` edited to a number or null, the index gone (so
+    every line is positioned anew). Every command answers with codes, none with HZX001, and
+    the line is damage that verify names."""
+    lines = _lines(world)
+    head, _, rest = lines[-1].partition(b'"ts":"')
+    lines[-1] = head + b'"ts":' + ts + rest.partition(b'"')[2]
+    world.spine.write_bytes(b"".join(lines))
+    for index_file in world.home.glob("heinzel/index.sqlite*"):
+        index_file.unlink()
+    for command in (("heinzel", "reindex", "--json"), ("heinzel", "list", "--json")):
+        coded_only(world.hz(*command))
+    verified = world.hz("heinzel", "verify", "dig")
+    coded_only(verified)
+    assert verified.returncode == 1 and verified.stderr.startswith("HZS033: dig: ")
+    (row,) = json.loads(world.hz("heinzel", "list", "--json").stdout)
+    assert row["damaged"] is True
