@@ -304,7 +304,9 @@ class Composer(Horizontal):
     # -- showing ---------------------------------------------------------------------------
 
     def show_mode(self) -> None:
-        label = self.query_one("#composer-mode", Static)
+        label = next(iter(self.query("#composer-mode").results(Static)), None)
+        if label is None:
+            return  # the window is closing: its children are gone before it
         label.update(
             MODE_LABELS[self.state.mode] + ("\n unsaved " if self.unsaved_conflict else "")
         )
@@ -314,8 +316,8 @@ class Composer(Horizontal):
     def show(self, state: ComposerState) -> None:
         """Show ``state`` (the text only when it differs, so the cursor stays where it is)."""
         self.state = state
-        if not self.is_attached:
-            return
+        if not self.is_attached or not self.query("#composer-input"):
+            return  # not shown yet, or closing (a load that answers late finds no area)
         area = self.input
         if area.text != state.text:
             area.text = state.text
