@@ -182,5 +182,25 @@ async def wake_and_wait(kernel: Kernel, heinzel_id: str) -> list[Event]:
     return events
 
 
+class FsyncCounter:
+    """Counts this process's fsyncs while installed: ``with FsyncCounter() as fsyncs``, then
+    ``fsyncs.count`` (set it to 0 to start a new count)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._real = os.fsync
+
+    def _fsync(self, fd: int) -> None:
+        self.count += 1
+        self._real(fd)
+
+    def __enter__(self) -> FsyncCounter:
+        os.fsync = self._fsync
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.fsync = self._real
+
+
 def emit(figures: dict[str, float | int | bool]) -> None:
     print(json.dumps(figures, sort_keys=True))

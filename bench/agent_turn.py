@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import emit, run, sizes, wake_and_wait
+from _common import FsyncCounter, emit, run, sizes, wake_and_wait
 
 from hz_kernel.adapters.local_model import FramedInput, compose_draft
 from hz_kernel.contracts import render_template
@@ -66,16 +66,6 @@ def notes_text(size: int = NOTES_BYTES) -> str:
     return "\n".join(lines) + "\n"
 
 
-_real_fsync = os.fsync
-_fsyncs = 0
-
-
-def _counting_fsync(fd: int) -> None:
-    global _fsyncs
-    _fsyncs += 1
-    _real_fsync(fd)
-
-
 def by_hand(notes: Path, document: Path, journal: int, lines: int) -> str:
     """The same work without hz: read, draft with the local model's own drafting, journal
     ``lines`` durable lines, place the draft atomically."""
@@ -85,7 +75,7 @@ def by_hand(notes: Path, document: Path, journal: int, lines: int) -> str:
     digest = hashlib.sha256(draft.encode()).hexdigest()
     for n in range(lines):
         os.write(journal, f'{{"n":{n},"draft":"{digest}","words":{len(draft.split())}}}\n'.encode())
-        _real_fsync(journal)
+        os.fsync(journal)
     before = document.read_text() if document.exists() else "# Digest\n"
     head = before.split("<!-- draft -->", 1)[0]
     atomic_write(document, f"{head}<!-- draft -->\n{draft}\n".encode())
@@ -105,22 +95,20 @@ async def main(turns: int) -> None:
         params = {"name": "digest", "notes": "notes", "document": "reports/digest.md"}
         contract = render_template("digest", {**params, "model": "local"})
 
-        global _fsyncs
         kernel = await Kernel.open(Home.resolve(root / "home"), long_lived=True)
         ours, writes = [], []
         try:
             made = await kernel.new(text=contract)
             await kernel.approve(ref=made.id)
             await wake_and_wait(kernel, made.id)
-            os.fsync = _counting_fsync
-            for _ in range(turns):
-                _fsyncs = 0
-                started = time.perf_counter()
-                await wake_and_wait(kernel, made.id)
-                ours.append((time.perf_counter() - started) * 1000)
-                writes.append(_fsyncs)
+            with FsyncCounter() as fsyncs:
+                for _ in range(turns):
+                    fsyncs.count = 0
+                    started = time.perf_counter()
+                    await wake_and_wait(kernel, made.id)
+                    ours.append((time.perf_counter() - started) * 1000)
+                    writes.append(fsyncs.count)
         finally:
-            os.fsync = _real_fsync
             await kernel.close()
         placed = (root / "docs" / "reports" / "digest.md").read_text()
         durable = int(statistics.median(writes))

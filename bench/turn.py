@@ -31,22 +31,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import emit, run, sizes, wake_and_wait
+from _common import FsyncCounter, emit, run, sizes, wake_and_wait
 
 from hz_kernel.contracts import render_template
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.envelope import Event
 from tests.support.homes import World, checkout_repo, digest_contract, make_world
-
-_real_fsync = os.fsync
-_fsyncs = 0
-
-
-def _counting_fsync(fd: int) -> None:
-    global _fsyncs
-    _fsyncs += 1
-    _real_fsync(fd)
 
 
 def _model_seconds(events: list[Event]) -> float:
@@ -68,7 +59,7 @@ def raw_floor_ms(directory: Path, count: int, rounds: int = 5) -> float:
             started = time.perf_counter()
             for _ in range(count):
                 os.write(fd, line)
-                _real_fsync(fd)
+                os.fsync(fd)
             samples.append((time.perf_counter() - started) * 1000)
     finally:
         os.close(fd)
@@ -129,7 +120,6 @@ async def growth(kernel: Kernel, turns: int) -> tuple[float, float, float]:
 
 
 async def main(turns: int, history: int) -> None:
-    global _fsyncs
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         world = make_world(Path(tmp))
@@ -141,19 +131,18 @@ async def main(turns: int, history: int) -> None:
             await wake_and_wait(kernel, made.id)
             tool_total, tool_ms, tool_calls = await tool_turns(world, kernel, turns)
             early, late, growth_ratio = await growth(kernel, history)
-            os.fsync = _counting_fsync
-            for _ in range(turns):
-                _fsyncs = 0
-                started = time.perf_counter()
-                events = await wake_and_wait(kernel, made.id)
-                total = time.perf_counter() - started
-                model = _model_seconds(events)
-                totals.append(total * 1000)
-                models.append(model * 1000)
-                overheads.append((total - model) * 1000)
-                writes.append(_fsyncs)
+            with FsyncCounter() as fsyncs:
+                for _ in range(turns):
+                    fsyncs.count = 0
+                    started = time.perf_counter()
+                    events = await wake_and_wait(kernel, made.id)
+                    total = time.perf_counter() - started
+                    model = _model_seconds(events)
+                    totals.append(total * 1000)
+                    models.append(model * 1000)
+                    overheads.append((total - model) * 1000)
+                    writes.append(fsyncs.count)
         finally:
-            os.fsync = _real_fsync
             await kernel.close()
         durable = int(statistics.median(writes))
         floor = raw_floor_ms(Path(tmp), durable)
