@@ -12,9 +12,12 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from ulid import ULID
 
+from hz_kernel.engine.attempts import run_model_step, user_message
 from hz_kernel.engine.wakes import request_key
 from hz_kernel.kernel import Kernel
 from hz_kernel.observe import Observation
@@ -200,6 +203,48 @@ class FsyncCounter:
 
     def __exit__(self, *exc: object) -> None:
         os.fsync = self._real
+
+
+async def framework_floor_ms(rounds: int) -> tuple[float, float]:
+    """Median time of one think step's model call when the model itself takes no time, and
+    of its part before the request is sent.
+
+    It runs the engine's own ``run_model_step`` (pydantic-ai's agent with the
+    outcome tools) against a model that answers "nothing" at once: what asking
+    any model costs in the agent framework alone, before hz journals anything.
+    The part before the request (up to the hook where a turn records
+    ``attempt.started``) is what a turn's measured overhead holds of it; the
+    rest falls in the model's time.
+    """
+
+    async def answer_at_once(_: object, info: AgentInfo) -> Any:
+        tool = next(t for t in info.output_tools if t.name == "nothing")
+        yield {0: DeltaToolCall(name=tool.name, json_args='{"report": "nothing moved"}')}
+
+    asked: list[float] = []
+
+    async def mark(_: object) -> None:
+        asked.append(time.perf_counter())
+
+    async def quiet(_: object) -> None:
+        return None
+
+    model = FunctionModel(stream_function=answer_at_once)
+    whole, before = [], []
+    for n in range(rounds + 5):
+        asked.clear()
+        started = time.perf_counter()
+        await run_model_step(
+            model=model,
+            instructions="Keep the digest true.",
+            messages=[user_message("Anything to do?")],
+            on_attempt=mark,
+            on_chunk=quiet,
+        )
+        if n >= 5:
+            whole.append((time.perf_counter() - started) * 1000)
+            before.append((asked[0] - started) * 1000)
+    return statistics.median(whole), statistics.median(before)
 
 
 def emit(figures: dict[str, float | int | bool]) -> None:

@@ -18,7 +18,10 @@ into a Markdown document atomically.
 
 ``agent_turn_ratio`` is hz's median over the hand's (target ≤ 3: LangGraph
 doing the same work was measured at 3.8×). The last line is one JSON object
-of named figures.
+of named figures. Beside it, pydantic-ai's own cost of one answer (the
+engine's model step against a model that answers at once): the hand's time
+plus that is the least any turn driven through the agent framework can
+take (``agent_turn_ratio_lowest_possible``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import FsyncCounter, emit, run, sizes, wake_and_wait
+from _common import FsyncCounter, emit, framework_floor_ms, run, sizes, wake_and_wait
 
 from hz_kernel.adapters.local_model import FramedInput, compose_draft
 from hz_kernel.contracts import render_template
@@ -124,6 +127,7 @@ async def main(turns: int) -> None:
                 hand.append((time.perf_counter() - started) * 1000)
         finally:
             os.close(journal)
+    framework, _ = await framework_floor_ms(max(turns * 2, 8))
     words = len(draft.split())
     assert words > 100 and draft.splitlines()[-1] in placed, "hz did not place the same draft"
     hz_ms, hand_ms = statistics.median(ours), statistics.median(hand)
@@ -133,6 +137,11 @@ async def main(turns: int) -> None:
     print(f"by hand       {hand_ms:8.2f} ms   (read, the model's drafting, {durable - 2} "
           "journal lines fsynced, atomic write)")  # fmt: skip
     print(f"ratio         {ratio:8.2f}x   (target ≤ 3x; LangGraph on this work 3.8x)")
+    lowest = (hand_ms + framework) / hand_ms
+    print(
+        f"framework     {framework:8.2f} ms   (pydantic-ai asked once by a model that takes no "
+        f"time): with no hz code at all the ratio would be {lowest:.2f}x"
+    )
     emit(
         {
             "agent_turn_ratio": round(ratio, 3),
@@ -140,6 +149,8 @@ async def main(turns: int) -> None:
             "agent_turn_by_hand_ms": round(hand_ms, 3),
             "agent_turn_draft_words": words,
             "agent_turn_durable_writes": durable,
+            "agent_turn_framework_ms": round(framework, 3),
+            "agent_turn_ratio_lowest_possible": round(lowest, 3),
         }
     )
 
