@@ -5,7 +5,9 @@ same ``LocalClient`` an embedded head uses, looked up per request, so an
 operation added to the table is on the wire with no change here. Every
 route, the feed and health included, sits behind ``Guard``: a loopback
 ``Host`` (any port: a port forward names its own), a loopback ``Origin`` if any, the bearer token
-(constant-time) and our protocol version, in that order.
+(constant-time) and our protocol version, in that order. ``/mcp`` is the MCP
+head (``hz_kernel.daemon.mcp_endpoint``): the same guard, less our protocol
+header, which an MCP client does not send.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
 from hz_kernel.daemon.connections import ACCEPT_BATCH, ConnectionLimits, Warden, protocol_for
 from hz_kernel.daemon.feed import HEARTBEAT_COMMENT, FeedHub, Subscription, frames
+from hz_kernel.daemon.mcp_endpoint import MCP_PATH, McpEndpoint
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
     DRAIN_PATH,
@@ -91,6 +94,7 @@ class DaemonState:
     pulse: TickPulse | None = None
     started: float = field(default_factory=time.monotonic)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    mcp: McpEndpoint | None = None
 
     def request_shutdown(self) -> None:
         """End every feed connection and let the server wind down."""
@@ -145,14 +149,18 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        refusal = self._refusal(dict(scope["headers"]))
+        refusal = self._refusal(dict(scope["headers"]), mcp=scope["path"] == MCP_PATH)
         if refusal is not None:
             error, status = refusal
             await error_response(error, status)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[HzError, int] | None:
+    def _refusal(
+        self, headers: dict[bytes, bytes], *, mcp: bool = False
+    ) -> tuple[HzError, int] | None:
+        """Why a request is refused, if it is. ``mcp``: a request to ``/mcp``, whose MCP
+        client speaks MCP's protocol, not ours, and sends no protocol header."""
         host = headers.get(b"host", b"").decode("latin-1").lower()
         if host not in self.state.allowed_hosts and not _loopback_host(host):
             return HzError("HZD031", "requests must name this daemon's loopback address", host), 403
@@ -165,6 +173,8 @@ class Guard:
             why = "missing" if not token else "wrong"
             return HzError("HZD030", f"{why} bearer token (see daemon.json)"), 401
         protocol = headers.get(PROTOCOL_HEADER.encode())
+        if protocol is None and mcp:
+            return None
         if protocol is None:
             return (
                 HzError(
@@ -337,6 +347,8 @@ def build_app(state: DaemonState) -> ASGIApp:
     ]
     if state.bench_feed:
         routes.append(Route(BENCH_FEED_PATH, bench_feed, methods=["POST"]))
+    state.mcp = McpEndpoint(state.client, state.stopping)
+    routes.append(Route(MCP_PATH, state.mcp, methods=["GET", "POST", "DELETE"]))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     return Guard(app, state)
 
@@ -448,3 +460,5 @@ async def serve(state: DaemonState, sock: socket.socket) -> None:
         await server.serve(sockets=[sock])
     finally:
         watcher.cancel()
+        if state.mcp is not None:
+            await state.mcp.close()

@@ -1,0 +1,74 @@
+"""``/mcp``: the MCP head served by the daemon over streamable HTTP, behind its guard.
+
+The route sits behind the daemon's ``Guard`` like every other (loopback
+``Host``, no foreign ``Origin``, the bearer token), less the protocol
+header an MCP client does not send. The MCP SDK is loaded on the first
+request, not at the daemon's start (it costs a quarter of a second), and its
+session manager runs in a task of its own until the daemon stops. Sessions
+are stateless and answers plain JSON: every call is one request and one
+response, as the operations are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from starlette.types import Receive, Scope, Send
+
+from hz_kernel.client import KernelClient
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+MCP_PATH = "/mcp"
+
+
+class McpEndpoint:
+    """The ASGI app at ``/mcp``; its session manager starts with the first request."""
+
+    def __init__(self, client: KernelClient, stopping: asyncio.Event) -> None:
+        self.client = client
+        self.stopping = stopping
+        self._manager: asyncio.Future[StreamableHTTPSessionManager] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = await self._started()
+        await manager.asgi_app(scope, receive, send)
+
+    async def _started(self) -> StreamableHTTPSessionManager:
+        if self._manager is None:
+            self._manager = asyncio.get_running_loop().create_future()
+            self._task = asyncio.ensure_future(self._run(self._manager))
+        return await asyncio.shield(self._manager)
+
+    async def _run(self, ready: asyncio.Future[StreamableHTTPSessionManager]) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from hz_kernel.mcp_head import build_server
+
+        try:
+            manager = StreamableHTTPSessionManager(
+                app=build_server(self.client),
+                json_response=True,
+                stateless=True,
+                # The daemon's guard checks Host and Origin for every route, this one too.
+                security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            )
+            async with manager.run():
+                ready.set_result(manager)
+                await self.stopping.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    async def close(self) -> None:
+        """End the session manager's task (the daemon is stopping)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

@@ -1,0 +1,212 @@
+"""The MCP head: the kernel's operations as MCP tools, its drafts and transcripts as resources.
+
+Every tool is generated from ``hz_kernel.operations``: one tool per
+operation, named after it with ``_`` for ``.`` (``heinzel.list`` is
+``heinzel_list``), its input schema the operation's request model and its
+output schema the response model, so no command exists on one head only.
+A call is validated by the same request model the daemon uses and sent
+through a ``KernelClient``: the daemon's in-process client when the daemon
+serves ``/mcp``, or the client ``hz mcp`` connected with (the daemon, else
+an embedded kernel) over stdio. Refusals are tool errors carrying the
+kernel's coded line, never a protocol failure.
+
+Resources: each draft waiting for review (``hz://draft/<key>``, its text
+as placed) and any turn's transcript (``hz://transcript/<heinzel>/<turn>``,
+JSON), both read through the same operations as every other head.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, unquote
+
+import mcp_types as types
+import orjson
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ValidationError
+
+from hz_kernel import operations as ops
+from hz_kernel.client import KernelClient
+from hz_kernel.daemon.protocol import PROTOCOL_VERSION
+from hz_kernel.errors import HzError
+from hz_kernel.held import Queued
+
+#: The name an MCP client shows for this server.
+SERVER_NAME = "hz"
+DRAFT_PREFIX = "hz://draft/"
+TRANSCRIPT_PREFIX = "hz://transcript/"
+#: Operations that lose or hide something the user cannot simply get back.
+_DESTRUCTIVE = frozenset({"reject", "heinzel.retire", "heinzel.forget", "heinzel.prune"})
+_INSTRUCTIONS = (
+    "hz runs heinzels: durable agents that each keep one document true under a contract. "
+    "heinzel_list shows them, drafts the drafts waiting for review, approve and reject decide "
+    "a draft, heinzel_chat sends one a message, heinzel_wake runs a turn now. A refused call "
+    "answers with a coded line (e.g. HZS010: …) that says what to do."
+)
+
+
+def tool_name(operation: ops.Operation[Any, Any]) -> str:
+    """The MCP tool of an operation: its wire name with ``_`` for ``.``."""
+    return operation.name.replace(".", "_")
+
+
+#: Every tool, by name: the operations table, nothing more and nothing less.
+TOOLS: dict[str, ops.Operation[Any, Any]] = {tool_name(op): op for op in ops.OPERATIONS.values()}
+
+
+def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
+    schema = model.model_json_schema(mode="validation" if mode == "input" else "serialization")
+    schema.setdefault("type", "object")
+    return schema
+
+
+def describe_tool(name: str, operation: ops.Operation[Any, Any]) -> types.Tool:
+    """One operation as an MCP tool, with hints on whether it changes state."""
+    return types.Tool(
+        name=name,
+        description=f"{operation.summary} (hz operation {operation.name}).",
+        input_schema=_schema(operation.request, "input"),
+        output_schema=_schema(operation.response, "output"),
+        annotations=types.ToolAnnotations(
+            read_only_hint=not operation.writes,
+            destructive_hint=operation.name in _DESTRUCTIVE,
+            idempotent_hint=not operation.writes,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _failed(line: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=line)], is_error=True)
+
+
+def _answer(data: dict[str, Any]) -> types.CallToolResult:
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+
+
+async def call_operation(
+    client: KernelClient, name: str, arguments: dict[str, Any] | None
+) -> types.CallToolResult:
+    """Run the operation behind tool ``name`` with ``arguments``; refusals as tool errors."""
+    operation = TOOLS.get(name)
+    if operation is None:
+        return _failed(f"HZD011: {name[:80]}: no such tool (heinzel_list, drafts, approve, …)")
+    try:
+        request = operation.request.model_validate(arguments or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        place = ".".join(str(part) for part in first["loc"]) or name
+        return _failed(f"HZD010: {place}: {first['msg']}")
+    try:
+        answer = await client.call(operation, request)
+    except Queued as queued:
+        return _answer(queued.report())
+    except HzError as exc:
+        return _failed(exc.one_line())
+    return _answer(answer.model_dump(mode="json"))
+
+
+def draft_uri(key: str) -> str:
+    return DRAFT_PREFIX + quote(key, safe="")
+
+
+def transcript_uri(heinzel: str, turn: str) -> str:
+    return f"{TRANSCRIPT_PREFIX}{quote(heinzel, safe='')}/{quote(turn, safe='')}"
+
+
+async def _drafts(client: KernelClient) -> list[types.Resource]:
+    listed = await client.call(ops.DRAFTS, ops.Empty())
+    return [
+        types.Resource(
+            uri=draft_uri(draft.key),
+            name=f"{draft.heinzel_name or draft.heinzel}: {draft.asset or draft.key}",
+            description=f"a draft {draft.status}, placed {draft.placed_at or 'earlier'}",
+            mime_type="text/markdown",
+        )
+        for draft in listed.items
+    ]
+
+
+async def read_resource(client: KernelClient, uri: str) -> types.TextResourceContents:
+    """A draft's text as placed, or a turn's transcript as JSON (``HzError`` if unknown)."""
+    if uri.startswith(DRAFT_PREFIX):
+        key = unquote(uri.removeprefix(DRAFT_PREFIX))
+        review = await client.call(ops.REVIEW, ops.DraftKey(key=key))
+        return types.TextResourceContents(
+            uri=uri, mime_type="text/markdown", text=review.placed_text
+        )
+    if uri.startswith(TRANSCRIPT_PREFIX):
+        heinzel, _, turn = uri.removeprefix(TRANSCRIPT_PREFIX).partition("/")
+        try:
+            request = ops.TranscriptRequest(ref=unquote(heinzel), turn=unquote(turn) or None)
+        except ValidationError as exc:
+            raise HzError("HZD010", exc.errors()[0]["msg"], uri[:200]) from None
+        transcript = await client.call(ops.TRANSCRIPT, request)
+        data = orjson.dumps(transcript.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+        return types.TextResourceContents(uri=uri, mime_type="application/json", text=data.decode())
+    raise HzError(
+        "HZD011", "no such resource (hz://draft/KEY, hz://transcript/HEINZEL/TURN)", uri[:200]
+    )
+
+
+_TEMPLATES = [
+    types.ResourceTemplate(
+        uri_template=DRAFT_PREFIX + "{key}",
+        name="draft",
+        description="A draft's text as placed in its document (the key as drafts lists it)",
+        mime_type="text/markdown",
+    ),
+    types.ResourceTemplate(
+        uri_template=TRANSCRIPT_PREFIX + "{heinzel}/{turn}",
+        name="transcript",
+        description="One turn whole: cause, inputs, context, model requests, outcome, effects",
+        mime_type="application/json",
+    ),
+]
+
+
+def build_server(client: KernelClient) -> Server[Any]:
+    """An MCP server whose every request goes to ``client``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[describe_tool(n, op) for n, op in TOOLS.items()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await call_operation(client, params.name, params.arguments)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await _drafts(client))
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=_TEMPLATES)
+
+    async def read(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        try:
+            contents = await read_resource(client, str(params.uri))
+        except HzError as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.one_line()) from None
+        return types.ReadResourceResult(contents=[contents])
+
+    return Server(
+        SERVER_NAME,
+        version=str(PROTOCOL_VERSION),
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read,
+    )

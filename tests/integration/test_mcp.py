@@ -1,0 +1,192 @@
+"""Issue 18 item 1: the MCP head, driven by the official SDK's client over stdio and HTTP.
+
+Real processes throughout: ``hz mcp`` started by the SDK's stdio client on a
+home where one heinzel has drafted (embedded, ``HZ_EMBEDDED=1``), and a real
+daemon serving ``/mcp`` behind its token. The tools must be the operations
+table exactly; every read tool answers, ``chat`` and ``approve`` change what
+the CLI then sees, and a refused call is a tool error with a coded line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from hz_kernel.mcp_head import TOOLS, draft_uri, transcript_uri
+from hz_kernel.operations import OPERATIONS
+from tests.support.drafted import Drafted, build_drafted, copy_drafted
+
+pytestmark = pytest.mark.xdist_group("mcp")
+
+_original: Drafted | None = None
+
+
+@pytest.fixture
+def drafted(tmp_path: Path) -> Drafted:
+    """A fresh copy of one home where ``dig`` has drafted once (built once per worker)."""
+    global _original
+    if _original is None:
+        _original = build_drafted(tmp_path.parent / f"mcp-drafted-{os.getpid()}")
+    return copy_drafted(_original, tmp_path / "world")
+
+
+def _stdio(world: Drafted) -> Client:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hz_kernel.cli", "mcp"],
+        env={**world.hz_env(), "HZ_EMBEDDED": "1"},
+    )
+    return Client(params, cache=None, read_timeout_seconds=60)
+
+
+@contextlib.asynccontextmanager
+async def _daemon(world: Drafted) -> AsyncIterator[dict[str, Any]]:
+    started = world.hz("daemon", "start", "--json")
+    assert started.returncode == 0, started.stderr
+    report = json.loads(started.stdout)
+    try:
+        yield json.loads((world.home / "daemon.json").read_text())
+    finally:
+        stopped = world.hz("daemon", "stop")
+        if stopped.returncode != 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(report["pid"], signal.SIGKILL)
+
+
+def _http(discovery: dict[str, Any], token: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=60)
+    return Client(
+        streamable_http_client(f"{discovery['address']}/mcp", http_client=http),
+        cache=None,
+        read_timeout_seconds=60,
+    )
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def _read_tools_answer(client: Client, world: Drafted) -> None:
+    """Every tool that only reads, called with what it needs, answers with its data."""
+    key = world.draft_key()
+    turn = world.draft_turn()
+    calls: dict[str, dict[str, Any]] = {
+        "heinzel_list": {},
+        "heinzel_show": {"ref": "dig"},
+        "heinzel_contract": {"ref": "dig"},
+        "heinzel_templates": {},
+        "heinzel_inbox": {"ref": "dig"},
+        "heinzel_conversation": {"ref": "dig"},
+        "drafts": {},
+        "draft_diff": {"key": key},
+        "draft_review": {"key": key},
+        "turn_body": {"ref": "dig", "turn": turn},
+        "turn_transcript": {"ref": "dig", "turn": turn},
+        "composer_get": {"ref": "dig"},
+        "costs_today": {},
+        "doctor": {},
+    }
+    readers = {name for name, op in TOOLS.items() if not op.writes}
+    assert readers <= set(calls), readers - set(calls)
+    for name in sorted(readers):
+        data = _data(await client.call_tool(name, calls[name]))
+        assert data, name
+    listed = _data(await client.call_tool("heinzel_list", {}))
+    assert [item["name"] for item in listed["items"]] == ["dig"]
+    drafts = _data(await client.call_tool("drafts", {}))
+    assert [d["key"] for d in drafts["items"]] == [key]
+
+
+async def _tools_are_the_operations(client: Client) -> None:
+    tools = (await client.list_tools()).tools
+    assert {t.name for t in tools} == {op.name.replace(".", "_") for op in OPERATIONS.values()}
+    by_name = {t.name: t for t in tools}
+    assert by_name["heinzel_list"].annotations.read_only_hint is True
+    assert by_name["approve"].annotations.read_only_hint is False
+    assert by_name["heinzel_chat"].input_schema["required"] == ["ref", "message"]
+
+
+async def _refusals_are_coded_tool_errors(client: Client) -> None:
+    unknown = await client.call_tool("heinzel_show", {"ref": "nobody"})
+    assert unknown.is_error and unknown.content[0].text.startswith("HZ")
+    bad = await client.call_tool("heinzel_chat", {"ref": "dig"})
+    assert bad.is_error and bad.content[0].text.startswith("HZD010: message: ")
+    extra = await client.call_tool("heinzel_list", {"colour": "red"})
+    assert extra.is_error and extra.content[0].text.startswith("HZD010: colour: ")
+
+
+async def _resources(client: Client, world: Drafted) -> None:
+    key = world.draft_key()
+    listed = (await client.list_resources()).resources
+    assert [str(r.uri) for r in listed] == [draft_uri(key)]
+    draft = await client.read_resource(draft_uri(key))
+    assert draft.contents[0].text.strip() and draft.contents[0].text in world.document.read_text()
+    transcript = await client.read_resource(transcript_uri("dig", world.draft_turn()))
+    assert json.loads(transcript.contents[0].text)["turn"] == world.draft_turn()
+
+
+async def test_mcp_over_stdio_serves_the_operations_table(drafted: Drafted) -> None:
+    async with _stdio(drafted) as client:
+        await _tools_are_the_operations(client)
+        await _read_tools_answer(client, drafted)
+        await _refusals_are_coded_tool_errors(client)
+        await _resources(client, drafted)
+        sent = _data(
+            await client.call_tool(
+                "heinzel_chat",
+                {"ref": "dig", "message": "mind the release", "request_id": "mcp-chat-1"},
+            )
+        )
+        assert sent["request_id"] == "mcp-chat-1"
+        talk = _data(await client.call_tool("heinzel_conversation", {"ref": "dig"}))
+        assert [m["request_id"] for m in talk["items"]] == ["mcp-chat-1"]
+        decided = _data(await client.call_tool("approve", {"ref": drafted.draft_key()}))
+        assert decided["what"] == "draft", decided
+    _no_draft_waits(drafted)
+
+
+def _no_draft_waits(world: Drafted) -> None:
+    shown = world.hz("drafts", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == []
+
+
+async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) -> None:
+    async with _daemon(drafted) as discovery:
+        async with _http(discovery, discovery["token"]) as client:
+            await _tools_are_the_operations(client)
+            await _read_tools_answer(client, drafted)
+            await _refusals_are_coded_tool_errors(client)
+            decided = _data(await client.call_tool("approve", {"ref": drafted.draft_key()}))
+            assert decided["what"] == "draft", decided
+        _no_draft_waits(drafted)
+        for token in (None, "not-the-token"):
+            refused = httpx.post(
+                f"{discovery['address']}/mcp",
+                headers={"Authorization": f"Bearer {token}"} if token else {},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+            assert refused.status_code == 401
+            assert refused.json()["code"] == "HZD030"
+        foreign = httpx.post(
+            f"{discovery['address']}/mcp",
+            headers={"Authorization": f"Bearer {discovery['token']}", "Host": "evil.example"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+        assert foreign.status_code == 403 and foreign.json()["code"] == "HZD031"
