@@ -481,3 +481,50 @@ class Conversation(_Shape):
     name: str
     items: list[ConversationMessage] = []
     skipped: list[str] = []
+
+
+GRAPH_SCHEMA = 1
+"""The version of ``hz graph --json``'s shape; it changes only when a field changes meaning."""
+
+
+class GraphNode(_Shape):
+    """A heinzel, a source it reads or an asset it writes or reads.
+
+    ``id`` is ``heinzel:<name>``, ``source:<ref>`` or ``asset:<ref>``; a
+    source's ref names what is fetched (``git:/repo``, ``files:notes/*.md``,
+    ``http:https://…``), an asset's is its ``doc:`` ref.
+    """
+
+    id: str
+    kind: Literal["heinzel", "source", "asset"]
+    label: str
+    heinzel: str | None = None
+    """A heinzel node's id (``hz-…``)."""
+
+
+class GraphEdge(_Shape):
+    """One relation, with where it is known from: the contract says so (``declared``), the
+    spine shows it happened (``observed``), or both.
+
+    ``relation``: ``reads`` (heinzel → source or asset), ``writes`` (heinzel →
+    asset), ``depends_on`` (heinzel → the heinzel whose output or asset it reads;
+    ``via`` names that asset or output). ``turns`` counts the turns that read
+    it, or the drafts placed; ``last_turn`` is the newest of them.
+    """
+
+    source: str
+    target: str
+    relation: Literal["reads", "writes", "depends_on"]
+    declared: bool
+    observed: bool
+    turns: int = 0
+    last_turn: str | None = None
+    via: str | None = None
+
+
+class Graph(_Shape):
+    """``hz graph``: who reads and writes what, declared and observed apart (``docs/graph.md``)."""
+
+    schema_version: int = GRAPH_SCHEMA
+    nodes: list[GraphNode] = []
+    edges: list[GraphEdge] = []

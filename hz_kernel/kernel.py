@@ -10,6 +10,7 @@ from hz_kernel import api
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.composer import ComposerCommands
 from hz_kernel.commands.doctor import DoctorCommands
+from hz_kernel.commands.graph import GraphCommands
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.review import ReviewCommands
 from hz_kernel.commands.tick import TickCommands
@@ -28,6 +29,7 @@ class Kernel(
     DoctorCommands,
     TranscriptCommands,
     ComposerCommands,
+    GraphCommands,
 ):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 

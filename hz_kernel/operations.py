@@ -271,6 +271,15 @@ class TranscriptRequest(Request):
     """Body records after this byte offset: a transcript that follows a live turn reads on."""
 
 
+class GraphRequest(Request):
+    heinzel: str | None = Field(default=None, min_length=1, max_length=200)
+    """Only the edges of this heinzel (a name or id)."""
+    asset: str | None = Field(default=None, min_length=1, max_length=600)
+    """Only the edges that touch this asset (``doc:path#anchor``)."""
+    source: str | None = Field(default=None, min_length=1, max_length=2000)
+    """Only the edges that touch this source (``git:/repo``, ``files:notes/*.md``, …)."""
+
+
 class DraftKey(Request):
     key: str = Field(min_length=1, max_length=600)
 
@@ -422,12 +431,16 @@ SPEND: Operation[Empty, api.SpendToday] = Operation(
     "costs.today", Empty, "SpendToday", "spend_today", False, "Spent today against the cap"
 )
 
+GRAPH: Operation[GraphRequest, api.Graph] = Operation(
+    "graph", GraphRequest, "Graph", "graph", False, "Who reads and writes what"
+)
+
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
     for op in (
         LIST, SHOW, CONTRACT, VERIFY, REINDEX, PRUNE, NEW, TEMPLATES, IMPORT, APPROVE, REJECT,
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, FORGET, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER,
-        COMPOSER_SAVE, COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR,
+        COMPOSER_SAVE, COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR, GRAPH,
     )
 }  # fmt: skip

@@ -101,6 +101,7 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
         "composer_get": {"ref": "dig"},
         "costs_today": {},
         "doctor": {},
+        "graph": {},
     }
     readers = {name for name, op in TOOLS.items() if not op.writes}
     assert readers <= set(calls), readers - set(calls)

@@ -1,0 +1,65 @@
+"""``hz graph``: who reads and writes what, declared and observed apart (``docs/graph.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hz_kernel import api
+from hz_kernel import operations as ops
+from hz_kernel.cli.output import emit_json
+from hz_kernel.client import KernelClient
+
+_VERBS = {"reads": "reads", "writes": "writes", "depends_on": "needs"}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("graph", help="who reads and writes what: declared by contracts, observed")
+    p.add_argument("--heinzel", help="only this heinzel's edges (a name or id)")
+    p.add_argument("--asset", help="only the edges that touch this asset (doc:path#anchor)")
+    p.add_argument("--source", help="only the edges that touch this source (git:/repo, …)")
+    p.add_argument("--json", action="store_true", help="the graph as JSON (docs/graph.md)")
+    p.set_defaults(run=cmd_graph)
+
+
+async def cmd_graph(client: KernelClient, args: argparse.Namespace) -> int:
+    request = ops.GraphRequest(heinzel=args.heinzel, asset=args.asset, source=args.source)
+    graph = await client.call(ops.GRAPH, request)
+    if args.json:
+        emit_json(graph.model_dump(mode="json"))
+        return 0
+    sys.stdout.write(render(graph))
+    return 0
+
+
+def render(graph: api.Graph) -> str:
+    """Each heinzel with what it reads, writes and needs, one edge a line."""
+    if not graph.edges:
+        return "nothing reads or writes anything here yet\n"
+    labels = {node.id: node.label for node in graph.nodes}
+    lines: list[str] = []
+    for node in graph.nodes:
+        if node.kind != "heinzel":
+            continue
+        mine = [e for e in graph.edges if e.source == node.id]
+        if not mine:
+            continue
+        lines.append(node.label)
+        width = max(len(labels[e.target]) for e in mine)
+        for edge in mine:
+            target = labels[edge.target]
+            via = f" via {edge.via}" if edge.via else ""
+            lines.append(
+                f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {_provenance(edge)}{via}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _provenance(edge: api.GraphEdge) -> str:
+    counted = "draft" if edge.relation == "writes" else "turn"
+    seen = f"observed in {edge.turns} {counted}{'s' if edge.turns != 1 else ''}"
+    if edge.declared and edge.observed:
+        return f"declared · {seen}" if edge.turns else "declared · observed"
+    if edge.declared:
+        return "declared · not observed yet"
+    return f"observed only ({seen}; the contract does not say so)"

@@ -1,0 +1,101 @@
+"""``graph``: who reads and writes what, from the contracts and the spines of the home.
+
+The contract each heinzel has now declares; its spine's turns observed
+(``hz_kernel.graph``). A heinzel whose contract or spine cannot be read
+still appears, with what could be read: one bad heinzel never hides the
+others. The files are read in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from hz_kernel import api
+from hz_kernel.contracts.model import CompiledContract
+from hz_kernel.contracts.versions import ContractVersions
+from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError
+from hz_kernel.graph import (
+    HeinzelFacts,
+    Seen,
+    asset_node,
+    build_graph,
+    focus,
+    heinzel_node,
+    input_node,
+)
+from hz_kernel.store.scan import scan_file
+from hz_kernel.store.spine import SPINE_NAME
+
+
+class GraphCommands(KernelCore):
+    """``graph``."""
+
+    async def graph(
+        self, *, heinzel: str | None = None, asset: str | None = None, source: str | None = None
+    ) -> api.Graph:
+        rows = await self.index.fetch(
+            "heinzels", "SELECT id, name, contract_version FROM heinzels ORDER BY name, id"
+        )
+        wanted: set[str] = set()
+        if heinzel is not None:
+            wanted.add(heinzel_node(str((await self.resolve(heinzel))["name"])))
+        if asset is not None:
+            wanted.add(asset_node(asset))
+        if source is not None:
+            wanted.add(source if source.startswith("source:") else f"source:{source}")
+        facts = await asyncio.to_thread(
+            lambda: [self._facts(row) for row in rows],
+        )
+        graph = build_graph(facts)
+        return focus(graph, wanted) if wanted else graph
+
+    def _facts(self, row: dict[str, Any]) -> HeinzelFacts:
+        heinzel_dir = self.home.heinzel_dir(str(row["id"]))
+        versions = _Versions(heinzel_dir)
+        facts = HeinzelFacts(
+            id=str(row["id"]),
+            name=str(row["name"]),
+            contract=versions.get(row["contract_version"]),
+        )
+        try:
+            events = scan_file(heinzel_dir / SPINE_NAME).events
+        except (HzError, OSError):
+            return facts
+        version_of: dict[str, int] = {}
+        for event in events:
+            if event.kind == "turn.started" and event.turn:
+                version_of[event.turn] = int(event.data.get("contract_version") or 0)
+            elif event.kind == "step.done" and event.data.get("step") == "gather":
+                contract = versions.get(version_of.get(event.turn or ""))
+                if contract is None:
+                    continue
+                for item in event.data.get("inputs") or []:
+                    spec = contract.inputs.get(str(item.get("name")))
+                    if spec is not None:
+                        node, _ = input_node(spec)
+                        facts.reads.setdefault(node, Seen()).add(event.turn)
+            elif event.kind == "draft.placed":
+                node = asset_node(str(event.data.get("asset")))
+                facts.writes.setdefault(node, Seen()).add(event.turn)
+        return facts
+
+
+class _Versions:
+    """A heinzel's contract versions, each read once; an unreadable one is None."""
+
+    def __init__(self, heinzel_dir: Path) -> None:
+        self.store = ContractVersions(heinzel_dir)
+        self.read: dict[int, CompiledContract | None] = {}
+
+    def get(self, number: object) -> CompiledContract | None:
+        if not isinstance(number, int) or number < 1:
+            return None
+        if number not in self.read:
+            try:
+                self.read[number] = self.store.read(number)[1]
+            except (HzError, OSError, ValueError):
+                self.read[number] = None
+        return self.read[number]
