@@ -528,3 +528,32 @@ class Graph(_Shape):
     schema_version: int = GRAPH_SCHEMA
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
+
+
+class ActionEntry(_Shape):
+    """One entry of a heinzel's action log (``hz heinzel actions``).
+
+    ``what``: ``read`` (a turn's gather read an input: its ``name``, the
+    ``ref`` of what it reads and the content's ``fingerprint``), ``wrote`` (a
+    draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``)
+    or ``reported`` (a ``line`` the model's ``report`` tool or the user wrote).
+    ``by`` is ``hz`` for what hz recorded itself.
+    """
+
+    seq: int
+    at: str
+    turn: str | None = None
+    what: Literal["read", "wrote", "reported"]
+    by: Literal["hz", "model", "user"]
+    name: str | None = None
+    ref: str | None = None
+    fingerprint: str | None = None
+    line: str | None = None
+
+
+class ActionLog(_Shape):
+    """A heinzel's action log, oldest first: the newest ``limit`` entries."""
+
+    heinzel: str
+    name: str
+    items: list[ActionEntry] = []

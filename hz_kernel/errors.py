@@ -16,6 +16,9 @@ reused for another meaning. ``docs/error-codes.md`` lists them all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 def echoed(text: str, keep: str = "") -> str:
     """``text`` safe to echo in an error line: every character that is not printable (C0 and
@@ -61,3 +64,9 @@ class UsageError(HzError):
     """Wrong arguments: exit code 2, like argparse."""
 
     exit_code = 2
+
+
+def field_problem(error: Mapping[str, Any]) -> str:
+    """What one of pydantic's errors says, without the ``Value error, `` our own validators'
+    messages get: "must be one line", not "Value error, must be one line"."""
+    return str(error["msg"]).removeprefix("Value error, ")

@@ -47,6 +47,7 @@ QUEUEABLE = frozenset(
         ops.ANSWER,
         ops.DISMISS,
         ops.FORGET,
+        ops.REPORT,
     )
 )
 

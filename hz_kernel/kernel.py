@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc
+from hz_kernel.commands.actions import ActionCommands
 from hz_kernel.commands.composer import ComposerCommands
 from hz_kernel.commands.doctor import DoctorCommands
 from hz_kernel.commands.graph import GraphCommands
@@ -30,6 +31,7 @@ class Kernel(
     TranscriptCommands,
     ComposerCommands,
     GraphCommands,
+    ActionCommands,
 ):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION
-from hz_kernel.errors import HzError
+from hz_kernel.errors import HzError, field_problem
 from hz_kernel.held import Queued
 
 #: The name an MCP client shows for this server.
@@ -99,7 +99,7 @@ async def call_operation(
     except ValidationError as exc:
         first = exc.errors()[0]
         place = ".".join(str(part) for part in first["loc"]) or name
-        return _failed(f"HZD010: {place}: {first['msg']}")
+        return _failed(f"HZD010: {place}: {field_problem(first)}")
     try:
         answer = await client.call(operation, request)
     except Queued as queued:

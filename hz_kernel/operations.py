@@ -35,6 +35,28 @@ MAX_LISTED_IDS = 1000
 RequestId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
 
 
+_TURN_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def _turn_id(value: str) -> str:
+    """A turn's ULID, in any case (ULIDs are case-insensitive; hz writes them upper-case)."""
+    upper = value.strip().upper()
+    if not _TURN_ID.fullmatch(upper):
+        raise ValueError("not a turn id: 26 letters and digits, as hz heinzel show lists them")
+    return upper
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value or "\r" in value:
+        raise ValueError("must be one line")
+    return value
+
+
+#: A turn id as the user may type it: upper- or lower-case.
+TurnId = Annotated[str, AfterValidator(_turn_id)]
+OneLine = Annotated[str, AfterValidator(_one_line)]
+
+
 #: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
 CHAT_MESSAGE_MAX_CHARS = 64 * 1024
 #: The most a composer's text may take as a JSON string, in bytes (``composer.save``): room
@@ -205,14 +227,14 @@ class DismissRequest(Request):
 
 class ForgetRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    turn: str = Field(pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    turn: TurnId
     instead: str | None = Field(default=None, min_length=1, max_length=600)
     """What the model reads in the turn's place (None: nothing)."""
 
 
 class TurnBodyRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    turn: TurnId | None = None
     """The turn to read (a ULID: it names a file); None: the heinzel's newest turn that ran."""
     after_offset: int = Field(default=0, ge=0)
     """Body records after this byte offset (the ``offset`` a previous answer gave)."""
@@ -265,10 +287,20 @@ class ComposerSentRequest(Request):
 
 class TranscriptRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    turn: str | None = Field(default=None, pattern=r"^[0-9A-HJKMNP-TV-Z]{26}$")
+    turn: TurnId | None = None
     """The turn (a ULID); None: the heinzel's newest turn that ran."""
     after_offset: int = Field(default=0, ge=0)
     """Body records after this byte offset: a transcript that follows a live turn reads on."""
+
+
+class ReportRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    line: OneLine = Field(min_length=1, max_length=300)
+
+
+class ActionsRequest(Request):
+    ref: str = Field(min_length=1, max_length=200)
+    limit: int = Field(default=200, ge=1, le=2000)
 
 
 class GraphRequest(Request):
@@ -431,6 +463,12 @@ SPEND: Operation[Empty, api.SpendToday] = Operation(
     "costs.today", Empty, "SpendToday", "spend_today", False, "Spent today against the cap"
 )
 
+REPORT: Operation[ReportRequest, api.Decision] = Operation(
+    "heinzel.report", ReportRequest, "Decision", "report", True, "Add a line to the action log"
+)
+ACTIONS: Operation[ActionsRequest, api.ActionLog] = Operation(
+    "heinzel.actions", ActionsRequest, "ActionLog", "actions", False, "The action log"
+)
 GRAPH: Operation[GraphRequest, api.Graph] = Operation(
     "graph", GraphRequest, "Graph", "graph", False, "Who reads and writes what"
 )
@@ -442,5 +480,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, FORGET, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER,
         COMPOSER_SAVE, COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR, GRAPH,
+        REPORT, ACTIONS,
     )
 }  # fmt: skip

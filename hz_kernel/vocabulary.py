@@ -370,6 +370,19 @@ class NoticeRaised(EventData):
     notice: str = Field(max_length=600)
 
 
+#: The longest line of the action log.
+ACTION_LINE_MAX = 300
+
+
+class ActionReported(EventData):
+    """A line for the action log: what the model (its ``report`` tool, within a turn) or the
+    user (``hz heinzel report``) says was done. One line, no content beyond it."""
+
+    kind: ClassVar[str] = "action.reported"
+    by: Literal["model", "user"]
+    line: str = Field(min_length=1, max_length=ACTION_LINE_MAX, pattern=r"^[^\n\r]+$")
+
+
 class SummaryWritten(EventData):
     kind: ClassVar[str] = "summary.written"
     asset: str

@@ -38,7 +38,7 @@ from hz_kernel.cli.parser import WRITES, Command, Parser, Register
 from hz_kernel.client import KernelClient
 from hz_kernel.connect import connect, connect_ticker, may_start
 from hz_kernel.daemon.cli import register as register_daemon
-from hz_kernel.errors import HzError, UsageError, echoed
+from hz_kernel.errors import HzError, UsageError, echoed, field_problem
 from hz_kernel.held import Queued
 from hz_kernel.home import Home
 
@@ -61,6 +61,7 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     store.register_heinzel(hsub)
     lifecycle.register_heinzel(hsub)
     turns.register_heinzel(hsub)
+    graph.register_heinzel(hsub)
     turns.register(sub)
     tick.register(sub)
     doctor.register(sub)
@@ -160,7 +161,7 @@ def main(
             return _internal_error(exc)
         first = exc.errors()[0]
         place = ".".join(str(part) for part in first["loc"]) or None
-        wrong = UsageError("HZU101", first["msg"], place)
+        wrong = UsageError("HZU101", field_problem(first), place)
         sys.stderr.write(shown(wrong.one_line()) + "\n")
         return wrong.exit_code
     except KeyboardInterrupt:

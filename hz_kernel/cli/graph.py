@@ -1,4 +1,5 @@
-"""``hz graph``: who reads and writes what, declared and observed apart (``docs/graph.md``)."""
+"""``hz graph`` (who reads and writes what, declared and observed apart) and the action log
+(``hz heinzel actions``, ``hz heinzel report``): ``docs/graph.md``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json
+from hz_kernel.cli.parser import writes
 from hz_kernel.client import KernelClient
 
 _VERBS = {"reads": "reads", "writes": "writes", "depends_on": "needs"}
@@ -63,3 +65,51 @@ def _provenance(edge: api.GraphEdge) -> str:
     if edge.declared:
         return "declared · not observed yet"
     return f"observed only ({seen}; the contract does not say so)"
+
+
+def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``hz heinzel report`` and ``hz heinzel actions``."""
+    p = hsub.add_parser("report", help='add a line to a heinzel\'s action log: NAME "line"')
+    p.add_argument("name")
+    p.add_argument("line")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_report)
+
+    p = hsub.add_parser("actions", help="a heinzel's action log: what it read, wrote, reported")
+    p.add_argument("name")
+    p.add_argument("-n", type=int, default=50, dest="limit", help="the newest N entries")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_actions)
+
+
+@writes
+async def cmd_report(client: KernelClient, args: argparse.Namespace) -> int:
+    decided = await client.call(ops.REPORT, ops.ReportRequest(ref=args.name, line=args.line))
+    if args.json:
+        emit_json(decided)
+    else:
+        sys.stdout.write(f"{args.name}: noted in the action log\n")
+    return 0
+
+
+async def cmd_actions(client: KernelClient, args: argparse.Namespace) -> int:
+    log = await client.call(ops.ACTIONS, ops.ActionsRequest(ref=args.name, limit=args.limit))
+    if args.json:
+        emit_json([entry.model_dump(mode="json") for entry in log.items])
+        return 0
+    if not log.items:
+        sys.stdout.write(f"{log.name} has no actions yet\n")
+    for entry in log.items:
+        sys.stdout.write(_action_line(entry) + "\n")
+    return 0
+
+
+def _action_line(entry: api.ActionEntry) -> str:
+    when = entry.at[:16].replace("T", " ")
+    if entry.what == "reported":
+        return f"{when}  reported by {entry.by}: {entry.line}"
+    mark = f"  {entry.fingerprint[:12]}" if entry.fingerprint else ""
+    if entry.what == "wrote":
+        return f"{when}  wrote {entry.ref}{mark}"
+    what = f"{entry.name} ({entry.ref})" if entry.ref else str(entry.name)
+    return f"{when}  read  {what}{mark}"

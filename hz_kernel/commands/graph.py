@@ -54,7 +54,7 @@ class GraphCommands(KernelCore):
 
     def _facts(self, row: dict[str, Any]) -> HeinzelFacts:
         heinzel_dir = self.home.heinzel_dir(str(row["id"]))
-        versions = _Versions(heinzel_dir)
+        versions = ContractCache(heinzel_dir)
         facts = HeinzelFacts(
             id=str(row["id"]),
             name=str(row["name"]),
@@ -83,7 +83,7 @@ class GraphCommands(KernelCore):
         return facts
 
 
-class _Versions:
+class ContractCache:
     """A heinzel's contract versions, each read once; an unreadable one is None."""
 
     def __init__(self, heinzel_dir: Path) -> None:

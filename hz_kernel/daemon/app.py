@@ -57,7 +57,7 @@ from hz_kernel.daemon.protocol import (
     ErrorBody,
     Health,
 )
-from hz_kernel.errors import HzError, UsageError
+from hz_kernel.errors import HzError, UsageError, field_problem
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.observe import Observation
@@ -131,7 +131,7 @@ def _invalid(exc: ValidationError) -> Response:
     """HZD010 for a request body the route's model refuses, naming the field (``timeout_s``)."""
     first = exc.errors()[0]
     place = ".".join(str(part) for part in first["loc"]) or None
-    return error_response(HzError("HZD010", first["msg"], place), 422)
+    return error_response(HzError("HZD010", field_problem(first), place), 422)
 
 
 # -- the guard -------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def build_app(state: DaemonState) -> ASGIApp:
         except ValidationError as exc:
             first = exc.errors()[0]
             place = ".".join(str(part) for part in first["loc"]) or None
-            return error_response(HzError("HZD010", first["msg"], place), 422)
+            return error_response(HzError("HZD010", field_problem(first), place), 422)
         try:
             answer = await state.client.call(op, parsed)
         except HzError as exc:

@@ -102,6 +102,7 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
         "costs_today": {},
         "doctor": {},
         "graph": {},
+        "heinzel_actions": {"ref": "dig"},
     }
     readers = {name for name, op in TOOLS.items() if not op.writes}
     assert readers <= set(calls), readers - set(calls)

@@ -12,7 +12,8 @@ from hz_kernel.terms import STEP_NAMES
 from hz_kernel.vocabulary import KINDS, MIGRATIONS, migrate
 
 PINNED_KINDS = [
-    "amendment.declined", "amendment.proposed", "approval.observed", "attempt.failed",
+    "action.reported", "amendment.declined", "amendment.proposed", "approval.observed",
+    "attempt.failed",
     "attempt.retry", "attempt.started", "chain.accepted", "context.edit", "context.prepared",
     "contract.amended",
     "contract.approved", "contract.proposed", "draft.placed", "draft.rejected",

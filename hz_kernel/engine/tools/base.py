@@ -59,6 +59,8 @@ class ToolSpec:
     args: type[ToolArgs]
     run: Callable[[ToolArgs, Grant], str]
     replay_safe: bool = True
+    action: Callable[[ToolArgs], str] | None = None
+    """The line a successful call adds to the heinzel's action log (``action.reported``)."""
 
     def schema(self) -> dict[str, Any]:
         """The arguments' JSON schema, generated once per process (every turn offers it)."""

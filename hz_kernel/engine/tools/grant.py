@@ -32,6 +32,10 @@ class KeptSection:
     anchor: str | None
 
 
+#: What every turn may do whatever its contract requires: add a line to its action log.
+ALWAYS_GRANTED = frozenset({"actions:report"})
+
+
 @dataclass(frozen=True)
 class Grant:
     """The reach of one turn's tools, from its pinned contract."""
@@ -55,7 +59,7 @@ class Grant:
         heinzel_root: Path | None,
         resolve_asset: Callable[[str], tuple[Path, str | None]],
     ) -> Grant:
-        capabilities = set(contract.hz.requires)
+        capabilities = set(contract.hz.requires) | ALWAYS_GRANTED
         for capability in contract.hz.requires:
             capabilities |= CAPABILITY_IMPLIES.get(capability, frozenset())
         folders: list[Path] = []

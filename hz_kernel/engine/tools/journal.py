@@ -45,7 +45,7 @@ from hz_kernel.engine.tools.grant import Grant
 from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
 from hz_kernel.store.envelope import Event
-from hz_kernel.vocabulary import ToolFinished, ToolInterrupted, ToolStarted
+from hz_kernel.vocabulary import ActionReported, ToolFinished, ToolInterrupted, ToolStarted
 
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
@@ -211,6 +211,9 @@ class ToolJournal:
         try:
             result = await self._perform(spec, arguments)
             crashpoints.reached("tool:before-result")
+            if spec.action is not None:
+                line = spec.action(spec.args.model_validate(arguments))
+                await self.run.held.append(ActionReported(by="model", line=line), turn=self.turn)
         except HzError as exc:
             record.update(error=exc.code, message=exc.one_line())
         except Exception as exc:  # a tool's own failure is the model's to read, not the turn's end

@@ -1,0 +1,82 @@
+"""The action log: what each turn read and wrote, and the lines reported about it.
+
+hz writes most of it itself, as a turn's steps go: the inputs its gather
+step read (by name and fingerprint; the ref comes from the contract version
+the turn ran under) and the drafts it placed (asset and hash). Beside them
+stand the lines the model's ``report`` tool and ``hz heinzel report`` add
+(``action.reported``). All of it is read from the spine, where every line
+passed the same lint: no content, no e-mail address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from hz_kernel import api
+from hz_kernel.commands.graph import ContractCache
+from hz_kernel.core import KernelCore
+from hz_kernel.graph import input_node
+from hz_kernel.store.envelope import Event
+from hz_kernel.store.scan import scan_file
+from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.vocabulary import ActionReported
+
+
+class ActionCommands(KernelCore):
+    """``heinzel.report`` and ``heinzel.actions``."""
+
+    async def report(self, *, ref: str, line: str) -> api.Decision:
+        """Add the user's line to the heinzel's action log."""
+        row = await self.resolve(ref)
+        async with self.holding(row["id"]) as held:
+            await held.append(ActionReported(by="user", line=line))
+            return api.Decision(
+                heinzel=held.id, what="report", state=str(held.projection.heinzel["state"])
+            )
+
+    async def actions(self, *, ref: str, limit: int = 200) -> api.ActionLog:
+        """The newest ``limit`` entries, read from the spine as it is on disk."""
+        row = await self.resolve(ref)
+        heinzel_dir = self.home.heinzel_dir(str(row["id"]))
+        events = (await asyncio.to_thread(scan_file, heinzel_dir / SPINE_NAME)).events
+        contracts = ContractCache(heinzel_dir)
+        entries: list[api.ActionEntry] = []
+        versions: dict[str, int] = {}
+        for event in events:
+            if event.kind == "turn.started" and event.turn:
+                versions[event.turn] = int(event.data.get("contract_version") or 0)
+            entries.extend(_entries(event, contracts.get(versions.get(event.turn or ""))))
+        return api.ActionLog(heinzel=str(row["id"]), name=str(row["name"]), items=entries[-limit:])
+
+
+def _entries(event: Event, contract: Any) -> list[api.ActionEntry]:
+    at = {"seq": event.seq, "at": event.ts, "turn": event.turn}
+    if event.kind == "action.reported":
+        data = event.data
+        return [api.ActionEntry(**at, what="reported", by=data["by"], line=data["line"])]
+    if event.kind == "draft.placed":
+        data = event.data
+        return [
+            api.ActionEntry(
+                **at, what="wrote", by="hz", ref=str(data["asset"]), fingerprint=data.get("hash")
+            )
+        ]
+    if event.kind != "step.done" or event.data.get("step") != "gather":
+        return []
+    read = []
+    for item in event.data.get("inputs") or []:
+        name = str(item.get("name"))
+        spec = contract.inputs.get(name) if contract is not None else None
+        node = input_node(spec)[0] if spec is not None else None
+        read.append(
+            api.ActionEntry(
+                **at,
+                what="read",
+                by="hz",
+                name=name,
+                ref=node.partition(":")[2] if node else None,
+                fingerprint=item.get("fingerprint"),
+            )
+        )
+    return read

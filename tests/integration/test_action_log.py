@@ -1,0 +1,86 @@
+"""Issue 18 item 2: the action log — hz's own entries, the model's ``report`` tool, the user's
+``hz heinzel report``, and the spine's lint over all of them.
+
+A scripted model (the OpenAI-compatible wire stub) calls ``report`` in a real
+turn; the user reports from the real command line; ``hz heinzel actions``
+then lists what the turn read (inputs by name, ref and fingerprint), what it
+wrote (the draft's asset and hash) and both reported lines. A line with an
+e-mail address is refused by the same lint as every spine line, for the
+model (a coded tool result, the turn goes on) and for the user (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import read_body
+from tests.support.env import hz_env
+from tests.support.homes import digest_contract, make_world
+from tests.support.openai_stub import OpenAIStub, ToolCall
+
+HZ = [sys.executable, "-m", "hz_kernel.cli"]
+NOW = "2026-10-30T15:00:00Z"
+DRAFT = {"output": "digest", "text": "- fixed the login bug\n", "report": "drafted 1"}
+
+
+def _hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*HZ, *args], capture_output=True, text=True, env=hz_env(home, HZ_NOW=NOW), timeout=120
+    )
+
+
+async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    (world.notes / "monday.md").write_text("# Monday\n- fixed the login bug\n")
+    calls = [
+        ToolCall("report", {"line": "read the notes; one fix worth a line"}),
+        ToolCall("report", {"line": "ask priya@example.com about it"}),
+    ]
+    with OpenAIStub([*calls, ToolCall("draft", DRAFT)]) as stub:
+        kernel = await Kernel.open(Home.resolve(world.home))
+        try:
+            made = await kernel.new(text=digest_contract(model=stub.spec()))
+            await kernel.approve(ref=made.id)
+            report = await kernel.wake(ref=made.id)
+        finally:
+            await kernel.close()
+    assert report.disposition == "drafted"
+    results = [
+        r
+        for r in read_body(world.home / "heinzel" / made.id, report.turn) or []
+        if r["type"] == "tool_result"
+    ]
+    assert [r.get("error") for r in results] == [None, "HZS052"]
+
+    said = _hz(world.home, "heinzel", "report", "notes-digest", "checked the draft by hand")
+    assert said.returncode == 0, said.stderr
+    refused = _hz(world.home, "heinzel", "report", "notes-digest", "mail theo@example.com")
+    assert refused.returncode == 1 and refused.stderr.startswith("HZS052: ")
+    two_lines = _hz(world.home, "heinzel", "report", "notes-digest", "one\ntwo")
+    assert two_lines.returncode == 2 and two_lines.stderr.startswith("HZU101: line: ")
+
+    listed = _hz(world.home, "heinzel", "actions", "notes-digest", "--json")
+    assert listed.returncode == 0, listed.stderr
+    entries = json.loads(listed.stdout)
+    summary = [(e["what"], e["by"], e["name"] or e["ref"] or e["line"]) for e in entries]
+    assert summary == [
+        ("read", "hz", "notes"),
+        ("reported", "model", "read the notes; one fix worth a line"),
+        ("wrote", "hz", "doc:reports/digest.md#digest"),
+        ("reported", "user", "checked the draft by hand"),
+    ]
+    read = entries[0]
+    assert read["ref"] == "files:notes/**/*.md" and len(read["fingerprint"]) == 64
+    assert read["turn"] == report.turn and entries[2]["turn"] == report.turn
+    assert entries[3]["turn"] is None
+    spine = (world.home / "heinzel" / made.id / "session.jsonl").read_text()
+    assert "example.com" not in spine
+
+    text = _hz(world.home, "heinzel", "actions", "notes-digest").stdout
+    assert "reported by model: read the notes; one fix worth a line" in text
+    assert "read  notes (files:notes/**/*.md)" in text
