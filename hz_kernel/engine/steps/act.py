@@ -50,6 +50,12 @@ EDITS_WAIT = (
     " the new draft follows then"
 )
 """The report of a turn that holds its draft back so as not to replace the user's edits."""
+APPROVAL_WAIT = (
+    "approval-wait: you approved the pending draft while this turn ran: hz records your"
+    " approval first; the new draft follows then"
+)
+"""The report of a turn that holds its draft back because the user approved the pending one
+(in the file, or with ``hz approve``) while it ran, before hz had observed that approval."""
 
 
 async def act(run: TurnRunner, state: TurnState) -> bool:
@@ -57,9 +63,9 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
     outcome = state.outcome
     assert outcome is not None
     if isinstance(outcome, DraftOutcome):
-        edited = _edited_pending(run, state)
-        if edited is not None:
-            return await _wait_for_decision(run, state, edited)
+        decided = _decided_pending(run, state)
+        if decided is not None:
+            return await _wait_for_decision(run, state, *decided)
         await _place_draft(run, state, outcome)
         await _supersede_parked(run, state)
     elif isinstance(outcome, LessonsOutcome):
@@ -167,9 +173,10 @@ async def _supersede_parked(run: TurnRunner, state: TurnState) -> None:
             ender.body.close()
 
 
-def _edited_pending(run: TurnRunner, state: TurnState) -> str | None:
-    """The key of a pending draft this one would replace that the user edited since it was
-    placed, if any: placing over it would throw the user's edits away."""
+def _decided_pending(run: TurnRunner, state: TurnState) -> tuple[str, str] | None:
+    """A pending draft this one would replace that the user edited since it was placed, or
+    approved (its tag line gone) before hz observed the approval, with the report to wait
+    under: placing over it would throw the user's edits, or their approved text, away."""
     drafts = run.held.projection.drafts
     assets = {publish.asset for publish in run.contract(state).hz.publishes}
     for key, draft in drafts.items():
@@ -188,19 +195,21 @@ def _edited_pending(run: TurnRunner, state: TurnState) -> str | None:
         path, _ = run.resolve_asset(str(draft["asset"]))
         seen = run.documents.draft_state(path, key, placed_text=placed)
         if seen.status is DraftStatus.EDITED:
-            return key
+            return key, EDITS_WAIT
+        if seen.status is DraftStatus.APPROVED:
+            return key, APPROVAL_WAIT
     return None
 
 
-async def _wait_for_decision(run: TurnRunner, state: TurnState, key: str) -> bool:
-    """Hold the new draft back until the user approves or rejects their edited one.
+async def _wait_for_decision(run: TurnRunner, state: TurnState, key: str, report: str) -> bool:
+    """Hold the new draft back until the user's decision on the pending one is recorded.
 
     Nothing is placed, so no effect is open; the turn waits on the draft's
     decision and, woken by it, thinks again and places its draft then. A
     wake before the decision (a restart) finds the edits still there and
     waits again.
     """
-    await run.held.append(StepDone(step="act", report=EDITS_WAIT), turn=state.turn)
+    await run.held.append(StepDone(step="act", report=report), turn=state.turn)
     state.done.append("act")
     await _supersede_parked(run, state)
     await run.held.append(
