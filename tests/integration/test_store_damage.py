@@ -202,9 +202,13 @@ def _rechain(lines: list[bytes]) -> bytes:
         ("draft.placed", "data.hash", None),
         ("turn.started", "data", [1]),
         ("step.done", "turn", 7),
+        ("step.done", "seq", "9"),
     ],
-    ids=["usd-text", "key-list", "step-number", "hash-missing", "payload-list", "turn-number"],
-)
+    ids=[
+        "usd-text", "key-list", "step-number", "hash-missing", "payload-list", "turn-number",
+        "seq-text",
+    ],
+)  # fmt: skip
 def test_s11_a_payload_of_the_wrong_type_damages_its_heinzel_only(
     pair_original: Drafted, tmp_path: Path, kind: str, field: str, value: object
 ) -> None:
@@ -227,7 +231,8 @@ def test_s11_a_payload_of_the_wrong_type_damages_its_heinzel_only(
     world.spine.write_bytes(_rechain(lines))
     for index_file in world.home.glob("heinzel/index.sqlite*"):
         index_file.unlink()
-    seq = at + 1
+    # A seq that is no number cannot be chained: the line is no event object, at no seq.
+    problem, seq = ("not-an-object", None) if field == "seq" else ("mistyped", at + 1)
 
     reindexed = world.hz("heinzel", "reindex", "--json")
     coded_only(reindexed)
@@ -251,7 +256,7 @@ def test_s11_a_payload_of_the_wrong_type_damages_its_heinzel_only(
     )
     reports = {r["name"]: r for r in json.loads(verified.stdout)}
     assert reports["two"]["ok"] is True
-    assert [(p["problem"], p["seq"]) for p in reports["dig"]["problems"]] == [("mistyped", seq)]
+    assert [(p["problem"], p["seq"]) for p in reports["dig"]["problems"]] == [(problem, seq)]
 
     accepted = world.hz("heinzel", "verify", "dig", "--accept")
     assert accepted.returncode == 0, accepted.stderr
