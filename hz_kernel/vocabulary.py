@@ -14,11 +14,13 @@ inputs and model messages live in the turn body.
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from hz_kernel.terms import Cause, Disposition, SkipReason, Step, WokenBy
 
@@ -476,3 +478,177 @@ def parse_payload(kind: str, data: dict[str, Any]) -> EventData | None:
     if model is None:
         return None
     return model.model_validate(data)
+
+
+# --- what a payload read from disk must look like ---------------------------------------
+
+#: How one field's JSON value is tested: ``(how, what)``. As strict as the model and of the
+#: very JSON type the writer dumps (an int is no str, a bool no int), so a payload that fits
+#: never fails ``payload()`` and a fold that reads the raw dict meets the types it expects.
+#: A reindex tests every field of every line, so the common shapes are tested in place by
+#: ``payload_fault`` with one C-level operation each; only the rest call a test.
+Rule = tuple[int, Any]
+#: ``type(value) in what``; ``value in what`` (a closed word list, None if optional); a list
+#: whose items' types are all in ``what``; a list whose items are all in ``what``; a dict
+#: whose values' types are all in ``what``; ``what(value)``.
+_TYPE, _WORD, _LIST, _WORDS, _DICT, _TEST = range(6)
+
+_JSON_OF: dict[Any, frozenset[type]] = {
+    str: frozenset({str}),
+    int: frozenset({int}),
+    bool: frozenset({bool}),
+    float: frozenset({float, int}),
+}
+
+
+@functools.cache
+def _datetime() -> TypeAdapter[datetime]:
+    return TypeAdapter(datetime)
+
+
+def _timestamp(value: Any) -> bool:
+    if type(value) is not str:
+        return False
+    try:
+        _datetime().validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _test(annotation: Any, limit: int | None = None) -> Callable[[Any], bool]:
+    """The test of any annotation the vocabulary uses, as a function; one it cannot test is
+    a TypeError at once (the test of every kind shows it), never a silent pass."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if annotation is Any:
+        return lambda value: True
+    if annotation is str and limit is not None:
+        return lambda value: type(value) is str and len(value) <= limit
+    if annotation in _JSON_OF:
+        json_types = _JSON_OF[annotation]
+        return lambda value: type(value) in json_types
+    if annotation is datetime:
+        return _timestamp
+    if origin is Literal:
+        words = frozenset(args)
+        return lambda value: type(value) is str and value in words
+    if origin in (Union, types.UnionType):
+        options = [_test(arg, limit) for arg in args if arg is not types.NoneType]
+        nullable = types.NoneType in args
+        return lambda value: (nullable and value is None) or any(o(value) for o in options)
+    if origin is list and len(args) == 1:
+        item = _test(args[0])
+        return lambda value: type(value) is list and all(map(item, value))
+    if origin is dict and len(args) == 2 and args[0] is str:
+        entry = _test(args[1])
+        return lambda value: type(value) is dict and all(map(entry, value.values()))
+    raise TypeError(f"no JSON test for a payload field of type {annotation!r}")
+
+
+def _words(annotation: Any) -> frozenset[Any] | None:
+    """The words of a closed word list (``Literal`` of strings, perhaps optional), else None."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal and all(type(arg) is str for arg in args):
+        return frozenset(args)
+    if origin in (Union, types.UnionType) and types.NoneType in args and len(args) == 2:
+        (inner,) = (arg for arg in args if arg is not types.NoneType)
+        words = _words(inner)
+        return None if words is None else words | {None}
+    return None
+
+
+def _json_types(annotation: Any) -> frozenset[type] | None:
+    """The JSON types a plain field (str, int, float, bool, a dict of anything, perhaps
+    optional) may hold, else None."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if annotation in _JSON_OF:
+        return _JSON_OF[annotation]
+    if origin is dict and args == (str, Any):
+        return frozenset({dict})
+    if origin in (Union, types.UnionType) and types.NoneType in args and len(args) == 2:
+        (inner,) = (arg for arg in args if arg is not types.NoneType)
+        plain = _json_types(inner)
+        return None if plain is None else plain | {types.NoneType}
+    return None
+
+
+def _rule(annotation: Any, limit: int | None) -> Rule:
+    origin, args = get_origin(annotation), get_args(annotation)
+    words = _words(annotation)
+    plain = _json_types(annotation)
+    if limit is None and plain is not None:
+        return _TYPE, plain
+    if words is not None:
+        return _WORD, words
+    if origin is list and _json_types(args[0]) is not None:
+        return _LIST, _json_types(args[0])
+    if origin is list and _words(args[0]) is not None:
+        return _WORDS, _words(args[0])
+    if origin is dict and args[0] is str and _json_types(args[1]) is not None:
+        return _DICT, _json_types(args[1])
+    return _TEST, _test(annotation, limit)
+
+
+#: Each kind's fields with their rules, and the names it requires (built on first use).
+_SHAPES: dict[str, tuple[dict[str, Rule], frozenset[str]]] = {}
+
+
+def _shapes() -> dict[str, tuple[dict[str, Rule], frozenset[str]]]:
+    shapes = {}
+    for kind, model in KINDS.items():
+        rules = {}
+        for name, field in model.model_fields.items():
+            limit = None
+            for constraint in field.metadata:
+                if not hasattr(constraint, "max_length"):
+                    raise TypeError(f"no JSON test for the constraint {constraint!r} of {name}")
+                limit = constraint.max_length
+            rules[name] = _rule(field.annotation, limit)
+        required = frozenset(n for n, field in model.model_fields.items() if field.is_required())
+        shapes[kind] = (rules, required)
+    _SHAPES.update(shapes)
+    return _SHAPES
+
+
+def payload_fault(kind: str, data: dict[str, Any]) -> str | None:
+    """What makes a payload read from disk unfit for its kind, or None when it fits.
+
+    A model's validation of every line would cost more than the rest of a
+    reindex. Fields this version does not know, and kinds it does not know,
+    fit (a newer version wrote them).
+    """
+    if kind in MIGRATIONS:
+        kind, data = migrate(kind, data)
+    shape = (_SHAPES or _shapes()).get(kind)
+    if shape is None:
+        return None
+    rules, required = shape
+    for name, value in data.items():
+        rule = rules.get(name)
+        if rule is None:
+            continue
+        how, what = rule
+        try:
+            if how == _TYPE:
+                if type(value) in what:
+                    continue
+            elif how == _WORD:
+                if value in what:
+                    continue
+            elif how == _LIST:
+                if type(value) is list and what.issuperset(map(type, value)):
+                    continue
+            elif how == _WORDS:
+                if type(value) is list and what.issuperset(value):
+                    continue
+            elif how == _DICT:
+                if type(value) is dict and what.issuperset(map(type, value.values())):
+                    continue
+            elif what(value):
+                continue
+        except TypeError:  # an unhashable value looked up among words
+            pass
+        return f"its {kind} field {name!r} does not fit ({type(value).__name__})"
+    if not required <= data.keys():
+        return f"its {kind} lacks the field {min(required - data.keys())!r}"
+    return None

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 #: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
 #: 3: a turn's start clears the heinzel's last outcome (rows folded before it showed a running
 #: turn with the previous turn's disposition and report).
-SCHEMA_VERSION = 3
+#: 4: a line whose types do not fit its kind is damage (``verify`` trusts a sound row to say so);
+#: an older index may have folded such a line as sound.
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,17 @@ from pydantic import BaseModel, ConfigDict
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event
 from hz_kernel.store.fsutil import open_regular, store_error
+from hz_kernel.vocabulary import payload_fault
 
 Problem = Literal[
-    "edited", "missing", "reordered", "unreadable", "not-an-object", "too-long", "truncated"
+    "edited",
+    "missing",
+    "reordered",
+    "unreadable",
+    "not-an-object",
+    "too-long",
+    "truncated",
+    "mistyped",
 ]
 
 
@@ -77,6 +85,8 @@ class SpineScan:
     torn: TornTail | None = None
     last_seq: int = 0
     last_hash: str = GENESIS
+    #: Where the line of ``last_seq`` starts.
+    last_offset: int = 0
     lines: int = 0
 
     @property
@@ -118,7 +128,12 @@ _REQUIRED = ("seq", "ts", "prev", "turn", "kind", "key", "data")
 
 
 def _decode(line: bytes) -> tuple[Any, ...] | Problem:
-    """The line's envelope fields in ``Event`` order, or what is wrong with it."""
+    """The line's envelope fields in ``Event`` order, or what is wrong with it.
+
+    Only what chains a line (an int ``seq``, a text ``prev``) is checked here;
+    the rest of a line that chains is judged by ``_fault``, so its break can
+    name the seq.
+    """
     if len(line) > MAX_LINE_BYTES:
         return "too-long"
     try:
@@ -133,16 +148,34 @@ def _decode(line: bytes) -> tuple[Any, ...] | Problem:
         fields = (obj.get("v", 1), *(obj[name] for name in _REQUIRED))
     else:
         return "not-an-object"
-    # ``ts`` is checked too: feed positions and listings compare and show it as text.
-    if (
-        type(fields[1]) is int
-        and type(fields[2]) is str
-        and type(fields[3]) is str
-        and type(fields[5]) is str
-        and type(fields[7]) is dict
-    ):
+    if type(fields[1]) is int and type(fields[3]) is str:
         return fields
     return "not-an-object"
+
+
+def _fault(fields: tuple[Any, ...]) -> str | None:
+    """What makes a line that chains unfit to be read as an event, or None.
+
+    Every reader past the scan (the index fold, ``Event.payload()``, the
+    feed, listings that compare ``ts`` as text) trusts the envelope's and the
+    payload's types; a hand-edited line of the wrong types is damage here
+    instead of a crash there.
+    """
+    v, _, ts, _, turn, kind, key, data = fields
+    if (
+        type(v) is int
+        and type(ts) is str
+        and type(kind) is str
+        and (turn is None or type(turn) is str)
+        and (key is None or type(key) is str)
+        and type(data) is dict
+    ):
+        return payload_fault(kind, data)
+    if type(v) is not int:
+        return "its v is not a number"
+    if type(data) is not dict:
+        return "its data is not an object"
+    return "its ts, kind, turn or key is not text"
 
 
 def _describe(problem: Problem, size: int) -> str:
@@ -158,8 +191,9 @@ _PREV = b'"prev":"'
 _ACCEPTED = b'"kind":"chain.accepted"'
 
 
-def _intact_fast(data: bytes, end: int) -> tuple[int, int, str] | None:
-    """(lines, last seq, last hash) when every line is canonical and chained, else None.
+def _intact_fast(data: bytes, end: int) -> tuple[int, int, str, int] | None:
+    """(lines, last seq, last hash, its offset) when every line is canonical and chained,
+    else None.
 
     Verifying a chain needs only each line's ``seq`` and ``prev``: an edit to
     any byte of a line changes its hash, which the next line's ``prev`` then
@@ -182,7 +216,7 @@ def _intact_fast(data: bytes, end: int) -> tuple[int, int, str] | None:
         return None
     if seqs != [str(n).encode() for n in range(1, len(lines) + 1)]:
         return None
-    return len(lines), len(lines), hashes[-1].decode() if hashes else GENESIS
+    return len(lines), len(lines), hashes[-1].decode(), end - len(lines[-1]) - 1
 
 
 def _chain_break(
@@ -221,8 +255,10 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
     """Decode and chain-check a spine's bytes. Never raises on damage.
 
     With ``collect=False`` (verification) an intact spine is checked by a
-    fast path that reads only ``seq`` and ``prev``; damage falls back to the
-    full decode so it can be explained.
+    fast path that reads only ``seq`` and ``prev``, not what the lines hold
+    (a payload of the wrong types): its caller trusts that only for lines an
+    index fold already read. Damage falls back to the full decode so it can
+    be explained.
     """
     result = SpineScan(path=path, size=len(data))
     end = data.rfind(b"\n") + 1
@@ -237,7 +273,7 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
     if not collect and end:
         fast = _intact_fast(data, end)
         if fast is not None:
-            result.lines, result.last_seq, result.last_hash = fast
+            result.lines, result.last_seq, result.last_hash, result.last_offset = fast
             return result
 
     prev_hash, prev_seq, prev_offset = GENESIS, 0, 0
@@ -277,13 +313,23 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
                         hash=digest,
                     )
                 )
-            if kind == "chain.accepted":
-                marks = payload.get("breaks")
-                if isinstance(marks, list):
-                    accepted_marks.extend(m for m in marks if isinstance(m, dict))
-            if collect:
-                events.append(Event(*decoded, pos, digest))
-            prev_seq, prev_bad = seq, False
+            fault = _fault(decoded)
+            if fault is not None:
+                result.breaks.append(
+                    ChainBreak(
+                        seq=seq,
+                        offset=pos,
+                        problem="mistyped",
+                        detail=f"seq {seq} is no event hz can read: {fault}",
+                        hash=digest,
+                    )
+                )
+            else:
+                if kind == "chain.accepted":
+                    accepted_marks.extend(payload["breaks"])
+                if collect:
+                    events.append(Event(*decoded, pos, digest))
+            prev_seq, prev_bad, result.last_offset = seq, False, pos
         prev_hash, prev_offset = digest, pos
         pos += len(line) + 1
 
@@ -319,8 +365,7 @@ def index_break(seen: tuple[int, str | None] | None, found: SpineScan) -> ChainB
             "lines were cut off",
         )
     if seq == found.last_seq:
-        here = found.last_hash
-        offset = found.events[-1].offset if found.events else found.valid_end
+        here, offset = found.last_hash, found.last_offset
     else:
         event = next((e for e in found.events if e.seq == seq), None)
         if event is None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 
+from hz_kernel.store.envelope import GENESIS, line_hash
 from tests.support.drafted import Drafted, build_drafted, coded_only, copy_drafted
 
 
@@ -166,3 +168,98 @@ def test_issue16_a_line_whose_time_is_no_string_is_damage_not_a_crash(
     assert verified.returncode == 1 and verified.stderr.startswith("HZS033: dig: ")
     (row,) = json.loads(world.hz("heinzel", "list", "--json").stdout)
     assert row["damaged"] is True
+
+
+@pytest.fixture(scope="module")
+def pair_original(tmp_path_factory: pytest.TempPathFactory) -> Drafted:
+    """The drafted world plus a second heinzel, ``two``, that nothing ever damages."""
+    world = build_drafted(tmp_path_factory.mktemp("pair"))
+    made = world.hz(
+        "heinzel", "new", "--template", "digest", "--param", "name=two",
+        "--param", "notes=notes", "--param", "document=reports/two.md",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return world
+
+
+def _rechain(lines: list[bytes]) -> bytes:
+    """The lines with every ``prev`` recomputed as the writer does: the chain holds."""
+    out, prev = [], GENESIS
+    for line in lines:
+        envelope = orjson.loads(line)
+        envelope["prev"] = prev
+        out.append(orjson.dumps(envelope))
+        prev = line_hash(out[-1])
+    return b"".join(line + b"\n" for line in out)
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        ("turn.finished", "data.usd", "x"),
+        ("draft.placed", "data.key", ["k"]),
+        ("step.done", "data.step", 7),
+        ("draft.placed", "data.hash", None),
+        ("turn.started", "data", [1]),
+        ("step.done", "turn", 7),
+        ("step.done", "seq", "9"),
+    ],
+    ids=[
+        "usd-text", "key-list", "step-number", "hash-missing", "payload-list", "turn-number",
+        "seq-text",
+    ],
+)  # fmt: skip
+def test_s11_a_payload_of_the_wrong_type_damages_its_heinzel_only(
+    pair_original: Drafted, tmp_path: Path, kind: str, field: str, value: object
+) -> None:
+    """s11 (attack pass): the last line of ``kind`` in dig's spine edited so ``field`` has
+    the wrong type (``None``: is missing), every ``prev`` recomputed so only the type is
+    wrong, the index gone. Reindex, list, show and verify answer with codes, never HZX001:
+    dig is damaged at that seq, ``two`` is listed and verified as before, and ``verify
+    --accept`` settles it as any other damage."""
+    world = copy_drafted(pair_original, tmp_path / "world")
+    lines = world.spine.read_bytes().splitlines()
+    at = max(i for i, line in enumerate(lines) if orjson.loads(line)["kind"] == kind)
+    envelope = orjson.loads(lines[at])
+    if field.startswith("data.") and value is None:
+        del envelope["data"][field[5:]]
+    elif field.startswith("data."):
+        envelope["data"][field[5:]] = value
+    else:
+        envelope[field] = value
+    lines[at] = orjson.dumps(envelope)
+    world.spine.write_bytes(_rechain(lines))
+    for index_file in world.home.glob("heinzel/index.sqlite*"):
+        index_file.unlink()
+    # A seq that is no number cannot be chained: the line is no event object, at no seq.
+    problem, seq = ("not-an-object", None) if field == "seq" else ("mistyped", at + 1)
+
+    reindexed = world.hz("heinzel", "reindex", "--json")
+    coded_only(reindexed)
+    assert json.loads(reindexed.stdout)["damaged"] == [world.heinzel_id]
+    listed = world.hz("heinzel", "list", "--json")
+    coded_only(listed)
+    assert listed.returncode == 0
+    assert {r["name"]: r["damaged"] for r in json.loads(listed.stdout)} == {
+        "dig": True,
+        "two": False,
+    }
+    shown = world.hz("heinzel", "show", "dig")
+    coded_only(shown)
+    assert shown.returncode == 0 and "DAMAGED" in shown.stdout
+
+    verified = world.hz("heinzel", "verify", "--json")
+    coded_only(verified)
+    assert verified.returncode == 1
+    assert verified.stderr.startswith("HZS033: dig: chain broken at byte ") and (
+        f"(seq {seq})" in verified.stderr
+    )
+    reports = {r["name"]: r for r in json.loads(verified.stdout)}
+    assert reports["two"]["ok"] is True
+    assert [(p["problem"], p["seq"]) for p in reports["dig"]["problems"]] == [(problem, seq)]
+
+    accepted = world.hz("heinzel", "verify", "dig", "--accept")
+    assert accepted.returncode == 0, accepted.stderr
+    assert world.hz("heinzel", "verify").returncode == 0
+    listed = world.hz("heinzel", "list", "--json")
+    assert not any(r["damaged"] for r in json.loads(listed.stdout))

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 from textual.widgets import Static
 from textual.widgets._toast import Toast
@@ -20,6 +21,7 @@ from hz_kernel import operations as ops
 from hz_kernel.client import DeferredClient, LocalClient
 from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
+from hz_kernel.store.envelope import GENESIS, line_hash
 from hz_tui import paste, rows
 from hz_tui.app import CockpitApp
 from hz_tui.notices import MAX_TOASTS
@@ -434,6 +436,43 @@ async def test_attack_a_damaged_heinzel_says_what_broke_where_and_what_to_run(
             shown = preview_text(app)
             assert "seq 3" in shown and str(spine) in "".join(shown.split())
             assert "hz heinzel verify weekly-report --accept" in shown
+    finally:
+        await client.close()
+
+
+async def test_s11_a_payload_of_the_wrong_type_is_damage_to_one_heinzel_in_the_home(
+    cockpit_home: Home,
+) -> None:
+    """s11 attack: heinzel 1's first line edited so its name is a number, every ``prev``
+    recomputed so only the type is wrong, the index gone. The home opens: that heinzel is
+    damaged with the check's code and seq in its preview, the others are listed as before."""
+    spine = cockpit_home.heinzel_dir(homes.heinzel_id(1)) / "session.jsonl"
+    lines, prev = spine.read_bytes().splitlines(), GENESIS
+    first = orjson.loads(lines[0])
+    first["data"]["name"] = 7
+    lines[0] = orjson.dumps(first)
+    for at, line in enumerate(lines):
+        envelope = orjson.loads(line)
+        envelope["prev"] = prev
+        lines[at] = orjson.dumps(envelope)
+        prev = line_hash(lines[at])
+    spine.write_bytes(b"".join(line + b"\n" for line in lines))
+    for index_file in cockpit_home.index_path.parent.glob(cockpit_home.index_path.name + "*"):
+        index_file.unlink()
+    client = await LocalClient.open(cockpit_home)
+    try:
+        app = CockpitApp(cockpit_home, client, live=False)
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            table = home_of(app).table
+            await until(lambda: table.items[homes.heinzel_id(1)].damaged)
+            assert len(table.items) > 1 and homes.heinzel_id(2) in table.items
+            assert not any(
+                item.damaged for h, item in table.items.items() if h != homes.heinzel_id(1)
+            )
+            table.move_cursor(row=table.order.index(homes.heinzel_id(1)))
+            await until(lambda: "HZS033" in preview_text(app))
+            assert "seq 1" in preview_text(app)
     finally:
         await client.close()
 

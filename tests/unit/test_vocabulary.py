@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import re
+import types
 import typing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from hz_kernel import vocabulary
+from hz_kernel.errors import HzError
+from hz_kernel.store.envelope import GENESIS, encode
+from hz_kernel.store.scan import scan
 from hz_kernel.terms import STEP_NAMES
-from hz_kernel.vocabulary import KINDS, MIGRATIONS, migrate
+from hz_kernel.vocabulary import KINDS, MIGRATIONS, EventData, migrate, payload_fault
 
 PINNED_KINDS = [
     "action.reported", "amendment.declined", "amendment.proposed", "approval.observed",
@@ -72,3 +82,96 @@ def test_migration_on_read_follows_renames(monkeypatch) -> None:
     kind, data = migrate("draft.placed.0", {"out": "section", "key": "k"})
     assert kind == "draft.placed" and data == {"output": "section", "key": "k"}
     assert migrate("turn.finished", {"a": 1}) == ("turn.finished", {"a": 1})
+
+
+# --- s11: what a payload read from disk must look like -----------------------------------
+
+_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(-1e9, 1e9) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _values(annotation: object, limit: int | None = None) -> st.SearchStrategy[Any]:
+    """Values the model accepts for ``annotation``, as a caller would pass them."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    plain: dict[object, st.SearchStrategy[Any]] = {
+        str: st.text(st.characters(exclude_categories=("Cs",)), max_size=limit or 30),
+        int: st.integers(-(2**63), 2**63 - 1),
+        float: st.floats(allow_nan=False, allow_infinity=False),
+        bool: st.booleans(),
+        datetime: st.datetimes(timezones=st.just(UTC)),
+        typing.Any: _JSON,
+    }
+    if annotation in plain:
+        return plain[annotation]
+    if origin is typing.Literal:
+        return st.sampled_from(args)
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of(*(_values(arg, limit) for arg in args))
+    if origin is list:
+        return st.lists(_values(args[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(_TEXT, _values(args[1]), max_size=3)
+    if annotation is type(None):
+        return st.none()
+    raise AssertionError(f"no strategy for {annotation!r}")
+
+
+@st.composite
+def _payloads(draw: st.DrawFn, model: type[EventData]) -> EventData:
+    values = {}
+    for name, field in model.model_fields.items():
+        if field.is_required() or draw(st.booleans()):
+            limit = next((m.max_length for m in field.metadata), None)
+            values[name] = draw(_values(field.annotation, limit))
+    return model.model_validate(values)
+
+
+@pytest.mark.parametrize("kind", PINNED_KINDS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_s11_every_line_the_writer_emits_is_read_back_as_its_event(
+    kind: str, data: st.DataObject
+) -> None:
+    """s11: the check a line meets when it is read back never refuses the writer's own."""
+    payload = data.draw(_payloads(KINDS[kind]))
+    try:
+        line = encode(payload, seq=1, prev=GENESIS, turn="T", key="k")
+    except HzError:  # a value the writer refuses (an e-mail address) is never written
+        return
+    found = scan(line + b"\n", Path("session.jsonl"))
+    assert found.intact, found.breaks
+    (event,) = found.events
+    assert event.payload() == payload
+
+
+@pytest.mark.parametrize("kind", PINNED_KINDS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_s11_a_payload_that_fits_is_one_its_model_accepts(kind: str, data: st.DataObject) -> None:
+    """s11: any field given any JSON value: what the check lets through never fails
+    ``payload()``, and each field keeps the JSON type the writer gives it."""
+    model = KINDS[kind]
+    written = data.draw(_payloads(model)).model_dump(mode="json", exclude_none=True)
+    names = [*model.model_fields, "unknown"]
+    edited = {**written, data.draw(st.sampled_from(names)): data.draw(_JSON)}
+    if data.draw(st.booleans()) and edited:
+        del edited[data.draw(st.sampled_from(sorted(edited)))]
+    if payload_fault(kind, edited) is None:
+        typed = model.model_validate(edited).model_dump(mode="json", exclude_none=True)
+        for name, value in edited.items():
+            if name in typed and not isinstance(typed[name], float):
+                assert type(typed[name]) is type(value), name
+
+
+def test_s11_each_kind_names_what_does_not_fit() -> None:
+    """s11: the fault names the kind and the field; an unknown kind fits (a newer version)."""
+    assert payload_fault("turn.finished", {"disposition": "drafted", "usd": "x"}) == (
+        "its turn.finished field 'usd' does not fit (str)"
+    )
+    assert payload_fault("draft.placed", {"key": "k"}) == "its draft.placed lacks the field 'asset'"
+    assert payload_fault("step.done", {"step": ["think"]}) is not None
+    assert payload_fault("hologram.projected", {"beam": [1]}) is None

@@ -252,3 +252,57 @@ async def test_issue16_a_group_whose_body_cannot_sync_is_cut_off_whole(tmp_path:
     found = scan_file(heinzel_dir / SPINE_NAME)
     assert found.intact
     assert [(e.turn, e.data.get("step")) for e in found.events] == [(None, None), ("T2", "gather")]
+
+
+def _rechained(lines: list[bytes]) -> bytes:
+    """The lines with every ``prev`` recomputed the writer's way: only their content is off."""
+    out, prev = [], GENESIS
+    for line in lines:
+        envelope = orjson.loads(line)
+        envelope["prev"] = prev
+        out.append(orjson.dumps(envelope))
+        prev = line_hash(out[-1])
+    return b"".join(line + b"\n" for line in out)
+
+
+@pytest.mark.parametrize(
+    ("seq", "field", "value"),
+    [
+        (3, "data.step", 7),
+        (3, "data.step", ["gather"]),
+        (4, "data.output_hash", {"a": 1}),
+        (1, "data.name", None),
+        (1, "data", {}),
+        (5, "data", [1, 2]),
+        (2, "data.inputs", ["not an object"]),
+        (2, "turn", 7),
+        (2, "key", ["k"]),
+        (2, "ts", 12345),
+        (2, "v", "1"),
+        (2, "kind", None),
+    ],
+)
+def test_s11_a_line_of_the_wrong_types_is_damage_at_its_seq_and_is_not_read(
+    tmp_path: Path, seq: int, field: str, value: object
+) -> None:
+    """s11: a hand edit that keeps the chain whole (every ``prev`` recomputed) but gives a
+    field the wrong type is a break at that seq and byte; the line is not read as an event
+    (every reader past the scan trusts the types), the lines around it are."""
+    _fill(tmp_path / "h", 6)
+    spine = tmp_path / "h" / SPINE_NAME
+    lines = _lines(spine)
+    envelope = orjson.loads(lines[seq - 1])
+    if field.startswith("data."):
+        envelope["data"][field[5:]] = value
+    else:
+        envelope[field] = value
+    lines[seq - 1] = orjson.dumps(envelope)
+    spine.write_bytes(_rechained(lines))
+    offset = sum(len(line) + 1 for line in _lines(spine)[: seq - 1])
+
+    found = scan_file(spine)
+    (brk,) = found.breaks
+    assert (brk.problem, brk.seq, brk.offset) == ("mistyped", seq, offset)
+    assert [e.seq for e in found.events] == [n for n in range(1, 7) if n != seq]
+    assert found.last_seq == 6 and found.lines == 6
+    assert all(e.payload() is not None for e in found.events)
