@@ -37,7 +37,7 @@ def lease_ref(heinzel: str) -> str:
 class Lease(BaseModel):
     """Who runs the heinzel until when, and the fencing token of their tenure."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     holder: str = Field(pattern=HANDLE)
     expires: datetime
     token: int = Field(ge=1)
@@ -53,7 +53,7 @@ class Lease(BaseModel):
 class LeaseOutcome(BaseModel):
     """What ``acquire_or_renew`` did; ``lease`` is the lease in force afterwards."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
     how: Literal["acquired", "renewed", "took-over", "held-by"]
     lease: Lease
 

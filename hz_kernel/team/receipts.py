@@ -11,6 +11,7 @@ Keys embed asset paths and slots, so only their SHA-256 travels
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
@@ -36,7 +37,7 @@ Fingerprint = Annotated[str, Field(pattern=_SHA256)]
 class Receipt(BaseModel):
     """What every receipt has: whose, which turn, under which fencing token, when."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     v: Literal[1] = RECEIPT_VERSION
     kind: str
     heinzel: str = Field(pattern=HEINZEL_ID)
@@ -99,10 +100,16 @@ AnyReceipt = Annotated[
     TurnFinishedReceipt | DraftPlacedReceipt | ApprovalObservedReceipt | ContractAmendedReceipt,
     Field(discriminator="kind"),
 ]
-RECEIPT = TypeAdapter[AnyReceipt](AnyReceipt)
-RECEIPT_KINDS = frozenset(
-    {"turn.finished", "draft.placed", "approval.observed", "contract.amended"}
-)
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[AnyReceipt]:
+    return TypeAdapter(AnyReceipt)
+
+
+def parse_receipt(raw: bytes) -> AnyReceipt:
+    """A receipt from its file's bytes (raises ``ValidationError`` for anything else)."""
+    return _adapter().validate_json(raw)
 
 
 def fingerprint(text: str) -> str:

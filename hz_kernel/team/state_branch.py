@@ -26,7 +26,7 @@ from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, 
 from hz_kernel.team.git import GitFailed, git
 from hz_kernel.team.lease import lease_ref, mirrored_lease
 from hz_kernel.team.lint import lint
-from hz_kernel.team.receipts import RECEIPT, AnyReceipt
+from hz_kernel.team.receipts import AnyReceipt, parse_receipt
 from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 
 #: Push rounds before the rest stays queued for the next flush.
@@ -35,7 +35,7 @@ STALE_TOKEN = "HZS104"
 
 
 class Refused(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
     path: str
     code: str
     message: str
@@ -44,7 +44,7 @@ class Refused(BaseModel):
 class PushResult(BaseModel):
     """What a flush did: paths delivered (now on ``hz/state``), still queued, refused."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
     delivered: list[str] = []
     queued: list[str] = []
     refused: list[Refused] = []
@@ -53,7 +53,7 @@ class PushResult(BaseModel):
 
 
 class ReceiptLog(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
     receipts: list[AnyReceipt]
     unreadable: list[str] = []
     """Files on ``hz/state`` that are not receipts this version reads."""
@@ -129,7 +129,7 @@ class StateBranch:
             unreadable: list[str] = []
             for path in filter(None, listed.stdout.decode().split("\0")):
                 try:
-                    receipts.append(RECEIPT.validate_json(self.repo.show(f"{tip}:{path}") or b""))
+                    receipts.append(parse_receipt(self.repo.show(f"{tip}:{path}") or b""))
                 except ValidationError:
                     unreadable.append(path)
         receipts.sort(key=lambda r: (r.at, r.path))
@@ -141,7 +141,7 @@ class StateBranch:
             try:
                 with store_io(self.outbox / path):
                     raw = (self.outbox / path).read_bytes()
-                receipt = RECEIPT.validate_json(raw)
+                receipt = parse_receipt(raw)
                 if receipt.path != path:
                     raise HzError("HZS108", "the outbox file's name does not match its receipt")
                 lint(orjson.loads(raw), path)
