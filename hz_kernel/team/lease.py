@@ -105,7 +105,7 @@ def acquire_or_renew(
 
 def _new_lease(handle: str, expires: datetime, token: int) -> Lease:
     try:
-        return Lease(holder=handle, expires=expires, token=token)
+        return Lease(holder=handle, expires=expires.replace(microsecond=0), token=token)
     except ValidationError:
         raise HzError("HZS112", "not a roster handle (a-z, 0-9, '.', '_', '-')", handle) from None
 

@@ -87,6 +87,34 @@ class TeamRepo:
         done = git(self.git_dir, "cat-file", "blob", spec, check=False)
         return done.stdout if done.returncode == 0 else None
 
+    def files(self, commit: str, under: str) -> dict[str, str]:
+        """Every file below ``under`` in ``commit``: its path and blob id."""
+        listed = git(self.git_dir, "ls-tree", "-r", "-z", commit, "--", under).stdout.decode()
+        files: dict[str, str] = {}
+        for entry in filter(None, listed.split("\0")):
+            meta, path = entry.split("\t", 1)
+            files[path] = meta.split()[2]
+        return files
+
+    def blobs(self, paths: list[Path]) -> list[str]:
+        """Store the files at ``paths`` in the cache (one git call); their blob ids in order."""
+        listing = "".join(f"{path}\n" for path in paths).encode()
+        done = git(self.git_dir, "hash-object", "-w", "--stdin-paths", stdin=listing)
+        return done.stdout.decode().split()
+
+    def contents(self, blobs: list[str]) -> list[bytes]:
+        """The bytes of each blob (one git call)."""
+        done = git(
+            self.git_dir, "cat-file", "--batch", stdin="".join(f"{b}\n" for b in blobs).encode()
+        )
+        out, at, found = done.stdout, 0, []
+        for _ in blobs:
+            header_end = out.index(b"\n", at)
+            size = int(out[at:header_end].split()[2])
+            found.append(out[header_end + 1 : header_end + 1 + size])
+            at = header_end + 1 + size + 1
+        return found
+
     def push(self, refspecs: list[str], expect: dict[str, str | None]) -> bool:
         """Push ``refspecs`` atomically, without force; True when the remote took them all.
 

@@ -124,12 +124,12 @@ class StateBranch:
             tip = self.repo.mirrored(STATE_BRANCH)
             if tip is None:
                 return ReceiptLog(receipts=[])
-            listed = git(self.repo.git_dir, "ls-tree", "-r", "-z", "--name-only", tip, "receipts/")
+            files = self.repo.files(tip, "receipts/")
             receipts: list[AnyReceipt] = []
             unreadable: list[str] = []
-            for path in filter(None, listed.stdout.decode().split("\0")):
+            for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
                 try:
-                    receipts.append(parse_receipt(self.repo.show(f"{tip}:{path}") or b""))
+                    receipts.append(parse_receipt(raw))
                 except ValidationError:
                     unreadable.append(path)
         receipts.sort(key=lambda r: (r.at, r.path))
@@ -142,8 +142,8 @@ class StateBranch:
                 with store_io(self.outbox / path):
                     raw = (self.outbox / path).read_bytes()
                 receipt = parse_receipt(raw)
-                if receipt.path != path:
-                    raise HzError("HZS108", "the outbox file's name does not match its receipt")
+                if receipt.path != path or receipt.to_bytes() != raw:
+                    raise HzError("HZS108", "the outbox file is not the receipt hz wrote", path)
                 lint(orjson.loads(raw), path)
             except ValidationError:
                 self._refuse(path, HzError("HZS108", "not a receipt"), refused)
@@ -173,13 +173,15 @@ class StateBranch:
                     message = f"token {receipt.token} is older than the lease's {lease.token}"
                     self._refuse(path, HzError(STALE_TOKEN, message, path), refused)
                     del waiting[path]
+        on_branch = {} if tip is None else self.repo.files(tip, "receipts/")
+        ours = self.repo.blobs([self.outbox / path for path in waiting])
         new: dict[str, str] = {}
         delivered: list[str] = []
-        for path, receipt in list(waiting.items()):
-            there = None if tip is None else self.repo.show(f"{tip}:{path}")
+        for path, blob in zip(list(waiting), ours, strict=True):
+            there = on_branch.get(path)
             if there is None:
-                new[path] = self.repo.blob(receipt.to_bytes())
-            elif there == receipt.to_bytes():
+                new[path] = blob
+            elif there == blob:
                 delivered.append(path)
             else:
                 message = "hz/state already holds a different receipt here"

@@ -213,6 +213,20 @@ def test_a_receipt_with_a_stale_token_is_refused(tmp_path: Path, team: Path) -> 
     assert priya.pending() == []
 
 
+def test_a_different_receipt_at_a_delivered_path_is_refused(tmp_path: Path, team: Path) -> None:
+    priya, theo = branch(tmp_path, team, "priya"), branch(tmp_path, team, "theo")
+    priya.queue([finished("01JDTURN01")])
+    priya.push_pending(now=T0)
+    other = finished("01JDTURN01").model_copy(update={"usd": 9.0})
+    theo.queue([other])
+
+    result = theo.push_pending(now=T0)
+
+    assert [(r.code, r.path) for r in result.refused] == [("HZS106", other.path)]
+    assert on_state(team) == {other.path: finished("01JDTURN01").to_bytes()}
+    assert theo.pending() == []
+
+
 def test_read_receipts_shows_the_team_s_receipts(tmp_path: Path, team: Path) -> None:
     priya, theo = branch(tmp_path, team, "priya"), branch(tmp_path, team, "theo")
     priya.queue([finished("01JDTURN01"), placed("01JDTURN01")])
