@@ -1,6 +1,7 @@
 """The one place hz runs git for a team repository.
 
-Every call has a timeout, never prompts (``GIT_TERMINAL_PROMPT=0``) and
+Every call has a timeout, never prompts (``GIT_TERMINAL_PROMPT=0``, ssh in
+batch mode, no terminal on stdin) and
 commits under a fixed identity, so no user's name or address ever reaches
 the team repository through hz. A failure is a coded one-line error.
 """
@@ -39,6 +40,8 @@ def _env(moment: datetime | None, index: Path | None) -> dict[str, str]:
             ("GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX")
         )
     }
+    if "GIT_SSH" not in env and "GIT_SSH_COMMAND" not in env:
+        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)
     env.update(
@@ -76,6 +79,7 @@ def git(
         done = subprocess.run(
             command,
             input=stdin,
+            stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,
             env=_env(moment, index),
             timeout=timeout,
