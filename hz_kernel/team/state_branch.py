@@ -95,12 +95,12 @@ class StateBranch:
         branch already holds other bytes (HZS106) is refused: taken out of the
         outbox (kept beside it as ``.refused``) and reported, never pushed.
         """
+        if not self.pending():
+            return PushResult()
         refused: list[Refused] = []
-        waiting = self._load(refused)
-        if not waiting:
-            return PushResult(refused=refused)
         with self.repo.locked():
-            for _ in range(MAX_ATTEMPTS):
+            waiting = self._load(refused)
+            for _ in range(MAX_ATTEMPTS if waiting else 0):
                 try:
                     self.repo.fetch()
                     outcome = self._attempt(waiting, refused, now)
@@ -110,6 +110,8 @@ class StateBranch:
                     for path in outcome:
                         self._settle(path)
                     return PushResult(delivered=sorted(outcome), refused=refused)
+        if not waiting:
+            return PushResult(refused=refused)
         return PushResult(
             queued=sorted(waiting),
             refused=refused,
@@ -146,7 +148,7 @@ class StateBranch:
                     raise HzError("HZS108", "the outbox file is not the receipt hz wrote", path)
                 lint(orjson.loads(raw), path)
             except ValidationError:
-                self._refuse(path, HzError("HZS108", "not a receipt"), refused)
+                self._refuse(path, HzError("HZS108", "not a receipt", path), refused)
                 continue
             except HzError as exc:
                 self._refuse(path, exc, refused)

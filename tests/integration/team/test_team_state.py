@@ -244,6 +244,50 @@ def test_read_receipts_shows_the_team_s_receipts(tmp_path: Path, team: Path) -> 
     assert log.unreadable == []
 
 
+def test_a_file_on_hz_state_that_is_no_receipt_is_listed_and_kept(
+    tmp_path: Path, team: Path
+) -> None:
+    state = branch(tmp_path, team)
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    blob = (
+        subprocess.run(
+            ["git", f"--git-dir={team}", "hash-object", "-w", "--stdin"],
+            input=b"{}",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    index = tmp_path / "index"
+    env = {"GIT_INDEX_FILE": str(index), "PATH": "/usr/bin:/bin"}
+    for args in (
+        ["read-tree", "hz/state"],
+        ["update-index", "--add", "--cacheinfo", f"100644,{blob},receipts/{HEINZEL}/odd.json"],
+    ):
+        subprocess.run(["git", f"--git-dir={team}", *args], env=env, check=True)
+    tree = (
+        subprocess.run(
+            ["git", f"--git-dir={team}", "write-tree"], env=env, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    commit = run_git(team, "commit-tree", tree, "-p", "hz/state", "-m", "by hand").strip()
+    run_git(team, "update-ref", "refs/heads/hz/state", commit)
+    state.queue([finished("01JDTURN02")])
+
+    assert state.push_pending(now=T0).delivered == [finished("01JDTURN02").path]
+    log = state.read_receipts()
+    offline = state.read_receipts(fetch=False)
+
+    assert [r.turn for r in log.receipts] == ["01JDTURN01", "01JDTURN02"]
+    assert log.unreadable == [f"receipts/{HEINZEL}/odd.json"]
+    assert offline == log
+    assert f"receipts/{HEINZEL}/odd.json" in on_state(team)
+
+
 def test_a_hand_edited_outbox_file_with_text_is_refused_not_pushed(
     tmp_path: Path, team: Path
 ) -> None:
