@@ -32,6 +32,8 @@ _TURN_ID = r"^[0-9A-Za-z_-]{1,64}$"
 _SHA256 = r"^[0-9a-f]{64}$"
 
 Fingerprint = Annotated[str, Field(pattern=_SHA256)]
+#: A source's fingerprint: a hash today, kept looser since each source kind makes its own.
+InputFingerprint = Annotated[str, Field(pattern=r"^[0-9A-Za-z:._-]{1,128}$")]
 
 
 class Receipt(BaseModel):
@@ -67,7 +69,7 @@ class TurnFinishedReceipt(Receipt):
     tokens: int = Field(ge=0)
     contract_version: int | None = None
     contract_fp: Fingerprint | None = None
-    input_fps: list[Fingerprint] = []
+    input_fps: list[InputFingerprint] = []
     draft_hash: Fingerprint | None = None
 
 
