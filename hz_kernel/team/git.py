@@ -28,7 +28,7 @@ class GitFailed(HzError):
     """A git command exited non-zero, could not start, or timed out."""
 
     def __init__(self, args: Sequence[str], detail: str, stderr: str = "") -> None:
-        super().__init__(GIT_FAILED, f"git {args[0] if args else ''} failed: {detail}", "git")
+        super().__init__(GIT_FAILED, detail, f"git {args[0]}" if args else "git")
         self.stderr = stderr
 
 

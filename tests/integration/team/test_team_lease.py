@@ -99,7 +99,7 @@ def test_an_unreachable_remote_is_a_one_line_error(tmp_path: Path) -> None:
         acquire_or_renew(repo, HEINZEL, handle="priya", now=T0, ttl=TTL)
 
     assert offline.value.code == "HZS105"
-    assert offline.value.one_line().startswith("HZS105: git: git fetch failed: fatal:")
+    assert offline.value.one_line().startswith("HZS105: git fetch: fatal:")
 
 
 def test_a_handle_that_is_a_name_is_refused(tmp_path: Path, team: Path) -> None:

@@ -104,7 +104,7 @@ def test_an_unreachable_remote_keeps_receipts_queued_then_delivers_each_once(
 
     assert offline.delivered == []
     assert offline.queued == sorted(r.path for r in queued)
-    assert offline.error is not None and offline.error.startswith("HZS105: git: git fetch failed")
+    assert offline.error is not None and offline.error.startswith("HZS105: git fetch: fatal: ")
     assert "\n" not in offline.error
     assert state.pending() == offline.queued
 
