@@ -227,6 +227,33 @@ def test_a_different_receipt_at_a_delivered_path_is_refused(tmp_path: Path, team
     assert theo.pending() == []
 
 
+def test_a_takeover_between_fetch_and_push_fences_the_old_holder_out(
+    tmp_path: Path, team: Path
+) -> None:
+    priya_repo = TeamRepo(tmp_path / "priya", str(team))
+    theo_repo = TeamRepo(tmp_path / "theo", str(team))
+    acquire_or_renew(priya_repo, HEINZEL, handle="priya", now=T0, ttl=TTL)
+    late = T0 + 3 * TTL
+    priya = branch(tmp_path, team)
+    priya.queue([finished("01JDTURN01", token=1)])
+    fetch = TeamRepo.fetch
+    taken: list[int] = []
+
+    def fetch_then_theo_takes_over(repo: TeamRepo) -> None:
+        fetch(repo)
+        if not taken:
+            outcome = acquire_or_renew(theo_repo, HEINZEL, handle="theo", now=late, ttl=TTL)
+            taken.append(outcome.lease.token)
+
+    priya.repo.fetch = lambda: fetch_then_theo_takes_over(priya.repo)  # type: ignore[method-assign]
+    result = priya.push_pending(now=late)
+
+    assert taken == [2]
+    assert [r.code for r in result.refused] == ["HZS104"]
+    assert result.delivered == [] and result.queued == []
+    assert "refs/heads/hz/state" not in refs(team)
+
+
 def test_read_receipts_shows_the_team_s_receipts(tmp_path: Path, team: Path) -> None:
     priya, theo = branch(tmp_path, team, "priya"), branch(tmp_path, team, "theo")
     priya.queue([finished("01JDTURN01"), placed("01JDTURN01")])
