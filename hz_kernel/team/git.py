@@ -22,6 +22,12 @@ IDENTITY_EMAIL = "hz@localhost"
 #: A git call that takes longer than this is stopped (a hung remote must not hold a tick).
 TIMEOUT_SECONDS = 60.0
 GIT_FAILED = "HZS105"
+#: Variables that would point git at another repository or identity (hz run from a git hook).
+_REPOSITORY_VARIABLES = (
+    "GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX", "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_QUARANTINE_PATH",
+)  # fmt: skip
 
 
 class GitFailed(HzError):
@@ -34,11 +40,7 @@ class GitFailed(HzError):
 
 def _env(moment: datetime | None, index: Path | None) -> dict[str, str]:
     env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(
-            ("GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX")
-        )
+        key: value for key, value in os.environ.items() if not key.startswith(_REPOSITORY_VARIABLES)
     }
     if "GIT_SSH" not in env and "GIT_SSH_COMMAND" not in env:
         env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"

@@ -134,6 +134,7 @@ def _commit(
     done = git(
         repo.git_dir,
         "commit-tree",
+        "--no-gpg-sign",
         tree.stdout.decode().strip(),
         *parents,
         stdin=message,

@@ -124,7 +124,16 @@ class TeamRepo:
         first: fetch and try again. An unreachable remote raises.
         """
         leases = [f"--force-with-lease={ref}:{old or ''}" for ref, old in expect.items()]
-        args = ["push", "--porcelain", "--atomic", "--no-verify", *leases, self.remote, *refspecs]
+        args = [
+            "push",
+            "--porcelain",
+            "--atomic",
+            "--no-verify",
+            "--no-signed",
+            *leases,
+            self.remote,
+            *refspecs,
+        ]
         done = git(self.git_dir, *args, check=False)
         if done.returncode == 0:
             return True

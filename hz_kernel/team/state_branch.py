@@ -209,7 +209,15 @@ class StateBranch:
             tree = git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
         parents = ["-p", tip] if tip else []
         message = f"hz: {len(new)} receipt(s)".encode()
-        done = git(self.repo.git_dir, "commit-tree", tree, *parents, stdin=message, moment=now)
+        done = git(
+            self.repo.git_dir,
+            "commit-tree",
+            "--no-gpg-sign",
+            tree,
+            *parents,
+            stdin=message,
+            moment=now,
+        )
         return done.stdout.decode().strip()
 
     def _settle(self, path: str) -> None:

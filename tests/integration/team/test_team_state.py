@@ -65,12 +65,21 @@ def test_commits_carry_hz_not_the_user(
         monkeypatch.setenv(variable, "Priya Raman")
     for variable in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
         monkeypatch.setenv(variable, "priya@example.org")
+    settings = tmp_path / "gitconfig"
+    settings.write_text(
+        "[user]\n\tname = Priya Raman\n\temail = priya@example.org\n\tsigningkey = priya\n"
+        "[commit]\n\tgpgSign = true\n[push]\n\tgpgSign = true\n"
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(settings))
     state = branch(tmp_path, team)
     state.queue([finished("01JDTURN01")])
-    state.push_pending(now=T0)
+    assert state.push_pending(now=T0).error is None
+    acquire_or_renew(state.repo, HEINZEL, handle="priya", now=T0, ttl=TTL)
 
-    header = run_git(team, "cat-file", "-p", "hz/state")
-    assert "Priya" not in header and "example.org" not in header
+    header = run_git(team, "cat-file", "-p", "hz/state") + run_git(
+        team, "cat-file", "-p", f"refs/hz/lease/{HEINZEL}"
+    )
+    assert "Priya" not in header and "example.org" not in header and "gpgsig" not in header
     assert "author hz <hz@localhost>" in header and "committer hz <hz@localhost>" in header
 
 
