@@ -96,7 +96,7 @@ def acquire_or_renew(
             else:
                 how, token = "took-over", current.token + 1
             lease = _new_lease(handle, now + ttl, token)
-            commit = _commit(repo, heinzel, lease, parent=old, now=now)
+            commit = _commit(repo, heinzel, lease, now=now)
             if repo.push([f"{commit}:{ref}"], {ref: old}):
                 repo.set_mirror(ref, commit)
                 return LeaseOutcome(how=how, lease=lease)
@@ -122,21 +122,17 @@ def mirrored_lease(repo: TeamRepo, heinzel: str) -> tuple[str | None, Lease | No
         raise HzError("HZS109", "the lease ref does not hold a lease", lease_ref(heinzel)) from None
 
 
-def _commit(
-    repo: TeamRepo, heinzel: str, lease: Lease, *, parent: str | None, now: datetime
-) -> str:
+def _commit(repo: TeamRepo, heinzel: str, lease: Lease, *, now: datetime) -> str:
     document = lease.model_dump(mode="json")
     lint(document, lease_ref(heinzel))
     blob = repo.blob(orjson.dumps(document, option=orjson.OPT_SORT_KEYS))
     tree = git(repo.git_dir, "mktree", stdin=f"100644 blob {blob}\t{LEASE_FILE}\n".encode())
-    parents = ["-p", parent] if parent else []
     message = f"hz: lease token {lease.token}".encode()
     done = git(
         repo.git_dir,
         "commit-tree",
         "--no-gpg-sign",
         tree.stdout.decode().strip(),
-        *parents,
         stdin=message,
         moment=now,
     )
