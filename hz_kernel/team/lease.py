@@ -1,0 +1,139 @@
+"""Leases: which home runs a team heinzel, decided by one ref in the team repository.
+
+``refs/hz/lease/<heinzel-id>`` points to a commit whose tree holds
+``lease.json``: ``{holder, expires, token}``. The holder renews it (same
+token); anyone else takes it over only once it has expired, with the next
+token. Every change is a compare-and-swap push (``--force-with-lease`` with
+the id this home read), so of two homes racing for one expired lease
+exactly one wins and the other reads the winner's lease on its retry.
+Expiry is compared with the clock the caller passes in.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from hz_kernel.errors import HzError
+from hz_kernel.team.git import git
+from hz_kernel.team.lint import lint
+from hz_kernel.team.receipts import HANDLE, HEINZEL_ID
+from hz_kernel.team.repo import TeamRepo
+
+LEASE_FILE = "lease.json"
+#: CAS rounds before giving up; a loser needs two (its push, then reading the winner).
+MAX_ATTEMPTS = 5
+HEINZEL_ID_RE = re.compile(HEINZEL_ID)
+
+
+def lease_ref(heinzel: str) -> str:
+    return f"refs/hz/lease/{heinzel}"
+
+
+class Lease(BaseModel):
+    """Who runs the heinzel until when, and the fencing token of their tenure."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+    holder: str = Field(pattern=HANDLE)
+    expires: datetime
+    token: int = Field(ge=1)
+
+    @field_serializer("expires")
+    def _utc(self, moment: datetime) -> str:
+        return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+    def expired(self, now: datetime) -> bool:
+        return now >= self.expires
+
+
+class LeaseOutcome(BaseModel):
+    """What ``acquire_or_renew`` did; ``lease`` is the lease in force afterwards."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+    how: Literal["acquired", "renewed", "took-over", "held-by"]
+    lease: Lease
+
+    @property
+    def held(self) -> bool:
+        return self.how != "held-by"
+
+
+def read_lease(repo: TeamRepo, heinzel: str, *, fetch: bool = True) -> Lease | None:
+    """The heinzel's lease on the remote (after a fetch), or None when it has none."""
+    with repo.locked():
+        if fetch:
+            repo.fetch()
+        return mirrored_lease(repo, heinzel)[1]
+
+
+def acquire_or_renew(
+    repo: TeamRepo, heinzel: str, *, handle: str, now: datetime, ttl: timedelta
+) -> LeaseOutcome:
+    """Renew the lease ``handle`` holds, take one that is absent or expired, or say who holds it.
+
+    Renewal keeps the token; a takeover raises it by one. Raises ``GitFailed``
+    (HZS105) when the remote cannot be reached, HZS110 when the lease kept
+    changing under every attempt.
+    """
+    if not HEINZEL_ID_RE.match(heinzel):
+        raise HzError("HZS040", "not a heinzel id", heinzel)
+    ref = lease_ref(heinzel)
+    with repo.locked():
+        for _ in range(MAX_ATTEMPTS):
+            repo.fetch()
+            old, current = mirrored_lease(repo, heinzel)
+            if current is not None and current.holder != handle and not current.expired(now):
+                return LeaseOutcome(how="held-by", lease=current)
+            if current is None:
+                how: Literal["acquired", "renewed", "took-over"] = "acquired"
+                token = 1
+            elif current.holder == handle:
+                how, token = "renewed", current.token
+            else:
+                how, token = "took-over", current.token + 1
+            lease = _new_lease(handle, now + ttl, token)
+            commit = _commit(repo, heinzel, lease, now=now)
+            if repo.push([f"{commit}:{ref}"], {ref: old}):
+                repo.set_mirror(ref, commit)
+                return LeaseOutcome(how=how, lease=lease)
+    raise HzError("HZS110", f"the lease kept changing over {MAX_ATTEMPTS} attempts", heinzel)
+
+
+def _new_lease(handle: str, expires: datetime, token: int) -> Lease:
+    try:
+        return Lease(holder=handle, expires=expires.replace(microsecond=0), token=token)
+    except ValidationError:
+        raise HzError("HZS112", "not a roster handle (a-z, 0-9, '.', '_', '-')", handle) from None
+
+
+def mirrored_lease(repo: TeamRepo, heinzel: str) -> tuple[str | None, Lease | None]:
+    """The lease ref's commit at the last fetch and the lease it holds."""
+    sha = repo.mirrored(lease_ref(heinzel))
+    if sha is None:
+        return None, None
+    raw = repo.show(f"{sha}:{LEASE_FILE}")
+    try:
+        return sha, Lease.model_validate_json(raw or b"")
+    except ValidationError:
+        raise HzError("HZS109", "the lease ref does not hold a lease", lease_ref(heinzel)) from None
+
+
+def _commit(repo: TeamRepo, heinzel: str, lease: Lease, *, now: datetime) -> str:
+    document = lease.model_dump(mode="json")
+    lint(document, lease_ref(heinzel))
+    blob = repo.blob(orjson.dumps(document, option=orjson.OPT_SORT_KEYS))
+    tree = git(repo.git_dir, "mktree", stdin=f"100644 blob {blob}\t{LEASE_FILE}\n".encode())
+    message = f"hz: lease token {lease.token}".encode()
+    done = git(
+        repo.git_dir,
+        "commit-tree",
+        "--no-gpg-sign",
+        tree.stdout.decode().strip(),
+        stdin=message,
+        moment=now,
+    )
+    return done.stdout.decode().strip()

@@ -1,0 +1,235 @@
+"""The orphan branch ``hz/state``: receipts queued on disk, then committed and pushed in batches.
+
+A turn only ever queues (``queue``: linted, written atomically and fsynced
+to ``<home>/team/outbox/<repo-id>/``); ``push_pending`` later commits every
+queued receipt on top of the branch's tip with plumbing (a private index,
+``commit-tree``) and pushes without force. A rejected push means another
+home pushed first: fetch, rebuild on the new tip, retry (bounded). An
+unreachable remote leaves the receipts queued and raises nothing, so a turn
+never waits on git. One file per receipt keeps writers for different
+heinzels from ever conflicting, and the same receipt pushed twice is the
+same blob at the same path, so a retry delivers it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, store_io
+from hz_kernel.team.git import GitFailed, git
+from hz_kernel.team.lease import lease_ref, mirrored_lease
+from hz_kernel.team.lint import lint
+from hz_kernel.team.receipts import AnyReceipt, parse_receipt
+from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
+
+#: Push rounds before the rest stays queued for the next flush.
+MAX_ATTEMPTS = 5
+STALE_TOKEN = "HZS104"
+
+
+class Refused(BaseModel):
+    model_config = ConfigDict(defer_build=True, frozen=True)
+    path: str
+    code: str
+    message: str
+
+
+class PushResult(BaseModel):
+    """What a flush did: paths delivered (now on ``hz/state``), still queued, refused."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+    delivered: list[str] = []
+    queued: list[str] = []
+    refused: list[Refused] = []
+    error: str | None = None
+    """Why receipts stayed queued (the remote's one-line error), if they did."""
+
+
+class ReceiptLog(BaseModel):
+    model_config = ConfigDict(defer_build=True, frozen=True)
+    receipts: list[AnyReceipt]
+    unreadable: list[str] = []
+    """Files on ``hz/state`` that are not receipts this version reads."""
+
+
+class StateBranch:
+    """``hz/state`` of the team repository ``remote``, from the home at ``home``."""
+
+    def __init__(self, home: Path, remote: str) -> None:
+        self.repo = TeamRepo(home, remote)
+        self.outbox = home / "team" / "outbox" / self.repo.id
+
+    def queue(self, receipts: list[AnyReceipt]) -> None:
+        """Lint each receipt (refusing the lot if one carries text) and put them in the outbox."""
+        encoded = []
+        for receipt in receipts:
+            lint(receipt.model_dump(mode="json"), receipt.path)
+            encoded.append((self.outbox / receipt.path, receipt.to_bytes()))
+        with store_io(self.outbox):
+            for path, data in encoded:
+                ensure_private_dir(path.parent)
+                atomic_write(path, data)
+
+    def pending(self) -> list[str]:
+        """The receipt paths waiting in the outbox, in order."""
+        if not self.outbox.is_dir():
+            return []
+        return sorted(
+            str(path.relative_to(self.outbox))
+            for path in self.outbox.glob("receipts/*/*.json")
+            if path.is_file() and not path.name.startswith(".")
+        )
+
+    def push_pending(self, *, now: datetime) -> PushResult:
+        """Deliver the outbox to ``hz/state``; never raises for an unreachable remote.
+
+        A receipt whose fencing token is below its heinzel's lease token
+        (HZS104), that is not a valid receipt (HZS108), or whose path on the
+        branch already holds other bytes (HZS106) is refused: taken out of the
+        outbox (kept beside it as ``.refused``) and reported, never pushed.
+        """
+        if not self.pending():
+            return PushResult()
+        refused: list[Refused] = []
+        with self.repo.locked():
+            waiting = self._load(refused)
+            for _ in range(MAX_ATTEMPTS if waiting else 0):
+                try:
+                    self.repo.fetch()
+                    outcome = self._attempt(waiting, refused, now)
+                except GitFailed as exc:
+                    return PushResult(queued=sorted(waiting), refused=refused, error=exc.one_line())
+                if outcome is not None:
+                    for path in outcome:
+                        self._settle(path)
+                    return PushResult(delivered=sorted(outcome), refused=refused)
+        if not waiting:
+            return PushResult(refused=refused)
+        return PushResult(
+            queued=sorted(waiting),
+            refused=refused,
+            error=f"HZS110: hz/state kept moving over {MAX_ATTEMPTS} attempts",
+        )
+
+    def read_receipts(self, *, fetch: bool = True) -> ReceiptLog:
+        """Every receipt on ``hz/state`` (oldest first); ``fetch=False`` reads the last fetch."""
+        with self.repo.locked():
+            if fetch:
+                self.repo.fetch()
+            tip = self.repo.mirrored(STATE_BRANCH)
+            if tip is None:
+                return ReceiptLog(receipts=[])
+            files = self.repo.files(tip, "receipts/")
+            receipts: list[AnyReceipt] = []
+            unreadable: list[str] = []
+            for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
+                try:
+                    receipts.append(parse_receipt(raw))
+                except ValidationError:
+                    unreadable.append(path)
+        receipts.sort(key=lambda r: (r.at, r.path))
+        return ReceiptLog(receipts=receipts, unreadable=unreadable)
+
+    def _load(self, refused: list[Refused]) -> dict[str, AnyReceipt]:
+        waiting: dict[str, AnyReceipt] = {}
+        for path in self.pending():
+            try:
+                with store_io(self.outbox / path):
+                    raw = (self.outbox / path).read_bytes()
+                receipt = parse_receipt(raw)
+                if receipt.path != path or receipt.to_bytes() != raw:
+                    raise HzError("HZS108", "the outbox file is not the receipt hz wrote", path)
+                lint(orjson.loads(raw), path)
+            except ValidationError:
+                self._refuse(path, HzError("HZS108", "not a receipt", path), refused)
+                continue
+            except HzError as exc:
+                self._refuse(path, exc, refused)
+                continue
+            waiting[path] = receipt
+        return waiting
+
+    def _attempt(
+        self, waiting: dict[str, AnyReceipt], refused: list[Refused], now: datetime
+    ) -> list[str] | None:
+        """One fetch-commit-push round: the paths delivered, or None when another push won."""
+        tip = self.repo.mirrored(STATE_BRANCH)
+        expect: dict[str, str | None] = {}
+        guards: list[str] = []
+        for heinzel in sorted({r.heinzel for r in waiting.values()}):
+            ref = lease_ref(heinzel)
+            sha, lease = mirrored_lease(self.repo, heinzel)
+            if lease is None or sha is None:
+                continue
+            expect[ref] = sha
+            guards.append(f"{sha}:{ref}")
+            for path, receipt in list(waiting.items()):
+                if receipt.heinzel == heinzel and receipt.token < lease.token:
+                    message = f"token {receipt.token} is older than the lease's {lease.token}"
+                    self._refuse(path, HzError(STALE_TOKEN, message, path), refused)
+                    del waiting[path]
+        on_branch = {} if tip is None else self.repo.files(tip, "receipts/")
+        ours = self.repo.blobs([self.outbox / path for path in waiting])
+        new: dict[str, str] = {}
+        delivered: list[str] = []
+        for path, blob in zip(list(waiting), ours, strict=True):
+            there = on_branch.get(path)
+            if there is None:
+                new[path] = blob
+            elif there == blob:
+                delivered.append(path)
+            else:
+                message = "hz/state already holds a different receipt here"
+                self._refuse(path, HzError("HZS106", message, path), refused)
+                del waiting[path]
+        if not new:
+            return delivered
+        commit = self._commit(tip, new, now)
+        if not self.repo.push([f"{commit}:{STATE_BRANCH}", *guards], expect):
+            return None
+        self.repo.set_mirror(STATE_BRANCH, commit)
+        return delivered + list(new)
+
+    def _commit(self, tip: str | None, new: dict[str, str], now: datetime) -> str:
+        """A commit of ``tip``'s tree plus ``new`` (path to blob), built in a private index."""
+        with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
+            index = Path(scratch) / "index"
+            base = [tip] if tip else ["--empty"]
+            git(self.repo.git_dir, "read-tree", *base, index=index)
+            entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in new.items())
+            info = entries.encode()
+            git(self.repo.git_dir, "update-index", "--index-info", stdin=info, index=index)
+            tree = git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
+        parents = ["-p", tip] if tip else []
+        message = f"hz: {len(new)} receipt(s)".encode()
+        done = git(
+            self.repo.git_dir,
+            "commit-tree",
+            "--no-gpg-sign",
+            tree,
+            *parents,
+            stdin=message,
+            moment=now,
+        )
+        return done.stdout.decode().strip()
+
+    def _settle(self, path: str) -> None:
+        """Take a delivered receipt out of the outbox."""
+        target = self.outbox / path
+        with contextlib.suppress(FileNotFoundError), store_io(target):
+            target.unlink()
+            fsync_dir(target.parent)
+
+    def _refuse(self, path: str, error: HzError, refused: list[Refused]) -> None:
+        target = self.outbox / path
+        with store_io(target):
+            target.replace(target.with_name(f".{target.name}.refused"))
+            fsync_dir(target.parent)
+        refused.append(Refused(path=path, code=error.code, message=error.one_line()))
