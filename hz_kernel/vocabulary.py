@@ -382,7 +382,8 @@ class ActionReported(EventData):
 
     kind: ClassVar[str] = "action.reported"
     by: Literal["model", "user"]
-    line: str = Field(min_length=1, max_length=ACTION_LINE_MAX, pattern=r"^[^\n\r]+$")
+    line: str = Field(max_length=ACTION_LINE_MAX)
+    """Checked to be one non-empty line where it comes in (``heinzel.report``, the tool)."""
 
 
 class SummaryWritten(EventData):

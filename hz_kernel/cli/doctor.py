@@ -20,7 +20,13 @@ async def cmd_doctor(client: KernelClient, args: argparse.Namespace) -> int:
         for check in report.items:
             users = f" (used by {', '.join(check.used_by)})" if check.used_by else ""
             if check.ok:
-                took = f": answered in {check.seconds:.1f} s" if check.seconds is not None else ""
+                took = (
+                    f": answered in {check.seconds:.1f} s"
+                    if check.seconds is not None
+                    else ": built in, nothing to ask"
+                    if check.model == "local"
+                    else ""
+                )
                 unpriced = "" if check.priced else "; unpriced, so only tokens cap its turns"
                 sys.stdout.write(f"ok    {check.model}{users}{took}{unpriced}\n")
                 if check.note:

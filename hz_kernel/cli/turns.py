@@ -133,10 +133,12 @@ async def cmd_forget(client: KernelClient, args: argparse.Namespace) -> int:
     decided = await client.call(ops.FORGET, request)
     if args.json:
         emit_json(decided)
+    elif decided.what != "forget":
+        sys.stdout.write(f"turn {request.turn} was already so; nothing changed\n")
     else:
         said = f"; the model reads instead: {args.instead}" if args.instead else ""
         sys.stdout.write(
-            f"turn {args.turn} is out of what the model sees from now on{said}; "
+            f"turn {request.turn} is out of what the model sees from now on{said}; "
             "the record keeps it\n"
         )
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic_ai import Agent, ToolOutput
@@ -100,16 +101,24 @@ async def _check(spec: str, used_by: list[str], env: ModelEnv, *, ask: bool) -> 
                 await run.get_output()
                 usage = run.usage()
     except TimeoutError:
-        error = HzError("HZE068", f"no answer within {ASK_TIMEOUT_S:.0f} s", spec)
-        return _failed(spec, used_by, error)
+        said = f"no answer within {ASK_TIMEOUT_S:.0f} s{_at(model)}"
+        return _failed(spec, used_by, HzError("HZE068", said, spec))
     except Exception as exc:  # a provider's failure, whatever its kind, is the finding
         kind = classify(exc)
         code = _CODES.get(kind, "HZE023" if kind == "invalid" else "HZE022")
         text = " ".join(str(exc).split()) or type(exc).__name__
-        return _failed(spec, used_by, HzError(code, text[:300], spec))
+        where = _at(model) if code == "HZE020" else ""
+        return _failed(spec, used_by, HzError(code, text[:300] + where, spec))
     seconds = round(time.perf_counter() - started, 3)
     tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
     return found.model_copy(update={"seconds": seconds, "tokens": tokens})
+
+
+def _at(model: Any) -> str:
+    """Where the model was asked (a local Ollama or OpenAI-compatible server's URL): the
+    first thing to check when nothing answers there."""
+    url = getattr(model, "base_url", None)
+    return f" (asked at {url})" if url else ""
 
 
 def _failed(spec: str, used_by: list[str], error: HzError) -> api.DoctorCheck:

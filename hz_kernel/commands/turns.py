@@ -701,10 +701,13 @@ class TurnCommands(KernelCore):
                     "HZU242", f"{held.projection.heinzel['name']} has no such turn", turn
                 )
             edits = [e for e in events if e.kind == "context.edit" and e.data.get("target") == turn]
-            if not edits or edits[-1].data.get("replacement") != instead:
+            changed = not edits or edits[-1].data.get("replacement") != instead
+            if changed:
                 await held.append(ContextEdit(target=turn, replacement=instead))
             return api.Decision(
-                heinzel=held.id, what="forget", state=str(held.projection.heinzel["state"])
+                heinzel=held.id,
+                what="forget" if changed else "forget: already so",
+                state=str(held.projection.heinzel["state"]),
             )
 
     # -- drafts and approvals ----------------------------------------------------------------

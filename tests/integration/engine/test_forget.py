@@ -41,6 +41,8 @@ async def test_a_forgotten_turn_leaves_the_models_history_and_its_note_stands_in
 
     forgot = world.hz("heinzel", "forget", "notes-digest", first.turn)
     assert "out of what the model sees" in forgot.stdout
+    twice = world.hz("heinzel", "forget", "notes-digest", first.turn.lower())
+    assert twice.stdout == f"turn {first.turn} was already so; nothing changed\n"
     again = world.hz("heinzel", "forget", "notes-digest", "01JC0CKP1T0000000000000000", check=False)
     assert again.returncode != 0 and again.stderr.startswith("HZU242")
 

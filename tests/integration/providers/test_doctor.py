@@ -98,3 +98,22 @@ def test_issue15_item2_doctor_checks_from_the_daemon_with_the_daemons_environmen
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert doctor.stdout.startswith("checked from the daemon")
     assert "ok    openai-chat:gpt-4o (used by notes-digest): answered in" in doctor.stdout
+
+
+@pytest.mark.parametrize("name", ["ollama", "openai-compatible"])
+def test_doctor_names_where_it_asked_a_server_that_does_not_answer(
+    tmp_path: Path, name: str
+) -> None:
+    """An unreachable local server was reported without its URL, the first thing to check;
+    and the local stand-in's line said nothing of why it has no answer time."""
+    provider = next(p for p in PROVIDERS if p.name == name)
+    with provider.stub([PING]) as stub:
+        spec, env = provider.spec(stub), provider.env(stub)
+        base_url = stub.base_url
+    world, _ = heinzel_on(tmp_path, spec)
+    doctor = world.hz("doctor", check=False, **env)
+    assert doctor.returncode == 1
+    lines = doctor.stdout.splitlines()
+    failed = next(line for line in lines if line.startswith(f"FAIL  {spec}"))
+    assert "HZE020" in failed and f"(asked at {base_url}" in failed, failed
+    assert "ok    local: built in, nothing to ask" in doctor.stdout
