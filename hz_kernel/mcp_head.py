@@ -143,7 +143,7 @@ async def read_resource(client: KernelClient, uri: str) -> types.TextResourceCon
         try:
             request = ops.TranscriptRequest(ref=unquote(heinzel), turn=unquote(turn) or None)
         except ValidationError as exc:
-            raise HzError("HZD010", exc.errors()[0]["msg"], uri[:200]) from None
+            raise HzError("HZD010", field_problem(exc.errors()[0]), uri[:200]) from None
         transcript = await client.call(ops.TRANSCRIPT, request)
         data = orjson.dumps(transcript.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
         return types.TextResourceContents(uri=uri, mime_type="application/json", text=data.decode())

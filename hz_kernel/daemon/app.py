@@ -39,7 +39,7 @@ from hz_kernel.client import LocalClient
 from hz_kernel.commands.tick import TickPulse
 from hz_kernel.daemon.connections import ACCEPT_BATCH, ConnectionLimits, Warden, protocol_for
 from hz_kernel.daemon.feed import HEARTBEAT_COMMENT, FeedHub, Subscription, frames
-from hz_kernel.daemon.mcp_endpoint import MCP_PATH, McpEndpoint
+from hz_kernel.daemon.mcp_endpoint import MCP_METHODS, MCP_PATH, McpEndpoint
 from hz_kernel.daemon.protocol import (
     BENCH_FEED_PATH,
     DRAIN_PATH,
@@ -336,7 +336,8 @@ def build_app(state: DaemonState) -> ASGIApp:
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
-        return error_response(HzError("HZD011", "no such route", request.url.path[:80]), status)
+        why = "no such route" if status == 404 else f"{request.method[:10]} is not served here"
+        return error_response(HzError("HZD011", why, request.url.path[:80]), status)
 
     routes = [
         Route(OP_PREFIX + "{name:str}", operation, methods=["POST"]),
@@ -348,7 +349,7 @@ def build_app(state: DaemonState) -> ASGIApp:
     if state.bench_feed:
         routes.append(Route(BENCH_FEED_PATH, bench_feed, methods=["POST"]))
     state.mcp = McpEndpoint(state.client, state.stopping)
-    routes.append(Route(MCP_PATH, state.mcp, methods=["GET", "POST", "DELETE"]))
+    routes.append(Route(MCP_PATH, state.mcp, methods=list(MCP_METHODS)))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     return Guard(app, state)
 

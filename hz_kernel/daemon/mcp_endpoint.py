@@ -6,13 +6,18 @@ header an MCP client does not send. The MCP SDK is loaded on the first
 request, not at the daemon's start (it costs a quarter of a second), and its
 session manager runs in a task of its own until the daemon stops. Sessions
 are stateless and answers plain JSON: every call is one request and one
-response, as the operations are.
+response, as the operations are. A stateless server has nothing to push, so
+the route takes POST only: a GET is refused at once (405, as MCP allows)
+instead of holding an event stream that never carries an event. The SDK's
+own logging is kept to warnings: it logs a line per request at info, which
+would let any MCP client flood the daemon's log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import TYPE_CHECKING
 
 from starlette.types import Receive, Scope, Send
@@ -23,6 +28,8 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 MCP_PATH = "/mcp"
+#: The only method served at ``/mcp``: stateless, one request and one answer.
+MCP_METHODS = ("POST",)
 
 
 class McpEndpoint:
@@ -50,6 +57,7 @@ class McpEndpoint:
 
         from hz_kernel.mcp_head import build_server
 
+        logging.getLogger("mcp").setLevel(logging.WARNING)
         try:
             manager = StreamableHTTPSessionManager(
                 app=build_server(self.client),
