@@ -77,7 +77,7 @@ def check_url(url: str) -> tuple[str, int]:
 
 
 def read_token(path: str, *, warn: bool = True) -> str:
-    """The token in ``path``: ``HZU122`` when it is missing, unreadable or empty.
+    """The token in ``path``: ``HZU122`` when it is missing, unreadable, empty or no token.
 
     ``warn`` says on stderr when others may read the file (not once the cockpit draws).
     """
@@ -86,16 +86,19 @@ def read_token(path: str, *, warn: bool = True) -> str:
         fd = open_regular(named, os.O_RDONLY, follow=True)
         with os.fdopen(fd, "rb") as file:
             mode = os.fstat(file.fileno()).st_mode
-            raw = file.read(TOKEN_FILE_LIMIT)
+            raw = file.read(TOKEN_FILE_LIMIT + 1)
     except FileNotFoundError:
         raise HzError("HZU122", "no such token file", path) from None
     except OSError as exc:
         raise HzError("HZU122", f"cannot read the token file ({exc.strerror})", path) from None
+    if len(raw) > TOKEN_FILE_LIMIT:
+        raise HzError("HZU122", f"the token file is over {TOKEN_FILE_LIMIT} bytes", path)
     try:
         token = raw.decode("ascii").strip()
     except UnicodeDecodeError:
         token = ""
-    if not token or any(c.isspace() for c in token):
+    # A control byte would fail in the HTTP header, far from the file that holds it.
+    if not token or not token.isprintable() or " " in token:
         raise HzError("HZU122", "the token file holds no token (one line, as in daemon.json)", path)
     if warn and stat.S_IMODE(mode) & 0o077:
         sys.stderr.write(f"warning: {path} is readable by others; chmod 600 it\n")

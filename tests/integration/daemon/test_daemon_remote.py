@@ -225,17 +225,28 @@ LOCAL = ["--connect", "http://127.0.0.1:9"]
         (["--connect", "https://127.0.0.1:9", "--token-file", "TOKEN"], "HZU121", 2),
         (["--connect", "http://127.0.0.1:9", "--token-file", "MISSING"], "HZU122", 1),
         (["--connect", "http://127.0.0.1:9", "--token-file", "EMPTY"], "HZU122", 1),
+        (["--connect", "http://127.0.0.1:9", "--token-file", "CONTROL"], "HZU122", 1),
+        (["--connect", "http://127.0.0.1:9", "--token-file", "HUGE"], "HZU122", 1),
         ([*LOCAL, "--token-file", "TOKEN", "daemon", "status"], "HZU120", 2),
     ],
 )  # fmt: skip
 def test_connect_refuses_bad_options_in_one_coded_line(
     tmp_path: Path, args: list[str], code: str, exit_code: int
 ) -> None:
-    """Issue 13 item 5: a missing or empty token file, a URL that is not this machine's
+    """Issue 13 item 5: a missing or empty token file, one holding a control byte or far
+    more than a token (never cut to its first bytes), a URL that is not this machine's
     loopback, half of the pair, or a command for this machine's daemon: one coded line."""
     (tmp_path / "token").write_text("abc\n")
     (tmp_path / "empty").write_text("\n")
-    named = {"TOKEN": "token", "MISSING": "missing", "EMPTY": "empty"}
+    (tmp_path / "control").write_bytes(b"abc\x00def\n")
+    (tmp_path / "huge").write_bytes(b"a" * (1 << 20))
+    named = {
+        "TOKEN": "token",
+        "MISSING": "missing",
+        "EMPTY": "empty",
+        "CONTROL": "control",
+        "HUGE": "huge",
+    }
     argv = [str(tmp_path / named[a]) if a in named else a for a in args]
     if argv[-2:] != ["daemon", "status"]:
         argv += ["heinzel", "list"]
