@@ -31,6 +31,7 @@ import re
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -65,7 +66,7 @@ from hz_kernel.http_client import HttpClient
 from hz_kernel.kernel import Kernel
 from hz_kernel.logfiles import LOG_NAME
 from hz_kernel.loopback import loopback_address
-from hz_kernel.store.fsutil import FILE_MODE, open_regular, store_error
+from hz_kernel.store.fsutil import FILE_MODE, NotRegularFile, open_regular, store_error
 from hz_kernel.store.locks import read_holder
 from hz_kernel.tick.report import TickReport
 
@@ -442,18 +443,32 @@ def _loopback_host(host: str) -> str:
     return address
 
 
+def _clear_socket_path(path: Path) -> None:
+    """Remove a previous daemon's socket (we hold the lock); a directory there is ``HZS090``."""
+    try:
+        if stat.S_ISDIR(path.lstat().st_mode):
+            raise store_error(NotRegularFile(path, "directory"), path)
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise store_error(exc, path) from None
+
+
 def _listen(home: Home, settings: DaemonSettings) -> tuple[socket.socket, str, frozenset[str]]:
     """A listening socket, its address for clients, and the ``Host`` values it answers to."""
     if settings.unix_socket:
         path = home.root / SOCKET_NAME
         if len(os.fsencode(path)) > 100:
             raise HzError("HZD001", "the home's path is too long for a Unix socket", str(path))
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        _clear_socket_path(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         previous = os.umask(0o177)
         try:
             sock.bind(str(path))
+        except OSError as exc:
+            sock.close()
+            raise HzError("HZD006", f"cannot listen ({exc.strerror})", str(path)) from None
         finally:
             os.umask(previous)
         sock.listen(128)

@@ -1,7 +1,7 @@
 """issue 13 (the daemon by default, restart as started): hostile files in the home.
 
 A tampered ``daemon.start.json`` never chooses what a restart runs, and the
-daemon's own files (``daemon.json``, ``daemon.log``, ``kernel.lock``) that are
+daemon's own files (``daemon.json``, ``daemon.log``, ``kernel.lock``, ``daemon.sock``) that are
 FIFOs or directories give one coded line at once, never a hang or a traceback.
 """
 
@@ -110,3 +110,22 @@ def test_issue13_item4_restart_after_a_crash_keeps_the_settings_it_was_started_w
     daemons.track(report["pid"])
     assert report["pid"] != first["pid"] and report["tick_seconds"] == 7
     assert hz(home.root, "daemon", "stop").returncode == 0
+
+
+def test_s11_a_directory_where_the_unix_socket_goes_is_one_coded_line(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """``unix_socket = true`` and a directory at ``daemon.sock``: HZS090 naming it, not an
+    internal error; a FIFO there is a previous daemon's leftover, replaced."""
+    home = make_home(tmp_path / "home", heinzels=1, daemon={"unix_socket": True})
+    (home.root / "daemon.sock").mkdir()
+    (home.root / "daemon.sock" / "kept").write_text("kept")
+    line = one_coded_line(hz(home.root, "daemon", "start", timeout=QUICK_S), "HZS090")
+    assert str(home.root / "daemon.sock") in line
+    assert (home.root / "daemon.sock" / "kept").read_text() == "kept"
+    (home.root / "daemon.sock" / "kept").unlink()
+    (home.root / "daemon.sock").rmdir()
+    os.mkfifo(home.root / "daemon.sock")
+    daemons.start(home)
+    assert hz(home.root, "heinzel", "list", timeout=QUICK_S).returncode == 0
+    assert hz(home.root, "daemon", "stop", timeout=QUICK_S).returncode == 0
