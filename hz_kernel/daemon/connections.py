@@ -18,7 +18,10 @@ rules here sit below the app, in the HTTP protocol of each connection:
 * a connection whose reader accepts nothing for ``send_timeout_seconds``
   while a response waits to be written is cut, so a write blocked on a
   reader that stopped reading (a stalled feed) never holds a connection;
-* an idle keep-alive connection closes after ``idle_timeout_seconds``.
+* an idle keep-alive connection closes after ``idle_timeout_seconds``;
+* what a connection without the token provokes in uvicorn's log (a malformed
+  request, an upgrade we do not serve) is counted and reported at most once
+  a minute, so no local process can flush the daemon's log by rotation.
 
 Cutting is ``transport.abort()``: the descriptor is released at once,
 whatever was left unsent. The token check here only sorts connections; the
@@ -140,6 +143,8 @@ class Warden:
         self._waiting: OrderedDict[GuardedProtocol, None] = OrderedDict()
         self._cut_unreported = 0
         self._reported_at = -math.inf
+        self._noise_unreported = 0
+        self._noise_reported_at = -math.inf
 
     def admit(self, connection: GuardedProtocol) -> None:
         """A new connection waits for its token; over a cap, the oldest waiting one goes."""
@@ -179,6 +184,35 @@ class Warden:
             self._cut_unreported = 0
             self._reported_at = now
 
+    def note_untrusted(self, message: str) -> None:
+        """A warning uvicorn raised for a connection without the token: counted, not logged."""
+        self._noise_unreported += 1
+        now = time.monotonic()
+        if now - self._noise_reported_at >= REPORT_EVERY_S:
+            log.warning(
+                "connections: %d requests without the token refused before the app (last: %s)",
+                self._noise_unreported,
+                message[:120],
+            )
+            self._noise_unreported = 0
+            self._noise_reported_at = now
+
+
+class _ConnectionLog(logging.Logger):
+    """uvicorn's ``uvicorn.error`` logger for one connection: its warnings go to the
+    ``Warden``'s count while the connection has not shown the token."""
+
+    def __init__(self, connection: GuardedProtocol, logger: logging.Logger) -> None:
+        super().__init__(logger.name, logger.getEffectiveLevel())
+        self.parent = logger
+        self.connection = connection
+
+    def handle(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING and not self.connection.check_token():
+            self.connection.warden.note_untrusted(record.getMessage())
+            return
+        super().handle(record)
+
 
 class GuardedProtocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol under a ``Warden``'s rules (bind one with ``protocol_for``)."""
@@ -188,6 +222,7 @@ class GuardedProtocol(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.trusted = False
+        self.logger = _ConnectionLog(self, self.logger)
         self._deadline: asyncio.TimerHandle | None = None
         self._stall: asyncio.TimerHandle | None = None
 
@@ -204,12 +239,17 @@ class GuardedProtocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
+        self.check_token()
+
+    def check_token(self) -> bool:
+        """Trust the connection once a request of it has shown the token; whether it is trusted."""
         if not self.trusted and self.headers is not None and self.warden.shows_token(self.headers):
             self.trusted = True
             if self._deadline is not None:
                 self._deadline.cancel()
                 self._deadline = None
             self.warden.trust(self)
+        return self.trusted
 
     def pause_writing(self) -> None:
         super().pause_writing()

@@ -280,3 +280,34 @@ async def test_a_call_withdrawn_before_its_body_is_not_logged(shared_home: Home)
     )
     went = [line for line in _log_since(shared_home, logged).splitlines() if "went away" in line]
     assert len(went) == 1 and "after 64 bytes" in went[0], went
+
+
+def _refused_before_the_app(host: str, port: int, request: bytes) -> None:
+    """Send ``request`` on a fresh connection and wait until the daemon has answered it."""
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(request)
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(EVENTUALLY_S)
+        while sock.recv(4096):
+            pass
+
+
+async def test_s11_malformed_requests_without_the_token_cannot_flood_the_log(
+    shared_home: Home,
+) -> None:
+    """Session 11: uvicorn logs a warning for each malformed request and two for each upgrade
+    it does not serve, before our guard sees them, so any local process could push the whole
+    history out of the rotated log in seconds. Without the token they are counted and
+    reported at most once a minute; the daemon keeps answering its clients."""
+    logged = _log_size(shared_home)
+    host, port = _address(shared_home)
+    head = f"GET {OP_PREFIX}heinzel.list HTTP/1.1\r\nHost: {host}:{port}\r\n"
+    upgrade = f"{head}Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n".encode()
+    for _ in range(100):
+        _refused_before_the_app(host, port, b"\x16\x03\x01 not http\r\n\r\n")
+        _refused_before_the_app(host, port, upgrade)
+    async with HttpClient(discovery(shared_home)) as client:
+        await client.health()
+    added = _log_since(shared_home, logged).splitlines()
+    assert len(added) <= 2, added
+    assert not [line for line in added if "uvicorn" in line], added
