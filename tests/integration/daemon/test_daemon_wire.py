@@ -205,7 +205,7 @@ async def test_issue13_item8_a_malformed_turn_id_is_a_bad_field_never_a_path(
     """issue 13 item 8: ids on the wire are checked; a turn id never walks out of ``turns/``."""
     escape = shared_home.root / "heinzel" / "x.jsonl"
     escape.write_text('{"type": "chunk", "text": "not a body"}\n')
-    for bad in ("../../x", "../x", "a b", "01m8s6en3ytzfzk72d8pjdhfh6"):
+    for bad in ("../../x", "../x", "a b", "01M8S6EN3YTZFZK72D8PJDHFH6X"):
         refused = await raw.post(
             OP_PREFIX + "turn.body", json={"ref": "h0", "turn": bad}, headers=_ours(shared_home)
         )
