@@ -154,7 +154,8 @@ def inspect(home: Home) -> Found:
 
 
 async def check_health(client: HttpClient, timeout: float = HEALTH_TIMEOUT_S) -> Health:
-    """Ask a live daemon for its health: ``HZD020`` for another protocol, ``HZD040`` if silent."""
+    """Ask a live daemon for its health: ``HZD020`` for another protocol, ``HZD040`` if silent
+    (stopped with SIGSTOP, say), naming its pid and what ends it."""
     discovery = client.discovery
     if discovery.protocol != PROTOCOL_VERSION:
         raise HzError(
@@ -163,7 +164,17 @@ async def check_health(client: HttpClient, timeout: float = HEALTH_TIMEOUT_S) ->
             f"{PROTOCOL_VERSION}; left alone — stop it with `hz daemon stop` once its work "
             "has settled",
         )
-    return await client.health(timeout)
+    try:
+        return await client.health(timeout)
+    except HzError as exc:
+        if exc.code != "HZD040":
+            raise
+        raise HzError(
+            "HZD040",
+            f"{exc.message}: pid {discovery.pid} runs but does not answer; wait for it, or end "
+            "it with `hz daemon stop` (its turns resume at the next start)",
+            exc.place,
+        ) from None
 
 
 async def ask_health(discovery: Discovery, timeout: float = HEALTH_TIMEOUT_S) -> Health:

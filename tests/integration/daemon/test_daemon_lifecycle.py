@@ -167,6 +167,9 @@ async def test_a_live_daemon_that_does_not_answer_is_unreachable_not_replaced(
         with pytest.raises(HzError) as refused:
             await connect(home, health_timeout=0.5)
         assert refused.value.code == "HZD040"
+        # Session 11: the careless user is told which process is silent and what ends it.
+        assert f"pid {report['pid']}" in refused.value.message
+        assert "hz daemon stop" in refused.value.message
         assert discovery(home).pid == report["pid"] and KernelLock.is_held(home)
     finally:
         os.kill(report["pid"], signal.SIGCONT)
