@@ -259,10 +259,14 @@ class TurnCommands(KernelCore):
 
         A turn that gets no slot before ``deadline`` (``HZD060``) or is
         stopped while it waits starts and ends at once, abandoned, so its
-        keys are settled as a stopped or timed-out turn's would be.
+        keys are settled as a stopped or timed-out turn's would be. A turn
+        that waits marks its inbox again first: its requests are taken only
+        once it starts, so a process that dies while it waits leaves them
+        for the next tick, never forgotten in an unmarked inbox.
         """
 
         async def queued(reason: Blocker) -> None:
+            Inbox(held.dir).mark()
             await held.append(TurnQueued(reason=reason, keys=keys), turn=turn)
 
         async with self.admission.turn(held.id, deadline, on_wait=queued):
