@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hmac
 import secrets
 import shlex
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 
 #: Seconds an open browser session is given to close when ``hz serve`` stops.
 SHUTDOWN_GRACE_S = 2.0
+#: Connections waiting for a request (just accepted, or idle between requests): at most this
+#: many, each for at most ``WAITING_TIMEOUT_S``, so that a local process holding sockets open
+#: cannot use up this server's file descriptors and starve the page.
+MAX_WAITING = 32
+WAITING_TIMEOUT_S = 10.0
 _REFUSED_HEADERS = {"content-type": "text/plain; charset=utf-8", "cache-control": "no-store"}
 
 
@@ -113,8 +119,79 @@ def _refused(status: int, code: str, message: str) -> web.Response:
 Handler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
 
 
-def build_app(gate: Gate, command: str) -> web.Application:
-    """The ``textual-serve`` routes for ``command``, every one behind ``gate``."""
+class WaitingConnections:
+    """The connections that owe this server a request, oldest first.
+
+    A connection waits from its accept until a request reaches the app, and
+    again after each answer but a websocket's (a browser tab's session). Past
+    ``limit`` the oldest waiting one is closed; a sweep closes those waiting
+    longer than ``timeout``. A slow request (headers sent a byte at a time)
+    never reaches the app, so it waits, and is cut like an idle one.
+    """
+
+    def __init__(self, limit: int = MAX_WAITING, timeout: float = WAITING_TIMEOUT_S) -> None:
+        self.limit = limit
+        self.timeout = timeout
+        self._since: dict[asyncio.BaseTransport, float] = {}
+
+    def waits(self, transport: asyncio.BaseTransport | None) -> None:
+        if transport is None or transport.is_closing():
+            return
+        self._since.pop(transport, None)
+        self._since[transport] = asyncio.get_running_loop().time()
+        while len(self._since) > self.limit:
+            self._cut(next(iter(self._since)))
+
+    def served(self, transport: asyncio.BaseTransport | None) -> None:
+        self._since.pop(transport, None)  # type: ignore[arg-type]
+
+    def sweep(self) -> None:
+        deadline = asyncio.get_running_loop().time() - self.timeout
+        for transport, since in list(self._since.items()):
+            if since > deadline:
+                break
+            self._cut(transport)
+
+    def _cut(self, transport: asyncio.BaseTransport) -> None:
+        self._since.pop(transport, None)
+        transport.close()
+
+
+class _Watched(asyncio.Protocol):
+    """aiohttp's protocol for one connection, its accept and close told to ``waiting``."""
+
+    def __init__(self, inner: asyncio.Protocol, waiting: WaitingConnections) -> None:
+        self.inner = inner
+        self.waiting = waiting
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.waiting.waits(transport)
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.waiting.served(self.transport)
+        self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+
+def build_app(
+    gate: Gate, command: str, waiting: WaitingConnections | None = None
+) -> web.Application:
+    """The ``textual-serve`` routes for ``command``, every one behind ``gate``; ``waiting``
+    learns when a request arrives and when its answer leaves."""
     import aiohttp_jinja2
     import jinja2
     from aiohttp import web
@@ -124,6 +201,8 @@ def build_app(gate: Gate, command: str) -> web.Application:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if waiting is not None:
+            waiting.served(request.transport)
         refused = gate.refusal(request)
         return refused if refused is not None else await handler(request)
 
@@ -148,6 +227,8 @@ def build_app(gate: Gate, command: str) -> web.Application:
         )
         response.headers.setdefault("x-frame-options", "DENY")
         response.headers.setdefault("referrer-policy", "no-referrer")
+        if waiting is not None and response.status != 101:
+            waiting.waits(request.transport)
 
     app = web.Application(middlewares=[guard])
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(served.templates_path))
@@ -197,30 +278,39 @@ async def cmd_serve(home: Home, args: argparse.Namespace) -> int:
             f"{daemon}\nserving the cockpit at {address}; log in once with:\n"
             f"{address}{gate.login_path()}\n(Ctrl+C stops serving; the daemon keeps running)\n"
         )
-        await _serve(build_app(gate, cockpit_command(home)), sock, banner)
+        waiting = WaitingConnections()
+        await _serve(build_app(gate, cockpit_command(home), waiting), sock, banner, waiting)
     finally:
         sock.close()
     return 0
 
 
-async def _serve(app: web.Application, sock: socket.socket, banner: str) -> None:
+async def _serve(
+    app: web.Application, sock: socket.socket, banner: str, waiting: WaitingConnections
+) -> None:
     """Serve ``app`` on ``sock`` until SIGINT or SIGTERM; open sessions are then told to quit."""
     from aiohttp import web
 
-    runner = web.AppRunner(app, access_log=None)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_S)
     await runner.setup()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    handlers = runner.server
+    assert handlers is not None
+    server = await loop.create_server(lambda: _Watched(handlers(), waiting), sock=sock)
     try:
-        await web.SockSite(runner, sock, shutdown_timeout=SHUTDOWN_GRACE_S).start()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         sys.stdout.write(banner)
         sys.stdout.flush()
-        await stop.wait()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+            waiting.sweep()
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+        server.close()
         await runner.cleanup()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import resource
 import select
 import signal
 import socket
@@ -100,8 +101,14 @@ def _login_url(process: subprocess.Popen[str]) -> str:
 
 
 @contextlib.contextmanager
-def serving(home: Path, env: dict[str, str]) -> Iterator[Serving]:
-    """``hz serve`` on ``home``; stopped after, with its daemon and any cockpit left behind."""
+def serving(home: Path, env: dict[str, str], nofile: int | None = None) -> Iterator[Serving]:
+    """``hz serve`` on ``home`` (``nofile``: its limit of open files); stopped after, with its
+    daemon and any cockpit left behind."""
+
+    def limited() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
     process = subprocess.Popen(
         [str(HZ), "serve"],
         env=env,
@@ -110,6 +117,7 @@ def serving(home: Path, env: dict[str, str]) -> Iterator[Serving]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=limited,
     )
     try:
         yield Serving(process, _login_url(process))
@@ -239,3 +247,28 @@ def test_serve_refuses_a_taken_port_before_starting_anything(tmp_path: Path) -> 
     assert result.stderr.startswith(f"HZD135: 127.0.0.1:{port}: cannot listen")
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
     assert not (home / "daemon.json").exists()
+
+
+def test_idle_and_slow_connections_cannot_starve_the_page(tmp_path: Path) -> None:
+    """The attack pass: 400 connections that never send a request, under ``ulimit -n 256``,
+    left ``hz serve`` unable to accept the page's request for over a minute. Now connections
+    that owe a request are capped and cut, oldest first; the page still answers at once."""
+    world = build_drafted(tmp_path / "world")
+    with serving(world.home, _env(world.home), nofile=256) as served:
+        host, port = served.netloc.rsplit(":", 1)
+        hogs: list[socket.socket] = []
+        try:
+            for n in range(400):
+                hog = socket.create_connection((host, int(port)), timeout=WAIT_S)
+                if n % 4 == 0:
+                    hog.sendall(b"GET / HTTP/1.1\r\nHost: ")  # a request that never ends
+                hogs.append(hog)
+            started = time.monotonic()
+            status, _, _ = served.get("/", Host=served.netloc)
+            assert status == 401
+            assert time.monotonic() - started < 10.0
+            status, headers, _ = served.get(served.login_path, Host=served.netloc)
+            assert status == 303 and "set-cookie" in {k.lower() for k in headers}
+        finally:
+            for hog in hogs:
+                hog.close()
