@@ -501,6 +501,7 @@ async def _serve(home: Home, settings: DaemonSettings) -> None:
         sock, address, hosts = _listen(home, settings)
         try:
             kernel = await Kernel.open(home, long_lived=True)
+            kernel.runs_every_turn = True
             try:
                 await _serve_on(home, settings, kernel, sock, address, hosts, interval)
             finally:

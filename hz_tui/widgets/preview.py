@@ -37,6 +37,8 @@ class HeinzelPreview(Static):
         self.palette = Palette()
         self.note = ""
         """A line above the heinzel, saying why the pane shows as it does (full width)."""
+        self.stale = False
+        """The daemon is lost: whether a turn runs or waits now is not known."""
         self.damage: dict[str, str] = {}
         """What the spine check found for each damaged heinzel, by id, once the kernel said."""
 
@@ -50,12 +52,17 @@ class HeinzelPreview(Static):
             described: Group | Text = Text("No heinzel matches the filter.", style="dim")
         else:
             damage = self.damage.get(item.id) if item is not None else None
-            described = describe(item, now, self.palette, damage=damage)
+            described = describe(item, now, self.palette, damage=damage, stale=self.stale)
         self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 
 
 def describe(
-    item: HeinzelSummary | None, now: datetime, palette: Palette, *, damage: str | None = None
+    item: HeinzelSummary | None,
+    now: datetime,
+    palette: Palette,
+    *,
+    damage: str | None = None,
+    stale: bool = False,
 ) -> Group | Text:
     """The preview's content for ``item`` (None: no row is highlighted).
 
@@ -76,7 +83,10 @@ def describe(
     for asset in item.assets:
         facts.add_row("Keeps", asset.removeprefix("doc:"))
     facts.add_row("Needs you", _waits(item, palette))
-    facts.add_row("Last turn", _last_turn(item, now, palette))
+    if stale and rows.live_turn(item):
+        facts.add_row("Last turn", Text("not known while reconnecting", style="dim"))
+    else:
+        facts.add_row("Last turn", _last_turn(item, now, palette))
     if item.last_report:
         facts.add_row("Report", display.visible(item.last_report))
     due = display.due(item.next_due, now)
@@ -115,6 +125,8 @@ def _last_turn(item: HeinzelSummary, now: datetime, palette: Palette) -> Text:
         return Text("none yet", style="dim")
     when = display.ago(item.last_turn_at, now, exact=False)
     if item.state == "awake" and not item.last_disposition:
+        if item.interrupted:
+            return Text(f"interrupted, started {when}; resumes when it next runs", palette.warn)
         return Text(f"running, started {when}", style=palette.ok)
     what = item.last_disposition or "turn"
     cause = f" ({item.last_cause})" if item.last_cause else ""

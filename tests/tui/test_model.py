@@ -152,6 +152,23 @@ def test_cells_say_what_waits_and_sort_awake_first() -> None:
     assert rows.cells(summary(damaged=True), rows.Palette(), now)["state"].plain == "damaged"
 
 
+def test_a_turn_no_one_runs_or_no_one_knows_about_never_reads_running() -> None:
+    """New-user pass (issue 13) finding 3: a turn a crash cut (the daemon lists it
+    ``interrupted``) read "running 28s", and while the daemon was lost the last one's
+    "running"/"queued" still read as current."""
+    now = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    awake = summary(state="awake", last_turn_at="2026-11-20T11:00:00Z")
+    cut = rows.cells(awake.model_copy(update={"interrupted": True}), rows.Palette(), now)
+    assert cut["last_turn"].plain == "interrupted 1h"
+    queued = awake.model_copy(update={"queued": "capacity"})
+    for item in (awake, queued):
+        assert rows.cells(item, rows.Palette(), now, stale=True)["last_turn"].plain == (
+            "not known now"
+        )
+    done = summary(state="asleep", last_turn_at="2026-11-20T11:00:00Z", last_disposition="drafted")
+    assert rows.cells(done, rows.Palette(), now, stale=True)["last_turn"].plain == "drafted 1h ago"
+
+
 def test_column_widths_fit_both_terminal_sizes() -> None:
     for width in (78, 98, 108, 115, 118, 238):
         widths = rows.column_widths(width, 1)

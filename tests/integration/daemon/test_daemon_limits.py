@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -214,4 +215,44 @@ async def test_fix13_wake_says_whether_its_turn_started_waits_or_queues_behind(
     assert wake("d0") == (
         f"d0: queued behind the running turn {started['turn']}; the turn after it takes the wake\n"
     )
+    hold.unlink()
+
+
+async def test_fix13_turns_a_crash_cut_list_as_interrupted_not_running(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 3: after a kill -9 and a new daemon, the cockpit showed
+    three turns running with ``max_concurrent_turns = 1``. A turn open in its spine that the
+    daemon does not run (it has not resumed it yet) lists ``interrupted``: the rows running
+    are as many as ``/v1/health`` says."""
+    world = make_world(tmp_path)
+    with (world.home / "hz.toml").open("a") as toml:
+        toml.write("[daemon]\nmax_concurrent_turns = 1\nmin_free_memory_mb = 0\n")
+    ids = await _five_heinzels(world)
+    cut = ["d0", "d1", "d2"]
+    for name in cut:
+        crashed = subprocess.run(
+            [*HZ, "heinzel", "wake", name, "--request-id", f"cut-{name}"],
+            env=world.env(HZ_CRASH_AT="step.done:gather"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    hold = tmp_path / "hold"
+    hold.touch()
+    daemons.start(Home.resolve(world.home), env={"HZ_MODEL_HOLD_FILE": str(hold)})
+    deadline = time.monotonic() + WAIT_S
+    while _health(world)["turns_running"] < 1:
+        assert time.monotonic() < deadline, "the daemon resumed no turn"
+        time.sleep(0.1)
+
+    listed = hz(world.home, "heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    awake = {row["name"]: row for row in json.loads(listed.stdout) if row["state"] == "awake"}
+    assert set(awake) == set(cut), awake
+    running = [name for name, row in awake.items() if not (row["queued"] or row["interrupted"])]
+    assert len(running) == 1, awake
+    assert _health(world)["turns_running"] == 1
+    assert set(ids) >= set(awake)
     hold.unlink()
