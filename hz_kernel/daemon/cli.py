@@ -203,7 +203,14 @@ async def cmd_install(home: Home, args: argparse.Namespace) -> int:
     from hz_kernel.daemon.discovery import inspect
 
     unit = service.service_file(home, args.manager)
+    found = inspect(home)
+    detached = found.state == "running" and found.discovery and found.discovery.supervisor is None
     if args.dry_run:
+        if detached and found.discovery:
+            sys.stdout.write(
+                f"# would stop daemon pid {found.discovery.pid} first: {unit.manager} runs it "
+                "from then on\n"
+            )
         sys.stdout.write(f"# would write {unit.path}\n{unit.text}")
         for argv in unit.enable:
             sys.stdout.write(f"# would run: {' '.join(argv)}\n")
@@ -215,8 +222,7 @@ async def cmd_install(home: Home, args: argparse.Namespace) -> int:
             f"{unit.path.name} already serves the home {other}; --force replaces it",
             str(unit.path),
         )
-    found = inspect(home)
-    if found.state == "running" and found.discovery and found.discovery.supervisor is None:
+    if detached:
         stopped = await lifecycle.stop(home)
         sys.stdout.write(f"stopped daemon pid {stopped.stopped}: {unit.manager} runs it now\n")
     try:  # whatever stands at the unit's path is replaced, never opened

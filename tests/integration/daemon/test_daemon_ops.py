@@ -196,6 +196,24 @@ def test_issue13_item7_install_writes_and_enables_a_systemd_user_unit(tmp_path: 
     ]
 
 
+def test_fix13_install_dry_run_says_it_would_stop_the_detached_daemon_first(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 8: ``install --dry-run`` left out that install first
+    stops the daemon running detached (the service manager runs it from then on)."""
+    home = make_home(tmp_path / "home", heinzels=0)
+    calls = tmp_path / "calls.jsonl"
+    _stub_systemctl(tmp_path / "bin", calls)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": str(tmp_path / "bin")}
+    running = daemons.start(home)
+    dry = hz(home.root, "daemon", "install", "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith(
+        f"# would stop daemon pid {running['pid']} first: systemd runs it from then on\n"
+    )
+    assert pid_alive(running["pid"]) and _calls(calls) == []
+
+
 def test_issue13_item7_install_says_when_systemctl_is_missing_or_fails(tmp_path: Path) -> None:
     home = make_home(tmp_path / "home", heinzels=0)
     env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": str(tmp_path / "empty")}
