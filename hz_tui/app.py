@@ -470,7 +470,12 @@ class CockpitApp(App[int]):
         if (refused := connect.restart_refusal(old)) is not None:
             self.notify(refused.one_line(), severity="error", timeout=10)
             return
-        self.notify("Restarting the daemon once running turns reach a step boundary…")
+        lost = not self.link.attached  # no daemon answers: the restart starts one
+        self.notify(
+            "Starting the daemon…"
+            if lost
+            else "Restarting the daemon once running turns reach a step boundary…"
+        )
         try:
             fresh = await connect.restart_daemon(old, self.home)
         except HzError as exc:
@@ -482,7 +487,7 @@ class CockpitApp(App[int]):
                 return
             how = "adopted"
         else:
-            self.notify(f"Restarted: now talking to the {fresh.where}.")
+            self.notify(f"{'Started' if lost else 'Restarted'}: now talking to the {fresh.where}.")
             how = "restarted"
         await self.link.attach(fresh, how=how)
         await self.load_all(quiet_if_lost=True)

@@ -137,6 +137,11 @@ class DaemonScreen(Screen[None]):
             return
         from hz_tui.screens.confirm import ConfirmScreen
 
+        if not self.cockpit.link.attached:  # the lost daemon is gone: this starts one
+            about = "No daemon answers for this home: one starts here, and the cockpit attaches."
+            asked = ConfirmScreen("Start the daemon?", about, "Start")
+            self.app.push_screen(asked, lambda yes: self.restart_chosen("restart" if yes else None))
+            return
         running = sum(
             1 for row in self.cockpit.rows.values() if row.state == "awake" and not row.interrupted
         )

@@ -24,6 +24,8 @@ from hz_kernel.remote_client import RemoteClient
 from hz_tui import app as app_module
 from hz_tui.app import CockpitApp
 from hz_tui.messages import RowsUpdate
+from hz_tui.screens.confirm import ConfirmScreen
+from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.heinzel_table import HeinzelTable
 from tests.tui import homes
 from tests.tui.cells import row_text, screen_cells
@@ -155,5 +157,25 @@ async def test_fix13_a_lost_remote_daemon_keeps_its_pid_at_80_columns_and_says_t
             assert f"No daemon answers at {gone.address}" in said
             assert "token file" in said and "[daemon] port" in said and "docs/cockpit.md" in said
             assert "start it on its machine" not in said
+    finally:
+        await app.link.close()
+
+
+async def test_fix13_ctrl_r_with_no_daemon_asks_to_start_one(cockpit_home: Home) -> None:
+    """New-user pass (issue 13) finding 9: with the daemon gone, Ctrl+R on the kernel page
+    asked "Restart the daemon?" though it would start one."""
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home)), live=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await until(lambda: not app.link.attached)
+            await pilot.press("f2")
+            await until(lambda: isinstance(app.screen, DaemonScreen))
+            await pilot.press("ctrl+r")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            asked = app.screen
+            assert isinstance(asked, ConfirmScreen)
+            assert (asked.question, asked.yes) == ("Start the daemon?", "Start")
+            await pilot.press("escape")
     finally:
         await app.link.close()
