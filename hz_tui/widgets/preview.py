@@ -6,9 +6,11 @@ the cursor never asks the kernel anything; Enter opens the full page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -17,6 +19,21 @@ from textual.widgets import Static
 from hz_kernel.overview import HeinzelSummary
 from hz_tui import display, rows
 from hz_tui.rows import Palette
+
+
+@dataclass(frozen=True)
+class WrappedPath:
+    """A path that wraps after a ``/`` to the width its cell gets, never inside a name."""
+
+    path: str
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in display.path_lines(self.path, options.max_width):
+            yield Text(line)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        longest = max(len(piece) for piece in display.path_pieces(self.path))
+        return Measurement(min(longest, options.max_width), min(len(self.path), options.max_width))
 
 
 class HeinzelPreview(Static):
@@ -81,7 +98,7 @@ def describe(
     elif item.state == "proposed":
         facts.add_row("Contract", Text("waits for your approval (Enter to see it)", palette.warn))
     for asset in item.assets:
-        facts.add_row("Keeps", asset.removeprefix("doc:"))
+        facts.add_row("Keeps", WrappedPath(asset.removeprefix("doc:")))
     facts.add_row("Needs you", _waits(item, palette))
     if stale and rows.live_turn(item):
         facts.add_row("Last turn", Text("not known while reconnecting", style="dim"))
