@@ -164,14 +164,7 @@ async def test_fix13_the_home_says_running_is_not_known_while_reconnecting(
     """New-user pass (issue 13) finding 3: while reconnecting, the home table kept showing the
     lost daemon's "running 18s" (and "queued: capacity") as current. The rows' running and
     queued turns, and the footer's running count, read as not known until a daemon answers."""
-    hold = tmp_path / "hold"
-    hold.touch()
-    env = hz_env(cockpit_home.root, HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
-    started = subprocess.run(
-        [*HZ, "daemon", "start"], env={**env, "HZ_MODEL_HOLD_FILE": str(hold)}, timeout=60
-    )
-    assert started.returncode == 0
-    try:
+    with held_daemon(cockpit_home, tmp_path):
         client = await connect(cockpit_home)
         assert isinstance(client, HttpClient)
         app = CockpitApp(cockpit_home, client)
@@ -202,9 +195,59 @@ async def test_fix13_the_home_says_running_is_not_known_while_reconnecting(
                 assert "running: not known" in status() and "1 running" not in status()
         finally:
             await app.link.close()
+
+
+@contextlib.contextmanager
+def held_daemon(home: Home, tmp_path: Path) -> Iterator[None]:
+    """A daemon of ``home`` whose model the hold file holds: its tick resumes the release-notes
+    turn, which then runs (mid-think) until the end; the daemon is stopped (or killed) then."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = hz_env(home.root, HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
+    started = subprocess.run(
+        [*HZ, "daemon", "start"], env={**env, "HZ_MODEL_HOLD_FILE": str(hold)}, timeout=60
+    )
+    assert started.returncode == 0
+    try:
+        yield
     finally:
         hold.unlink()
-        hz(cockpit_home, "daemon", "stop")
-        found = read_discovery(cockpit_home)
+        hz(home, "daemon", "stop")
+        found = read_discovery(home)
         if found is not None and Path(f"/proc/{found.pid}").exists():
-            kill_daemon(cockpit_home)
+            kill_daemon(home)
+
+
+async def test_fix13_the_restart_question_counts_one_turn_as_one(
+    cockpit_home: Home, tmp_path: Path
+) -> None:
+    """New-user pass (issue 13) finding 5: with one turn running, Ctrl+R asked "1 turn runs:
+    the daemon waits until they reach a step boundary … resumes them"."""
+    with held_daemon(cockpit_home, tmp_path):
+        client = await connect(cockpit_home)
+        assert isinstance(client, HttpClient)
+        app = CockpitApp(cockpit_home, client)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await app.loaded.wait()
+                release = next(r for r in app.rows.values() if r.name == "release-notes")
+                await until(
+                    lambda: (
+                        app.rows[release.id].state == "awake"
+                        and not app.rows[release.id].interrupted
+                    ),
+                    ATTACH_S,
+                )
+                await pilot.press("f2")
+                await until(lambda: isinstance(app.screen, DaemonScreen))
+                await pilot.press("ctrl+r")
+                await until(lambda: isinstance(app.screen, ConfirmScreen))
+                asked = app.screen
+                assert isinstance(asked, ConfirmScreen)
+                assert asked.about == (
+                    "1 turn runs: the daemon waits until it reaches a step boundary, then "
+                    "restarts, and the new one resumes it."
+                )
+                await pilot.press("escape")
+        finally:
+            await app.link.close()
