@@ -100,7 +100,7 @@ class TurnCommands(KernelCore):
             except Exception:
                 _log.exception("a background turn of %s failed", heinzel_id)
             finally:
-                _tell_ended(turn)
+                _tell_took(turn)
 
         task = asyncio.get_running_loop().create_task(guarded(), name=f"turn:{heinzel_id}")
         self.tasks.add(task)
@@ -175,7 +175,13 @@ class TurnCommands(KernelCore):
             return None  # the wakes stay admitted (and the inbox marked): the next start runs them
         lock = self._turn_lock(heinzel_id)
         if lock.locked():
-            _tell_behind(heinzel_id, self.running_turn(heinzel_id))
+            held_now = self.sessions.get(heinzel_id)
+            keys = held_now.projection.keys if held_now is not None else {}
+            taken = [str(keys[w.key]["turn"]) for w in wakes if w.key in keys]
+            if taken:  # sent again: the turn that took it answers it
+                _tell_took(taken[-1])
+            else:
+                _tell_behind(heinzel_id, self.running_turn(heinzel_id))
         if lock.locked() and heinzel_id in self._running:
             held = self.sessions[heinzel_id]
             for wake in wakes:
@@ -503,7 +509,7 @@ class TurnCommands(KernelCore):
             answer = await told.answer
             if isinstance(answer, api.TurnReport):
                 return answer
-            if answer is None:  # draining took the task first: the next daemon runs it
+            if answer is None:  # no turn ran: a drain came first (the next daemon runs it)
                 status = "queued" if self.draining else "none"
                 return api.TurnReport(heinzel=heinzel_id, turn=None, status=status)
             turn = answer
@@ -924,7 +930,8 @@ class _Told:
 
     Its background task inherits this (a context variable), and the first of
     these settles it: the turn admitted or made to wait, the heinzel's running
-    turn taking the wake as a follow-up, or the task ending (the turn it ran).
+    turn taking the wake as a follow-up (or having taken it already), or the
+    task ending (the turn it ran).
     """
 
     key: str
@@ -958,8 +965,9 @@ def _tell_behind(heinzel_id: str, turn: str | None) -> None:
         told.settle(api.TurnReport(heinzel=heinzel_id, turn=turn, status="requested"))
 
 
-def _tell_ended(turn: str | None) -> None:
-    """The wake's background work ended before telling (a key already done, a refusal)."""
+def _tell_took(turn: str | None) -> None:
+    """The turn that took the wake (a request sent again), or what its background work
+    ended with before telling (a key already done; None: a refusal, a drain)."""
     told = _TOLD.get()
     if told is not None:
         told.settle(turn)
