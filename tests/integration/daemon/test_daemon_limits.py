@@ -255,4 +255,7 @@ async def test_fix13_turns_a_crash_cut_list_as_interrupted_not_running(
     assert len(running) == 1, awake
     assert _health(world)["turns_running"] == 1
     assert set(ids) >= set(awake)
+    text = hz(world.home, "heinzel", "list").stdout
+    cut_rows = [line for line in text.splitlines() if "awake (interrupted)" in line]
+    assert len(cut_rows) == sum(1 for row in awake.values() if row["interrupted"]), text
     hold.unlink()
