@@ -58,6 +58,9 @@ class KernelCore:
         self.tasks: set[asyncio.Task[None]] = set()
         self.warnings: list[HzError] = []
         self.observers: list[Observer] = []
+        self.runs_every_turn = False
+        """Set in the daemon: every turn of the home runs in it (the CLI and cockpits go through
+        it), so a turn open in a spine that it does not run is interrupted, not running."""
         self.draining = False
         """Set before a restart or a hand-off to the daemon: no turn or step starts, and running
         turns stop at their next step boundary, open at a checkpoint the next kernel resumes."""
@@ -158,6 +161,10 @@ class KernelCore:
                 self.release(heinzel_id)
                 raise
         return held
+
+    def running_turns(self) -> dict[str, str]:
+        """Every turn running in this kernel now: heinzel id → turn id (``TurnCommands``)."""
+        return {}
 
     async def accepted(self, heinzel_id: str) -> None:
         """The user accepted a break in this heinzel's spine: what it held up may go on

@@ -100,6 +100,11 @@ class Home:
         root = os.fspath(self.heinzel_root)
         return {h: os.path.join(root, h, SPINE_NAME) for h in self.heinzel_ids()}
 
+    def scratch(self, folder: Path) -> Home:
+        """This home with its heinzel folder (index, sources) at ``folder``: a read of a home
+        that holds nothing yet runs there, so it leaves the home as it found it."""
+        return _ScratchHome(self.root, folder)
+
     def heinzel_ids(self) -> list[str]:
         """Every heinzel directory under the home, sorted (ids are ULIDs, so by creation)."""
         if not self.heinzel_root.is_dir():
@@ -107,3 +112,13 @@ class Home:
         return sorted(
             entry.name for entry in os.scandir(self.heinzel_root) if HEINZEL_ID.match(entry.name)
         )
+
+
+class _ScratchHome(Home):
+    def __init__(self, root: Path, folder: Path) -> None:
+        super().__init__(root)
+        self._folder = folder
+
+    @property
+    def heinzel_root(self) -> Path:
+        return self._folder

@@ -27,7 +27,7 @@ RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 
 #: Filled beside the index's columns: today's cost by the query, failures from the tick's
 #: record, the admission queue from the kernel that runs the turns.
-_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued"})
+_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued", "interrupted"})
 _SUMMARY_FIELDS = tuple(f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
 _SUMMARIES = TypeAdapter(list[overview.HeinzelSummary])

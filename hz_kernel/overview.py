@@ -68,6 +68,9 @@ class HeinzelSummary(_Shape):
     """The tick's last failure of this heinzel's work, until it next succeeds."""
     queued: Literal["capacity", "low-memory"] | None = None
     """Why a turn of this heinzel waits for the kernel's admission now (None: none waits)."""
+    interrupted: bool = False
+    """Its open turn (state ``awake``) runs nowhere now: a crash or a stopped kernel cut it,
+    and it resumes when its heinzel next runs (the tick, a wake)."""
 
 
 class HeinzelList(_Shape):

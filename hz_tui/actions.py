@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hz_kernel import operations as ops
+from hz_tui import display
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,10 @@ def describe(name: str, result: object) -> str:
         done = _DONE.get(result.what, result.what)
         return f"{name}: {done}" + ("" if done == result.state else f"; now {result.state}")
     if isinstance(result, TurnReport):
+        if result.status == "waiting":
+            return f"{name}: turn {display.queued(result.reason or 'capacity')}"
+        if result.status == "requested":
+            return f"{name}: queued behind the running turn"
         ending = result.disposition or result.status
         return f"{name}: turn {ending}" + (f": {result.report}" if result.report else "")
     return f"{name}: done"

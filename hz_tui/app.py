@@ -153,6 +153,8 @@ class CockpitApp(App[int]):
         """While set, the cockpit quits once no turn runs (the user chose to wait for them)."""
         self._gone_timer: Timer | None = None
         """Set while the link is lost: when it fires, the cockpit says how to start a daemon."""
+        self._gone_said: str | None = None
+        """The toast saying no daemon answers, while it may show (withdrawn once attached)."""
         self.watcher = live_source(home, self.link)
         self.refresher = RowRefresher(self.link)
         prefs, problems = settings.load_prefs(home)
@@ -211,6 +213,9 @@ class CockpitApp(App[int]):
             self._gone_timer = None
         if not link.attached:
             self._gone_timer = self.set_timer(GONE_AFTER_S, self.say_daemon_gone)
+        elif self._gone_said is not None:  # attached again: what it said to do is done
+            self.notices.withdraw(self._gone_said, severity="warning")
+            self._gone_said = None
 
     def say_daemon_gone(self) -> None:
         """Still no daemon after a while: say how to start one (attack pass: after a SIGKILL
@@ -219,14 +224,21 @@ class CockpitApp(App[int]):
         if self.link.attached:
             return
         if self.link.remote:
-            how = "start it on its machine (hz daemon start there)"
+            address = getattr(self.link.current, "url", "its URL")
+            said = (
+                f"No daemon answers at {address} with the token file's token. A restarted "
+                "daemon has a new token: copy it into the token file (read again at every "
+                "try); it keeps its port only with [daemon] port set, else reconnect to the "
+                "new one (hz --connect). One that stopped: hz daemon start on its machine. "
+                "See docs/cockpit.md, remote attach."
+            )
         else:
-            how = "F2 then Ctrl+R starts one here, or run hz daemon start"
-        self.notify(
-            f"No daemon answers for this home: {how}; the cockpit attaches to it by itself.",
-            severity="warning",
-            timeout=30,
-        )
+            said = (
+                "No daemon answers for this home: F2 then Ctrl+R starts one here, or run "
+                "hz daemon start; the cockpit attaches to it by itself."
+            )
+        self._gone_said = said
+        self.notify(said, severity="warning", timeout=30)
 
     @work(group="held")
     async def send_unsent_rejects(self) -> None:
@@ -458,7 +470,12 @@ class CockpitApp(App[int]):
         if (refused := connect.restart_refusal(old)) is not None:
             self.notify(refused.one_line(), severity="error", timeout=10)
             return
-        self.notify("Restarting the daemon once running turns reach a step boundary…")
+        lost = not self.link.attached  # no daemon answers: the restart starts one
+        self.notify(
+            "Starting the daemon…"
+            if lost
+            else "Restarting the daemon once running turns reach a step boundary…"
+        )
         try:
             fresh = await connect.restart_daemon(old, self.home)
         except HzError as exc:
@@ -470,7 +487,7 @@ class CockpitApp(App[int]):
                 return
             how = "adopted"
         else:
-            self.notify(f"Restarted: now talking to the {fresh.where}.")
+            self.notify(f"{'Started' if lost else 'Restarted'}: now talking to the {fresh.where}.")
             how = "restarted"
         await self.link.attach(fresh, how=how)
         await self.load_all(quiet_if_lost=True)

@@ -87,6 +87,24 @@ def echoed(words: str, most: int = ECHO_MAX) -> str:
     return shown if len(shown) <= most else shown[: most - 1] + "…"
 
 
+def path_pieces(path: str) -> list[str]:
+    """``path`` cut after each ``/``: where it may break across lines."""
+    return re.findall(r"[^/]*/|[^/]+$", path) or [path]
+
+
+def path_lines(path: str, width: int) -> list[str]:
+    """``path`` in lines of at most ``width`` cells, broken after a ``/`` and never inside a
+    name; a name wider than a line is cut with ….  (A path folded mid-name misreads:
+    "d1.md#toda" then "y".)"""
+    lines: list[str] = []
+    for piece in path_pieces(path):
+        if lines and len(lines[-1]) + len(piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece if len(piece) <= width else piece[: max(width - 1, 0)] + "…")
+    return lines
+
+
 def causes(names: Iterable[object]) -> str:
     """A turn's causes as they read: each once, in order. The kernel lists one per wake the
     turn answers, so two changed sources are "source-changed" twice there."""

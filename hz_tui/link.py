@@ -151,7 +151,8 @@ class Link:
     def forms(self) -> list[str]:
         """``where`` and shorter forms of it, longest first, for a header that cannot fit it:
         without a remote daemon's home, then without the address; "reconnecting…" and the
-        kind of kernel with its pid stay in every form."""
+        daemon's pid stay in every form (reconnecting, the last drop how it was found, then
+        the kind of kernel)."""
         what = "remote daemon" if self.remote else "daemon" if self.daemon else "embedded kernel"
         discovery = getattr(self.current, "discovery", None)
         pid = getattr(discovery, "pid", None) if self.daemon else None
@@ -163,7 +164,10 @@ class Link:
         forms = [form for form in dict.fromkeys(forms) if form]
         if self.attached:
             return forms
-        return [f"reconnecting… (lost the {form})" for form in forms]
+        lost = [f"reconnecting… (lost the {form})" for form in forms]
+        if pid:
+            lost += [f"reconnecting… (lost the {what} (pid {pid}))", f"reconnecting… (pid {pid})"]
+        return list(dict.fromkeys(lost))
 
     async def wait_attached(self) -> None:
         """Return once the link is attached (at once if it is)."""

@@ -95,6 +95,9 @@ class ColumnSpec:
     wide: int
 
 
+#: What the last-turn cell says of a running or queued turn while the daemon is lost.
+NOT_KNOWN = "not known now"
+
 #: The home table's columns; ``name`` takes whatever width is left.
 COLUMNS: tuple[ColumnSpec, ...] = (
     ColumnSpec("name", "Name", 0, 0),
@@ -245,8 +248,11 @@ def drawable(item: HeinzelSummary) -> HeinzelSummary:
     return item.model_copy(update=changed) if changed else item
 
 
-def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, RowCell]:
-    """Every column's cell for one heinzel."""
+def cells(
+    item: HeinzelSummary, palette: Palette, now: datetime, *, stale: bool = False
+) -> dict[str, RowCell]:
+    """Every column's cell for one heinzel; ``stale``: the daemon is lost (reconnecting), so
+    whether a turn runs or waits now is not known."""
     state_style = {
         "awake": palette.ok,
         "waiting": palette.warn,
@@ -264,7 +270,7 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ro
     else:
         label = f"{item.contract_name or 'contract'} v{item.contract_version}"
         contract = RowCell(label, order=(item.contract_name or "", item.contract_version))
-    last_turn = _last_turn(item, palette, now)
+    last_turn = _last_turn(item, palette, now, stale)
     waits = waits_on_user(item)
     return {
         "name": RowCell(item.name, palette.bad if item.damaged else PLAIN, order=item.name.lower()),
@@ -277,7 +283,15 @@ def cells(item: HeinzelSummary, palette: Palette, now: datetime) -> dict[str, Ro
     }
 
 
-def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> RowCell:
+def live_turn(item: HeinzelSummary) -> bool:
+    """Whether the row says a turn of it runs or waits now (what a lost daemon leaves unknown)."""
+    return bool(item.queued) or (item.state == "awake" and not item.last_disposition)
+
+
+def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime, stale: bool) -> RowCell:
+    if stale and live_turn(item):
+        # The lost daemon's "running 18s" or "queued: capacity" is no longer known to be true.
+        return RowCell(NOT_KNOWN, palette.muted, order=(0, float("-inf")))
     if item.queued:
         # What it waits for now says more than how its last turn went; it sorts first.
         return RowCell(display.queued(item.queued), palette.warn, order=(0, float("-inf")))
@@ -290,6 +304,8 @@ def _last_turn(item: HeinzelSummary, palette: Palette, now: datetime) -> RowCell
     if item.state == "awake" and not item.last_disposition:
         started = stamp or now
         elapsed = display.span((now - started).total_seconds(), exact=False)
+        if item.interrupted:
+            return RowCell(f"interrupted {elapsed}", palette.warn, order=newest_first)
         return RowCell(f"running {elapsed}", palette.ok, order=newest_first)
     disposition = item.last_disposition or item.last_cause or "turn"
     style = palette.bad if disposition in ("failed", "abandoned") else PLAIN

@@ -18,7 +18,9 @@ import asyncio
 import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import Coroutine, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -76,6 +78,11 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as scratch:
+        return await _run_in(args, scratch)
+
+
+async def _run_in(args: argparse.Namespace, scratch: contextlib.ExitStack) -> int:
     client: KernelClient
     if remote.wanted(args):
         home, client = await remote.open_remote(args)
@@ -83,6 +90,10 @@ async def _run(args: argparse.Namespace) -> int:
         home = Home.resolve(args.home)
         if not getattr(args, "needs_kernel", True):
             return int(await args.run(home, args))
+        reads = args.run not in WRITES and args.run is not tick.cmd_tick
+        if reads and not home.heinzel_root.exists():  # a read of an empty home leaves it empty
+            folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="hz-read-"))
+            home = home.scratch(Path(folder))
         client = await _connect_for(home, args)
     try:
         if getattr(args, "run", None) is tick.cmd_tick and args.interval is None:

@@ -83,8 +83,11 @@ async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_templates(client: KernelClient, args: argparse.Namespace) -> int:
-    listed = await client.call(ops.TEMPLATES, ops.Empty())
+async def cmd_templates(_: object, args: argparse.Namespace) -> int:
+    """The shipped templates, from this installation: no kernel, so no home is touched."""
+    from hz_kernel.commands.lifecycle import template_list
+
+    listed = template_list()
     if args.json:
         emit_json(listed)
         return 0
@@ -164,7 +167,7 @@ def register_heinzel(hsub: Subcommands) -> None:
 
     p = hsub.add_parser("templates", help="list the contract templates hz ships")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=cmd_templates)
+    p.set_defaults(run=cmd_templates, needs_kernel=False)
 
     p = hsub.add_parser("import", help="every *.prose.md of a folder becomes a heinzel at v1")
     p.add_argument("folder")

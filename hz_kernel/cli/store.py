@@ -51,7 +51,7 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
     rows = [
         [
             h.name + (" (damaged)" if h.damaged else "") + (" (failing)" if h.failure else ""),
-            h.state,
+            h.state + (" (interrupted)" if h.interrupted else ""),
             f"v{h.contract_version}" if h.contract_version else "-",
             h.last_disposition or "-",
             (h.last_turn_at or "-")[:16],

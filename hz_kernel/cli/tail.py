@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.client import FeedItem, KernelClient, LocalClient
 from hz_kernel.connect import TURN_ENDS, feed_edge, reattach
@@ -218,6 +219,18 @@ def ending(name: str, event: dict[str, Any]) -> int:
     return 0
 
 
+def waiting_line(name: str, report: api.TurnReport) -> str | None:
+    """What a daemon's answer to a wake says of a turn not running yet (None: it runs)."""
+    turn = f" {report.turn}" if report.turn else ""
+    if report.status == "waiting":
+        if report.reason == "low-memory":
+            return f"{name}: queued (low memory): turn{turn} starts once free memory is back"
+        return f"{name}: queued (capacity): turn{turn} starts when a turn slot frees"
+    if report.status == "requested":
+        return f"{name}: queued behind the running turn{turn}; the turn after it takes the wake"
+    return None
+
+
 async def wake_follow(client: KernelClient, args: argparse.Namespace) -> int:
     """``wake --follow``: ask for the turn, print it live, exit as ``wake`` would."""
     if args.json:
@@ -237,6 +250,10 @@ async def wake_follow(client: KernelClient, args: argparse.Namespace) -> int:
                 else f"{args.name}: queued; the next tick runs it\n"
             )
             return 0
+        waits = waiting_line(args.name, report)
+        if waits is not None:
+            sys.stdout.write(waits + "\n")
+            sys.stdout.flush()
         return ending(args.name, await following)
     finally:
         following.cancel()

@@ -28,6 +28,14 @@ async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
     if report.status == "none":
         sys.stdout.write(f"{args.name}: no turn ran\n")
         return 0
+    waits = tail.waiting_line(args.name, report)
+    if waits is not None:
+        sys.stdout.write(waits + "\n")
+        return 0
+    if report.status == "started":
+        turn = f" (turn {report.turn})" if report.turn else ""
+        sys.stdout.write(f"{args.name}: started{turn}\n")
+        return 0
     if report.disposition == "failed":
         sys.stdout.write(f"{args.name}: failed\n")
         sys.stderr.write(f"{report.reason or report.report or 'the turn failed'}\n")

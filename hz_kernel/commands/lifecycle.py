@@ -285,22 +285,7 @@ class LifecycleCommands(KernelCore):
                 )
 
     async def templates(self) -> api.TemplateList:
-        return api.TemplateList(
-            items=[
-                api.TemplateSummary(
-                    name=t.name,
-                    description=t.description,
-                    parameters=[p.name for p in t.parameters],
-                    details=[
-                        api.TemplateParameter(
-                            name=p.name, default=p.default, help=p.help, optional=p.optional
-                        )
-                        for p in t.parameters
-                    ],
-                )
-                for t in list_templates()
-            ]
-        )
+        return template_list()
 
     async def import_dir(self, *, path: str) -> api.ImportReport:
         """Every ``*.prose.md`` in a folder becomes a heinzel at v1, asleep; idempotent."""
@@ -539,3 +524,24 @@ def _declined_sources(held: HeldSession) -> set[str]:
         if event.kind == "amendment.declined":
             declined.update(str(s) for s in event.data.get("sources", []))
     return declined
+
+
+def template_list() -> api.TemplateList:
+    """The shipped contract templates: what the kernel answers and ``hz heinzel templates``
+    prints without opening a kernel (a read that leaves every home as it was)."""
+    return api.TemplateList(
+        items=[
+            api.TemplateSummary(
+                name=t.name,
+                description=t.description,
+                parameters=[p.name for p in t.parameters],
+                details=[
+                    api.TemplateParameter(
+                        name=p.name, default=p.default, help=p.help, optional=p.optional
+                    )
+                    for p in t.parameters
+                ],
+            )
+            for t in list_templates()
+        ]
+    )

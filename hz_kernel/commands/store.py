@@ -48,7 +48,23 @@ class StoreCommands(KernelCore):
             failures=read_failures(failures_path(self.home.heinzel_root)),
             queued=self.queued_heinzels(),
         )
-        return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
+        return api.HeinzelList(
+            items=[self._marked_cut(item) for item in items],
+            warnings=[w.one_line() for w in self.warnings],
+        )
+
+    def _marked_cut(self, item: api.HeinzelSummary) -> api.HeinzelSummary:
+        """The row, marked ``interrupted`` when its open turn runs nowhere now.
+
+        Open in the spine is not running: a killed daemon leaves its turns
+        open until they resume. Only the daemon knows: every turn of its home
+        runs in it; any other kernel leaves the row as it is.
+        """
+        if not self.runs_every_turn or item.state != "awake" or item.queued:
+            return item
+        if item.id in self.running_turns():
+            return item
+        return item.model_copy(update={"interrupted": True})
 
     async def spend_today(self) -> api.SpendToday:
         """Today's spending across the home and the day's cap, as the turn's cap check sees them."""

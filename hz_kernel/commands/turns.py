@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -89,13 +91,16 @@ class TurnCommands(KernelCore):
             return await work()
 
         async def guarded() -> None:
+            turn: str | None = None
             try:
-                await work()
+                turn = await work()
             except HzError as exc:
                 self.warnings.append(exc)
                 _log.warning("%s", exc.one_line())
             except Exception:
                 _log.exception("a background turn of %s failed", heinzel_id)
+            finally:
+                _tell_took(turn)
 
         task = asyncio.get_running_loop().create_task(guarded(), name=f"turn:{heinzel_id}")
         self.tasks.add(task)
@@ -169,6 +174,14 @@ class TurnCommands(KernelCore):
         if self.draining:
             return None  # the wakes stay admitted (and the inbox marked): the next start runs them
         lock = self._turn_lock(heinzel_id)
+        if lock.locked():
+            held_now = self.sessions.get(heinzel_id)
+            keys = held_now.projection.keys if held_now is not None else {}
+            taken = [str(keys[w.key]["turn"]) for w in wakes if w.key in keys]
+            if taken:  # sent again: the turn that took it answers it
+                _tell_took(taken[-1])
+            else:
+                _tell_behind(heinzel_id, self.running_turn(heinzel_id))
         if lock.locked() and heinzel_id in self._running:
             held = self.sessions[heinzel_id]
             for wake in wakes:
@@ -268,8 +281,10 @@ class TurnCommands(KernelCore):
         async def queued(reason: Blocker) -> None:
             Inbox(held.dir).mark()
             await held.append(TurnQueued(reason=reason, keys=keys), turn=turn)
+            _tell_turn(held.id, turn, keys, "waiting", reason)
 
         async with self.admission.turn(held.id, deadline, on_wait=queued):
+            _tell_turn(held.id, turn, keys, "started")
             yield
 
     @contextlib.contextmanager
@@ -470,7 +485,10 @@ class TurnCommands(KernelCore):
         """Run a turn now (cause ``asked``), keyed by a request admitted to the inbox first.
 
         A heinzel whose spine another process holds gets the wake queued
-        (status ``queued``): the next tick runs it.
+        (status ``queued``): the next tick runs it. A long-lived kernel
+        answers once the wake's fate is known: its turn ``started`` (admitted),
+        ``waiting`` for a turn slot (``reason`` capacity or low-memory), or
+        ``requested`` behind the heinzel's running turn (``turn`` names it).
         """
         row = await self.resolve(ref)
         heinzel_id = row["id"]
@@ -483,7 +501,22 @@ class TurnCommands(KernelCore):
                 key=request_key(heinzel_id, request.request_id),
                 request_id=request.request_id,
             )
-            turn = await self._in_background(heinzel_id, lambda: self.run_wakes(heinzel_id, [wake]))
+            told = _Told(wake.key, asyncio.get_running_loop().create_future())
+            telling = _TOLD.set(told)
+            try:
+                turn = await self._in_background(
+                    heinzel_id, lambda: self.run_wakes(heinzel_id, [wake])
+                )
+            finally:
+                _TOLD.reset(telling)
+        if self.long_lived:
+            answer = await told.answer
+            if isinstance(answer, api.TurnReport):
+                return answer
+            if answer is None:  # no turn ran: a drain came first (the next daemon runs it)
+                status = "queued" if self.draining else "none"
+                return api.TurnReport(heinzel=heinzel_id, turn=None, status=status)
+            turn = answer
         return await self.turn_report(heinzel_id, turn)
 
     async def chat(
@@ -893,6 +926,55 @@ class TurnCommands(KernelCore):
                 status="started" if turn is None and self.long_lived else "none",
             )
         return api.TurnReport.model_validate({**rows[0], "heinzel": heinzel_id})
+
+
+@dataclass(frozen=True)
+class _Told:
+    """What a wake in a long-lived kernel waits for: the fate of the turn for its ``key``.
+
+    Its background task inherits this (a context variable), and the first of
+    these settles it: the turn admitted or made to wait, the heinzel's running
+    turn taking the wake as a follow-up (or having taken it already), or the
+    task ending (the turn it ran).
+    """
+
+    key: str
+    answer: asyncio.Future[api.TurnReport | str | None]
+
+    def settle(self, answer: api.TurnReport | str | None) -> None:
+        if not self.answer.done():
+            self.answer.set_result(answer)
+
+
+_TOLD: contextvars.ContextVar[_Told | None] = contextvars.ContextVar("hz_wake_told", default=None)
+
+
+def _tell_turn(
+    heinzel_id: str, turn: str, keys: list[str], status: str, reason: str | None = None
+) -> None:
+    """A turn was admitted or made to wait: the wake's own, or one it must wait behind."""
+    told = _TOLD.get()
+    if told is None:
+        return
+    if told.key in keys:
+        told.settle(api.TurnReport(heinzel=heinzel_id, turn=turn, status=status, reason=reason))
+    else:
+        _tell_behind(heinzel_id, turn)
+
+
+def _tell_behind(heinzel_id: str, turn: str | None) -> None:
+    """The wake waits for the heinzel's running turn (``turn``, when known) to end."""
+    told = _TOLD.get()
+    if told is not None:
+        told.settle(api.TurnReport(heinzel=heinzel_id, turn=turn, status="requested"))
+
+
+def _tell_took(turn: str | None) -> None:
+    """The turn that took the wake (a request sent again), or what its background work
+    ended with before telling (a key already done; None: a refusal, a drain)."""
+    told = _TOLD.get()
+    if told is not None:
+        told.settle(turn)
 
 
 class _Stopped(Exception):

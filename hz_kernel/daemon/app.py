@@ -384,6 +384,10 @@ def describe(state: DaemonState) -> Health:
     )
 
 
+def _turns(count: int) -> str:
+    return "1 turn" if count == 1 else f"{count} turns"
+
+
 async def drain_turns(kernel: Kernel, timeout_s: float) -> DrainReport:
     """Start no turn or step from now on; wait up to ``timeout_s`` for running turns to pause.
 
@@ -392,14 +396,14 @@ async def drain_turns(kernel: Kernel, timeout_s: float) -> DrainReport:
     """
     kernel.draining = True
     before = kernel.running_turns()
-    log.info("draining: %d turns running", len(before))
+    log.info("draining: %s running", _turns(len(before)))
     deadline = time.monotonic() + timeout_s
     while kernel.running_turns() and time.monotonic() < deadline:
         await asyncio.sleep(DRAIN_POLL_S)
     left = kernel.running_turns()
     paused = sorted(turn for heinzel, turn in before.items() if left.get(heinzel) != turn)
     if left:
-        log.warning("draining: %d turns still running after %gs", len(left), timeout_s)
+        log.warning("draining: %s still running after %gs", _turns(len(left)), timeout_s)
     return DrainReport(paused=paused, still_running=sorted(left.values()))
 
 

@@ -45,7 +45,11 @@ def _uptime(seconds: float | None) -> str:
 
 
 def _describe(report: DaemonReport) -> str:
-    tick = f"  last tick {report.tick_age_s:.0f}s ago" if report.tick_age_s is not None else ""
+    tick = ""
+    if report.ticks == 0:  # tick_age_s then counts from the loop's start, not from a tick
+        tick = "  no tick yet"
+    elif report.tick_age_s is not None:
+        tick = f"  last tick {report.tick_age_s:.0f}s ago"
     managed = f"  run by {report.supervisor}" if report.supervisor else ""
     return (
         f"pid {report.pid}  {report.address}  protocol {report.protocol}  "
@@ -129,7 +133,13 @@ async def cmd_status(home: Home, args: argparse.Namespace) -> int:
 async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
     from hz_kernel.daemon import lifecycle  # the kernel's modules: only for this command
 
-    report = await lifecycle.restart(home, drain_s=args.drain_timeout)
+    def say(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    report = await lifecycle.restart(
+        home, drain_s=args.drain_timeout, say=None if args.json else say
+    )
     for warning in report.warnings:
         sys.stderr.write(warning + "\n")
     if args.json:
@@ -138,7 +148,8 @@ async def cmd_restart(home: Home, args: argparse.Namespace) -> int:
     if report.paused:
         paused = len(report.paused)
         turns = "1 turn" if paused == 1 else f"{paused} turns"
-        sys.stdout.write(f"{turns} paused at a step boundary; the new daemon resumes them\n")
+        them = "it" if paused == 1 else "them"
+        sys.stdout.write(f"{turns} paused at a step boundary; the new daemon resumes {them}\n")
     if report.stopped is not None:
         sys.stdout.write(f"stopped daemon pid {report.stopped}\n")
     sys.stdout.write(f"started daemon: {_describe(report)}\n")
@@ -192,7 +203,14 @@ async def cmd_install(home: Home, args: argparse.Namespace) -> int:
     from hz_kernel.daemon.discovery import inspect
 
     unit = service.service_file(home, args.manager)
+    found = inspect(home)
+    detached = found.state == "running" and found.discovery and found.discovery.supervisor is None
     if args.dry_run:
+        if detached and found.discovery:
+            sys.stdout.write(
+                f"# would stop daemon pid {found.discovery.pid} first: {unit.manager} runs it "
+                "from then on\n"
+            )
         sys.stdout.write(f"# would write {unit.path}\n{unit.text}")
         for argv in unit.enable:
             sys.stdout.write(f"# would run: {' '.join(argv)}\n")
@@ -204,8 +222,7 @@ async def cmd_install(home: Home, args: argparse.Namespace) -> int:
             f"{unit.path.name} already serves the home {other}; --force replaces it",
             str(unit.path),
         )
-    found = inspect(home)
-    if found.state == "running" and found.discovery and found.discovery.supervisor is None:
+    if detached:
         stopped = await lifecycle.stop(home)
         sys.stdout.write(f"stopped daemon pid {stopped.stopped}: {unit.manager} runs it now\n")
     try:  # whatever stands at the unit's path is replaced, never opened

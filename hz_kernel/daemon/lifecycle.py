@@ -35,7 +35,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -354,10 +354,13 @@ async def _wait_until_gone(home: Home, pid: int, timeout: float) -> bool:
     return False
 
 
-async def restart(home: Home, *, drain_s: float = DRAIN_TIMEOUT_S) -> DaemonReport:
+async def restart(
+    home: Home, *, drain_s: float = DRAIN_TIMEOUT_S, say: Callable[[str], None] | None = None
+) -> DaemonReport:
     """Drain, then restart the daemon the way it was started: through its service manager
     when one runs it, else stop it and spawn the next one with its recorded command line
-    and environment. The new daemon resumes the turns that paused at a step boundary."""
+    and environment. The new daemon resumes the turns that paused at a step boundary.
+    ``say`` hears at once what it does (a drain can take ``drain_s``)."""
     found = inspect(home)
     discovery = found.discovery
     if found.state != "running" or discovery is None:
@@ -376,13 +379,17 @@ async def restart(home: Home, *, drain_s: float = DRAIN_TIMEOUT_S) -> DaemonRepo
                     "lacks it, so the new daemon runs without it",
                 ).one_line()
             )
+    if say is not None:
+        say(await _draining_line(discovery, drain_s))
     drained = await _drain(discovery, drain_s)
     if drained.still_running:
+        left = len(drained.still_running)
+        turns, they = ("1 turn", "it is") if left == 1 else (f"{left} turns", "they are")
         warnings.append(
             HzError(
                 "HZD158",
-                f"{len(drained.still_running)} turns did not reach a step boundary within "
-                f"{drain_s:g}s; they are cut and resume at their last checkpoint",
+                f"{turns} did not reach a step boundary within "
+                f"{drain_s:g}s; {they} cut and resume at their last checkpoint",
             ).one_line()
         )
     if discovery.supervisor is not None:
@@ -403,6 +410,19 @@ async def restart(home: Home, *, drain_s: float = DRAIN_TIMEOUT_S) -> DaemonRepo
             "warnings": warnings,
         }
     )
+
+
+async def _draining_line(discovery: Discovery, timeout_s: float) -> str:
+    """What a restart says before it drains: how many turns run, how long it may wait."""
+    try:
+        async with HttpClient(discovery, timeout=HEALTH_TIMEOUT_S) as client:
+            running = (await client.health(HEALTH_TIMEOUT_S)).turns_running
+    except HzError:
+        return f"restarting daemon pid {discovery.pid}…"
+    if not running:
+        return f"restarting daemon pid {discovery.pid}: no turn is running…"
+    turns = "1 turn" if running == 1 else f"{running} turns"
+    return f"draining: {turns} running; waiting up to {timeout_s:g}s for a step boundary…"
 
 
 async def _drain(discovery: Discovery, timeout_s: float, *, draining: bool = True) -> DrainReport:
@@ -516,6 +536,7 @@ async def _serve(home: Home, settings: DaemonSettings) -> None:
         sock, address, hosts = _listen(home, settings)
         try:
             kernel = await Kernel.open(home, long_lived=True)
+            kernel.runs_every_turn = True
             try:
                 await _serve_on(home, settings, kernel, sock, address, hosts, interval)
             finally:
@@ -608,7 +629,8 @@ class _TickLog:
             log.warning("%s", line)
         self.last = lines
         if report.woken:
-            log.info("tick: woke %d heinzels", len(report.woken))
+            woken = len(report.woken)
+            log.info("tick: woke %s", "1 heinzel" if woken == 1 else f"{woken} heinzels")
 
 
 def _tick_ended(task: asyncio.Future[None]) -> None:

@@ -137,12 +137,23 @@ class DaemonScreen(Screen[None]):
             return
         from hz_tui.screens.confirm import ConfirmScreen
 
-        running = sum(1 for row in self.cockpit.rows.values() if row.state == "awake")
+        if not self.cockpit.link.attached:  # the lost daemon is gone: this starts one
+            about = "No daemon answers for this home: one starts here, and the cockpit attaches."
+            asked = ConfirmScreen("Start the daemon?", about, "Start")
+            self.app.push_screen(asked, lambda yes: self.restart_chosen("restart" if yes else None))
+            return
+        running = sum(
+            1 for row in self.cockpit.rows.values() if row.state == "awake" and not row.interrupted
+        )
         if running:
-            turns = "1 turn runs" if running == 1 else f"{running} turns run"
+            turns, reach, them = (
+                ("1 turn runs", "it reaches", "it")
+                if running == 1
+                else (f"{running} turns run", "they reach", "them")
+            )
             about = (
-                f"{turns}: the daemon waits until they reach a step boundary, then restarts, "
-                "and the new one resumes them."
+                f"{turns}: the daemon waits until {reach} a step boundary, then restarts, "
+                f"and the new one resumes {them}."
             )
         else:
             about = "Every window attached to it reconnects to the new one; no work is lost."

@@ -445,4 +445,6 @@ def _state(summary: HeinzelSummary) -> str:
         return "damaged: run hz heinzel verify"
     if summary.queued:
         return f"{summary.state} · {display.queued(summary.queued)}"
+    if summary.interrupted:
+        return f"{summary.state} · interrupted: its turn resumes when it next runs"
     return summary.state

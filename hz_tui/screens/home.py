@@ -47,6 +47,7 @@ from hz_tui.widgets.status_line import StatusLine, Totals
 if TYPE_CHECKING:
     from hz_kernel.api import VerifyReport
     from hz_tui.app import CockpitApp
+    from hz_tui.link import Link
 
 #: The side panes' width beside the table (``home.tcss``: ``HomeScreen #side``).
 SIDE_WIDTH = 44
@@ -162,6 +163,8 @@ class HomeScreen(Screen[None]):
         self.cockpit.rows_changed.subscribe(self, self.on_rows)
         self.cockpit.spines_moved.subscribe(self, self.on_spines)
         self.cockpit.ticker.ticked.subscribe(self, self.on_tick)
+        self.cockpit.link.changed.subscribe(self, self.on_link_changed)
+        self.table.stale = self.preview.stale = not self.cockpit.link.attached
         self.app.theme_changed_signal.subscribe(self, self.on_theme)
         self.set_class(themes.no_color(), "-mono")
         self.table.replace_all(self.cockpit.rows.values())
@@ -172,6 +175,13 @@ class HomeScreen(Screen[None]):
         self.after_rows(full=True)
 
     # -- live data ---------------------------------------------------------------------
+
+    def on_link_changed(self, link: Link) -> None:
+        """While the daemon is lost, the rows' running and queued turns are not known."""
+        self.preview.stale = not link.attached
+        self.table.set_stale(not link.attached)
+        self.show_preview(now_utc())
+        self.update_status()
 
     def on_rows(self, update: RowsUpdate) -> None:
         if update.full:
@@ -285,7 +295,9 @@ class HomeScreen(Screen[None]):
         totals = Totals(
             total=len(table.items),
             shown=len(table.shown),
-            running=sum(1 for i in items if i.state == "awake" and not i.queued),
+            running=None
+            if table.stale
+            else sum(1 for i in items if i.state == "awake" and not (i.queued or i.interrupted)),
             waiting=sum(1 for i in items if rows.waits_on_user(i)),
             drafts=sum(1 for i in items if i.pending_draft),
             spend=self.spend,

@@ -63,9 +63,8 @@ SENT = {
     "delivered": "started a turn",
     "queued": "is in the inbox: another process holds this heinzel, its next tick delivers it",
 }
-PLACEHOLDER = (
-    "a message: Enter sends · Ctrl+J new line · ↑ history · Ctrl+T steer/queue · Esc leaves"
-)
+#: The hint in an empty composer: what fits its 67 columns at 80 (↑ history is in the help).
+PLACEHOLDER = "Enter sends · Ctrl+J new line · Ctrl+T steer/queue · Esc leaves"
 #: A save that finds a newer revision saves again over it at most this often before giving up.
 REBASES = 3
 #: Saves started by composers that closed, until the kernel answered them.

@@ -15,6 +15,7 @@ differ; a change to the sorted column re-sorts (a list of ids, not widgets).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -113,6 +114,8 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.sort_column = "name"
         self.sort_reverse = False
         self.palette = Palette()
+        self.stale = False
+        """The daemon is lost (reconnecting): running and queued turns show as not known."""
         self.widths: dict[str, int] = rows.column_widths(0, CELL_PADDING)
         self.wanted: dict[str, int] = {}
         """The longest text seen per growing column: spare width goes where text is cut."""
@@ -182,16 +185,17 @@ class HeinzelTable(ScrollView, can_focus=True):
                 del self.shown[item.id]
                 reorder = True
             elif item.id in self.shown:
-                reorder |= self._update(
-                    item.id, self._measured(rows.cells(item, self.palette, now))
-                )
+                reorder |= self._update(item.id, self._measured(self._cells(item, now)))
             elif visible:
-                self.shown[item.id] = self._measured(rows.cells(item, self.palette, now))
+                self.shown[item.id] = self._measured(self._cells(item, now))
                 reorder = True
         if any(self.wanted.get(key, 0) > self.widths[key] for key in rows.GROWING):
             self._lay_out()
         if reorder:
             self._resort(focused)
+
+    def _cells(self, item: HeinzelSummary, now: datetime) -> dict[str, RowCell]:
+        return rows.cells(item, self.palette, now, stale=self.stale)
 
     def _measured(self, cells: dict[str, RowCell]) -> dict[str, RowCell]:
         """Note how wide the growing columns' texts are (for ``_lay_out``); the cells."""
@@ -204,6 +208,12 @@ class HeinzelTable(ScrollView, can_focus=True):
     def retime(self) -> None:
         """Redraw the cells that show relative times (the clock moved on)."""
         self.apply(list(self.items.values()))
+
+    def set_stale(self, stale: bool) -> None:
+        """Mark the rows' running and queued turns as not known (or known again)."""
+        if stale != self.stale:
+            self.stale = stale
+            self.retime()
 
     def restyle(self, palette: Palette) -> None:
         """Re-render every cell with a new theme's palette."""
@@ -219,7 +229,7 @@ class HeinzelTable(ScrollView, can_focus=True):
         self.terms = terms
         now = now_utc()
         self.shown = {
-            heinzel_id: self.shown.get(heinzel_id) or rows.cells(item, self.palette, now)
+            heinzel_id: self.shown.get(heinzel_id) or self._cells(item, now)
             for heinzel_id, item in self.items.items()
             if rows.matches(item, terms)
         }

@@ -6,9 +6,11 @@ the cursor never asks the kernel anything; Enter opens the full page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -17,6 +19,21 @@ from textual.widgets import Static
 from hz_kernel.overview import HeinzelSummary
 from hz_tui import display, rows
 from hz_tui.rows import Palette
+
+
+@dataclass(frozen=True)
+class WrappedPath:
+    """A path that wraps after a ``/`` to the width its cell gets, never inside a name."""
+
+    path: str
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in display.path_lines(self.path, options.max_width):
+            yield Text(line)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        longest = max(len(piece) for piece in display.path_pieces(self.path))
+        return Measurement(min(longest, options.max_width), min(len(self.path), options.max_width))
 
 
 class HeinzelPreview(Static):
@@ -37,6 +54,8 @@ class HeinzelPreview(Static):
         self.palette = Palette()
         self.note = ""
         """A line above the heinzel, saying why the pane shows as it does (full width)."""
+        self.stale = False
+        """The daemon is lost: whether a turn runs or waits now is not known."""
         self.damage: dict[str, str] = {}
         """What the spine check found for each damaged heinzel, by id, once the kernel said."""
 
@@ -50,12 +69,17 @@ class HeinzelPreview(Static):
             described: Group | Text = Text("No heinzel matches the filter.", style="dim")
         else:
             damage = self.damage.get(item.id) if item is not None else None
-            described = describe(item, now, self.palette, damage=damage)
+            described = describe(item, now, self.palette, damage=damage, stale=self.stale)
         self.update(Group(Text(self.note, style="dim"), described) if self.note else described)
 
 
 def describe(
-    item: HeinzelSummary | None, now: datetime, palette: Palette, *, damage: str | None = None
+    item: HeinzelSummary | None,
+    now: datetime,
+    palette: Palette,
+    *,
+    damage: str | None = None,
+    stale: bool = False,
 ) -> Group | Text:
     """The preview's content for ``item`` (None: no row is highlighted).
 
@@ -74,9 +98,12 @@ def describe(
     elif item.state == "proposed":
         facts.add_row("Contract", Text("waits for your approval (Enter to see it)", palette.warn))
     for asset in item.assets:
-        facts.add_row("Keeps", asset.removeprefix("doc:"))
+        facts.add_row("Keeps", WrappedPath(asset.removeprefix("doc:")))
     facts.add_row("Needs you", _waits(item, palette))
-    facts.add_row("Last turn", _last_turn(item, now, palette))
+    if stale and rows.live_turn(item):
+        facts.add_row("Last turn", Text("not known while reconnecting", style="dim"))
+    else:
+        facts.add_row("Last turn", _last_turn(item, now, palette))
     if item.last_report:
         facts.add_row("Report", display.visible(item.last_report))
     due = display.due(item.next_due, now)
@@ -115,6 +142,8 @@ def _last_turn(item: HeinzelSummary, now: datetime, palette: Palette) -> Text:
         return Text("none yet", style="dim")
     when = display.ago(item.last_turn_at, now, exact=False)
     if item.state == "awake" and not item.last_disposition:
+        if item.interrupted:
+            return Text(f"interrupted, started {when}; resumes when it next runs", palette.warn)
         return Text(f"running, started {when}", style=palette.ok)
     what = item.last_disposition or "turn"
     cause = f" ({item.last_cause})" if item.last_cause else ""

@@ -20,7 +20,8 @@ class Totals:
 
     total: int
     shown: int
-    running: int
+    running: int | None
+    """None while the daemon is lost: what runs now is not known."""
     waiting: int
     drafts: int
     spend: SpendToday | None
@@ -44,7 +45,8 @@ class StatusLine(Static):
         self._shown: Text | None = None
 
     def show(self, totals: Totals, *, filter_text: str, sort: str, warn: Style) -> None:
-        parts = {"running": Text(f"{totals.running} running")}
+        running = "running: not known" if totals.running is None else f"{totals.running} running"
+        parts = {"running": Text(running)}
         drafts = f" ({totals.drafts} draft{'s' if totals.drafts != 1 else ''})"
         parts["waiting"] = Text(f"{totals.waiting} waiting on you{drafts if totals.drafts else ''}")
         spend = totals.spend

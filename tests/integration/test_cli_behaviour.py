@@ -459,3 +459,39 @@ def test_a_sentence_longer_than_a_file_name_is_a_sentence(tmp_path: Path) -> Non
     made = hz(home, "heinzel", "new", sentence.strip())
     assert made.returncode == 0, made.stderr
     assert "proposed digest" in made.stdout
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``root``: its size and modification time."""
+    return {
+        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+    }
+
+
+def test_reads_of_an_empty_home_leave_it_empty(tmp_path: Path) -> None:
+    """New-user pass (issue 13) finding 7: ``hz heinzel templates`` (and ``doctor``, ``heinzel
+    list``, ``drafts``) made ``heinzel/index.sqlite`` in an empty home. A read answers and
+    leaves nothing behind."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for command in (["heinzel", "templates"], ["doctor"], ["heinzel", "list"], ["drafts"],
+                    ["heinzel", "verify"]):  # fmt: skip
+        result = subprocess.run(
+            [str(HZ), *command], env=hz_env(home), capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 0, (command, result.stderr)
+        assert list(home.iterdir()) == [], command
+
+
+def test_templates_touch_no_file_of_a_home_in_use(tmp_path: Path) -> None:
+    """Finding 7: ``hz heinzel templates`` rewrote the default home's index; it needs no
+    kernel, so no file of the home changes."""
+    world = make_world(tmp_path)
+    made = world.hz("heinzel", "new", "--template", "digest", "--param", "name=digest",
+                    "--param", "notes=notes", "--param", "document=reports/d.md")  # fmt: skip
+    assert made.returncode == 0 and (world.home / "heinzel" / "index.sqlite").exists()
+    before = _tree(world.home)
+    listed = world.hz("heinzel", "templates")
+    assert "digest" in listed.stdout
+    assert _tree(world.home) == before

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 
-from hz_kernel.api import Decision
+from hz_kernel.api import Decision, TurnReport
 from hz_kernel.overview import HeinzelSummary
 from hz_tui.actions import describe
 from hz_tui.transcript import TranscriptModel
@@ -33,6 +33,14 @@ def test_other_actions_read_as_done() -> None:
     renamed = Decision(heinzel="h", what="rename", state="asleep")
     assert describe("notes-digest", paused) == "notes-digest: paused"
     assert describe("digest", renamed) == "digest: renamed; now asleep"
+
+
+def test_a_wake_says_when_its_turn_waits() -> None:
+    """New-user pass (issue 13) finding 2: a wake the daemon queued read "turn started"."""
+    waiting = TurnReport(heinzel="h", turn="t", status="waiting", reason="low-memory")
+    behind = TurnReport(heinzel="h", turn="t", status="requested")
+    assert describe("digest", waiting) == "digest: turn queued: low memory"
+    assert describe("digest", behind) == "digest: queued behind the running turn"
 
 
 def test_a_failed_attempt_is_listed_after_its_ask_and_a_repeated_ask_once() -> None:

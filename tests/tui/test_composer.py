@@ -31,6 +31,7 @@ from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.turn_state import LiveTurn
 from hz_tui.widgets.composer import Composer, ComposerArea, settle
 from tests.tui import worlds
+from tests.tui.cells import row_text, screen_cells
 from tests.tui.kernels import PassThrough, embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, until
 from tests.tui.windows import two_windows
@@ -458,3 +459,18 @@ async def test_attack_a_file_where_the_cockpit_folder_goes_is_one_coded_line_not
     with pytest.raises(HzError) as refused:
         await client.call(ops.COMPOSER, ops.HeinzelRef(ref=heinzel))
     assert refused.value.code == "HZU229"
+
+
+async def test_fix13_the_composer_hint_keeps_steer_queue_and_esc_at_80_columns(
+    world: worlds.World, client: LocalClient, heinzel: str
+) -> None:
+    """New-user pass (issue 13) finding 9: at 80 columns the composer's hint lost its end,
+    "Ctrl+T steer/queue · Esc leaves". The whole hint shows."""
+    app = CockpitApp(world.home, client)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, heinzel)
+        await pilot.pause()
+        shown = "\n".join(row_text(screen_cells(app), y) for y in range(24))
+        assert "Enter sends" in shown
+        assert "Ctrl+T steer/queue" in shown and "Esc leaves" in shown, shown

@@ -253,3 +253,27 @@ async def test_attack_a_daemon_gone_for_good_is_said_with_how_to_start_one(
             await until(lambda: app.link.attached, ATTACH_S)
     finally:
         await app.link.close()
+
+
+async def test_fix13_the_no_daemon_toast_is_withdrawn_once_attached_again(
+    world: worlds.World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New-user pass (issue 13) finding 4: after the cockpit re-attached, the "No daemon
+    answers…" toast stayed on screen, saying what was no longer true."""
+    monkeypatch.setattr(app_module, "GONE_AFTER_S", 0.5)
+    app = await open_app(world)
+
+    def showing() -> list[str]:
+        return [n.message for n in app.notices.showing if "No daemon answers" in n.message]
+
+    try:
+        async with app.run_test(size=SIZE):
+            await app.loaded.wait()
+            stop(world)
+            await until(lambda: bool(showing()), ATTACH_S)
+            start(world.home)
+            await until(lambda: app.link.attached, ATTACH_S)
+            assert showing() == []
+            assert any("No daemon answers" in m for m in messages(app))  # the history keeps it
+    finally:
+        await app.link.close()

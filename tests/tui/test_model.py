@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from hz_kernel.api import HeinzelSummary
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.vocabulary import HeinzelCreated, StepDone
-from hz_tui import rows, settings, themes
+from hz_tui import display, rows, settings, themes
 from hz_tui.live import RowRefresher
 from hz_tui.tail import SpineTail
 from hz_tui.watcher import SpineWatcher
+from hz_tui.widgets import preview
 from tests.tui import homes
 
 LINE = (
@@ -152,6 +155,23 @@ def test_cells_say_what_waits_and_sort_awake_first() -> None:
     assert rows.cells(summary(damaged=True), rows.Palette(), now)["state"].plain == "damaged"
 
 
+def test_a_turn_no_one_runs_or_no_one_knows_about_never_reads_running() -> None:
+    """New-user pass (issue 13) finding 3: a turn a crash cut (the daemon lists it
+    ``interrupted``) read "running 28s", and while the daemon was lost the last one's
+    "running"/"queued" still read as current."""
+    now = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    awake = summary(state="awake", last_turn_at="2026-11-20T11:00:00Z")
+    cut = rows.cells(awake.model_copy(update={"interrupted": True}), rows.Palette(), now)
+    assert cut["last_turn"].plain == "interrupted 1h"
+    queued = awake.model_copy(update={"queued": "capacity"})
+    for item in (awake, queued):
+        assert rows.cells(item, rows.Palette(), now, stale=True)["last_turn"].plain == (
+            "not known now"
+        )
+    done = summary(state="asleep", last_turn_at="2026-11-20T11:00:00Z", last_disposition="drafted")
+    assert rows.cells(done, rows.Palette(), now, stale=True)["last_turn"].plain == "drafted 1h ago"
+
+
 def test_column_widths_fit_both_terminal_sizes() -> None:
     for width in (78, 98, 108, 115, 118, 238):
         widths = rows.column_widths(width, 1)
@@ -228,3 +248,17 @@ async def test_created_heinzel_reads_from_its_first_line(home: Home) -> None:
         assert batch.moved == {heinzel: 2}
     finally:
         await kernel.close()
+
+
+def test_the_preview_breaks_a_long_path_after_a_slash_never_inside_a_name() -> None:
+    """New-user pass (issue 13) finding 9: at 120 columns the home's side panel folded a path
+    mid-word, "…/d1.md#toda" then "y". It breaks after a ``/``; a name wider than the panel is
+    cut with …."""
+    now = datetime(2026, 11, 20, 12, tzinfo=UTC)
+    item = summary(assets=["doc:notes/reports/2026/december/d1.md#today"])
+    console = Console(width=36, file=io.StringIO(), record=True)
+    console.print(preview.describe(item, now, rows.Palette()))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    keeps = lines.index("Keeps     notes/reports/2026/")
+    assert lines[keeps + 1].strip() == "december/d1.md#today", lines
+    assert display.path_lines("a/averyverylongname.md", 8) == ["a/", "averyve…"]

@@ -10,6 +10,7 @@ kernel page must not show the lost daemon's figures while it reconnects.
 from __future__ import annotations
 
 import contextlib
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,8 +25,13 @@ from hz_kernel.http_client import HttpClient
 from hz_tui.app import CockpitApp
 from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.screens.daemon import DaemonScreen
+from hz_tui.screens.home import HomeScreen
 from hz_tui.widgets.facts import Facts
+from hz_tui.widgets.status_line import StatusLine
 from tests.e2e.test_cockpit_reconnects import kill_daemon
+from tests.support.env import hz_env
+from tests.support.homes import HZ
+from tests.tui import homes
 from tests.tui.test_attach import hz
 from tests.tui.test_cockpit import SIZE, text_of, until
 from tests.tui.test_reconnecting import gone_daemon
@@ -150,3 +156,98 @@ def test_reconnecting_kernel_page(snap_compare, cockpit_home: Home) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=lost)
+
+
+async def test_fix13_the_home_says_running_is_not_known_while_reconnecting(
+    cockpit_home: Home, tmp_path: Path
+) -> None:
+    """New-user pass (issue 13) finding 3: while reconnecting, the home table kept showing the
+    lost daemon's "running 18s" (and "queued: capacity") as current. The rows' running and
+    queued turns, and the footer's running count, read as not known until a daemon answers."""
+    with held_daemon(cockpit_home, tmp_path):
+        client = await connect(cockpit_home)
+        assert isinstance(client, HttpClient)
+        app = CockpitApp(cockpit_home, client)
+        try:
+            async with app.run_test(size=SIZE):
+                await app.loaded.wait()
+                home = app.screen
+                assert isinstance(home, HomeScreen)
+
+                def running() -> list[str]:
+                    cells = home.table.shown.values()
+                    return [
+                        c["name"].plain for c in cells if c["last_turn"].plain[:8] == "running "
+                    ]
+
+                def status() -> str:
+                    return text_of(home.query_one(StatusLine))
+
+                # The tick resumes release-notes' open turn, whose model the hold file holds.
+                await until(lambda: running() == ["release-notes"], ATTACH_S)
+                assert "1 running" in status()
+                release = next(
+                    i for i, c in home.table.shown.items() if c["name"].plain == "release-notes"
+                )
+                kill_daemon(cockpit_home)
+                await until(lambda: app.sub_title.startswith("reconnecting…"), ATTACH_S)
+                assert home.table.shown[release]["last_turn"].plain == "not known now"
+                assert "running: not known" in status() and "1 running" not in status()
+        finally:
+            await app.link.close()
+
+
+@contextlib.contextmanager
+def held_daemon(home: Home, tmp_path: Path) -> Iterator[None]:
+    """A daemon of ``home`` whose model the hold file holds: its tick resumes the release-notes
+    turn, which then runs (mid-think) until the end; the daemon is stopped (or killed) then."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = hz_env(home.root, HZ_NOW=homes.NOW, HZ_TICK_SECONDS="3600")
+    started = subprocess.run(
+        [*HZ, "daemon", "start"], env={**env, "HZ_MODEL_HOLD_FILE": str(hold)}, timeout=60
+    )
+    assert started.returncode == 0
+    try:
+        yield
+    finally:
+        hold.unlink()
+        hz(home, "daemon", "stop")
+        found = read_discovery(home)
+        if found is not None and Path(f"/proc/{found.pid}").exists():
+            kill_daemon(home)
+
+
+async def test_fix13_the_restart_question_counts_one_turn_as_one(
+    cockpit_home: Home, tmp_path: Path
+) -> None:
+    """New-user pass (issue 13) finding 5: with one turn running, Ctrl+R asked "1 turn runs:
+    the daemon waits until they reach a step boundary … resumes them"."""
+    with held_daemon(cockpit_home, tmp_path):
+        client = await connect(cockpit_home)
+        assert isinstance(client, HttpClient)
+        app = CockpitApp(cockpit_home, client)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await app.loaded.wait()
+                release = next(r for r in app.rows.values() if r.name == "release-notes")
+                await until(
+                    lambda: (
+                        app.rows[release.id].state == "awake"
+                        and not app.rows[release.id].interrupted
+                    ),
+                    ATTACH_S,
+                )
+                await pilot.press("f2")
+                await until(lambda: isinstance(app.screen, DaemonScreen))
+                await pilot.press("ctrl+r")
+                await until(lambda: isinstance(app.screen, ConfirmScreen))
+                asked = app.screen
+                assert isinstance(asked, ConfirmScreen)
+                assert asked.about == (
+                    "1 turn runs: the daemon waits until it reaches a step boundary, then "
+                    "restarts, and the new one resumes it."
+                )
+                await pilot.press("escape")
+        finally:
+            await app.link.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 
 from hz_kernel import operations as ops
@@ -18,8 +20,12 @@ from hz_kernel.client import LocalClient
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION, Discovery
 from hz_kernel.home import Home
 from hz_kernel.http_client import HttpClient
+from hz_kernel.remote_client import RemoteClient
+from hz_tui import app as app_module
 from hz_tui.app import CockpitApp
 from hz_tui.messages import RowsUpdate
+from hz_tui.screens.confirm import ConfirmScreen
+from hz_tui.screens.daemon import DaemonScreen
 from hz_tui.widgets.heinzel_table import HeinzelTable
 from tests.tui import homes
 from tests.tui.cells import row_text, screen_cells
@@ -119,5 +125,57 @@ async def test_issue14_item7_at_80_columns_the_header_keeps_reconnecting_and_the
             await pilot.pause()
             header = row_text(screen_cells(app), 0)
             assert "reconnecting… (lost the daemon (pid 4242) at http://127.0.0.1:" in header
+    finally:
+        await app.link.close()
+
+
+async def test_fix13_a_lost_remote_daemon_keeps_its_pid_at_80_columns_and_says_the_remedy(
+    cockpit_home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New-user pass (issue 13) finding 4: a remote cockpit whose daemon restarted on a new
+    port was told to start one "on its machine" though one ran, and at 80 columns its header
+    was cut to "reconnecting… (lost the remote daemon (p…", losing the pid. The header keeps
+    the pid whole; the toast names the real remedies (the token file, a fixed port)."""
+    monkeypatch.setattr(app_module, "GONE_AFTER_S", 0.2)
+    gone = gone_daemon(cockpit_home).model_copy(update={"home": "/srv/hz"})
+    token_file = tmp_path / "token"
+    token_file.write_text("gone\n")
+    token_file.chmod(0o600)
+    client = RemoteClient(gone.address, gone.token, token_file=str(token_file))
+    client.discovery = gone
+    client.where = f"remote daemon (pid 4242) at {gone.address}, home /srv/hz"
+    app = CockpitApp(cockpit_home, client)
+    app.link.how = "adopted"  # as after a first re-attachment: the longest short form
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.loaded.wait()
+            await until(lambda: any("No daemon answers" in n.message for n in app.notices.history))
+            await pilot.pause()
+            header = row_text(screen_cells(app), 0)
+            assert "reconnecting… (" in header and "(pid 4242))" in header, header
+            said = next(n.message for n in app.notices.history if "No daemon answers" in n.message)
+            assert f"No daemon answers at {gone.address}" in said
+            assert "token file" in said and "[daemon] port" in said and "docs/cockpit.md" in said
+            assert "start it on its machine" not in said
+    finally:
+        await app.link.close()
+
+
+async def test_fix13_ctrl_r_with_no_daemon_asks_to_start_one(cockpit_home: Home) -> None:
+    """New-user pass (issue 13) finding 9: with the daemon gone, Ctrl+R on the kernel page
+    asked "Restart the daemon?" though it would start one."""
+    app = CockpitApp(cockpit_home, HttpClient(gone_daemon(cockpit_home)), live=False)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await until(lambda: not app.link.attached)
+            await pilot.press("f2")
+            await until(lambda: isinstance(app.screen, DaemonScreen))
+            await pilot.press("ctrl+r")
+            await until(lambda: isinstance(app.screen, ConfirmScreen))
+            asked = app.screen
+            assert isinstance(asked, ConfirmScreen)
+            assert (asked.question, asked.yes) == ("Start the daemon?", "Start")
+            await pilot.press("escape")
     finally:
         await app.link.close()

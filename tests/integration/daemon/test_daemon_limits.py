@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -177,3 +178,84 @@ def test_issue13_item2_a_limit_out_of_bounds_is_one_coded_line(tmp_path: Path) -
     line = one_coded_line(result, "HZS062")
     assert "daemon.max_concurrent_attempts" in line
     assert result.returncode == 1
+
+
+async def test_fix13_wake_says_whether_its_turn_started_waits_or_queues_behind(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 2: ``wake`` on a daemon says the truth. With
+    ``max_concurrent_turns = 1``: the first wake ``started`` (its turn named), a wake of
+    another heinzel waits for ``capacity`` (the turn that journalled ``turn.queued``), and a
+    second wake of the first heinzel is ``requested`` behind its running turn; in text too."""
+    world = make_world(tmp_path)
+    with (world.home / "hz.toml").open("a") as toml:
+        toml.write("[daemon]\nmax_concurrent_turns = 1\nmin_free_memory_mb = 0\n")
+    ids = await _five_heinzels(world)
+    hold = tmp_path / "hold"
+    hold.touch()
+    daemons.start(Home.resolve(world.home), env={"HZ_MODEL_HOLD_FILE": str(hold)})
+
+    def wake(name: str, *extra: str) -> str:
+        result = hz(world.home, "heinzel", "wake", name, *extra)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    started = json.loads(wake("d0", "--json"))
+    assert started["status"] == "started" and started["turn"], started
+    waiting = json.loads(wake("d1", "--json"))
+    assert (waiting["status"], waiting["reason"]) == ("waiting", "capacity"), waiting
+    queued = [e for e in world.spine(ids["d1"]) if e["kind"] == "turn.queued"]
+    assert [e["turn"] for e in queued] == [waiting["turn"]]
+    behind = json.loads(wake("d0", "--json"))
+    assert (behind["status"], behind["turn"]) == ("requested", started["turn"]), behind
+
+    text = wake("d2")
+    assert text.startswith("d2: queued (capacity): turn "), text
+    assert text.endswith(" starts when a turn slot frees\n"), text
+    assert wake("d0") == (
+        f"d0: queued behind the running turn {started['turn']}; the turn after it takes the wake\n"
+    )
+    hold.unlink()
+
+
+async def test_fix13_turns_a_crash_cut_list_as_interrupted_not_running(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 3: after a kill -9 and a new daemon, the cockpit showed
+    three turns running with ``max_concurrent_turns = 1``. A turn open in its spine that the
+    daemon does not run (it has not resumed it yet) lists ``interrupted``: the rows running
+    are as many as ``/v1/health`` says."""
+    world = make_world(tmp_path)
+    with (world.home / "hz.toml").open("a") as toml:
+        toml.write("[daemon]\nmax_concurrent_turns = 1\nmin_free_memory_mb = 0\n")
+    ids = await _five_heinzels(world)
+    cut = ["d0", "d1", "d2"]
+    for name in cut:
+        crashed = subprocess.run(
+            [*HZ, "heinzel", "wake", name, "--request-id", f"cut-{name}"],
+            env=world.env(HZ_CRASH_AT="step.done:gather"),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    hold = tmp_path / "hold"
+    hold.touch()
+    daemons.start(Home.resolve(world.home), env={"HZ_MODEL_HOLD_FILE": str(hold)})
+    deadline = time.monotonic() + WAIT_S
+    while _health(world)["turns_running"] < 1:
+        assert time.monotonic() < deadline, "the daemon resumed no turn"
+        time.sleep(0.1)
+
+    listed = hz(world.home, "heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    awake = {row["name"]: row for row in json.loads(listed.stdout) if row["state"] == "awake"}
+    assert set(awake) == set(cut), awake
+    running = [name for name, row in awake.items() if not (row["queued"] or row["interrupted"])]
+    assert len(running) == 1, awake
+    assert _health(world)["turns_running"] == 1
+    assert set(ids) >= set(awake)
+    text = hz(world.home, "heinzel", "list").stdout
+    cut_rows = [line for line in text.splitlines() if "awake (interrupted)" in line]
+    assert len(cut_rows) == sum(1 for row in awake.values() if row["interrupted"]), text
+    hold.unlink()

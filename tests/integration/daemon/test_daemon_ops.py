@@ -196,6 +196,24 @@ def test_issue13_item7_install_writes_and_enables_a_systemd_user_unit(tmp_path: 
     ]
 
 
+def test_fix13_install_dry_run_says_it_would_stop_the_detached_daemon_first(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 8: ``install --dry-run`` left out that install first
+    stops the daemon running detached (the service manager runs it from then on)."""
+    home = make_home(tmp_path / "home", heinzels=0)
+    calls = tmp_path / "calls.jsonl"
+    _stub_systemctl(tmp_path / "bin", calls)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": str(tmp_path / "bin")}
+    running = daemons.start(home)
+    dry = hz(home.root, "daemon", "install", "--dry-run", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith(
+        f"# would stop daemon pid {running['pid']} first: systemd runs it from then on\n"
+    )
+    assert pid_alive(running["pid"]) and _calls(calls) == []
+
+
 def test_issue13_item7_install_says_when_systemctl_is_missing_or_fails(tmp_path: Path) -> None:
     home = make_home(tmp_path / "home", heinzels=0)
     env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": str(tmp_path / "empty")}
@@ -350,6 +368,48 @@ async def test_issue13_item4_restart_drains_then_the_new_daemon_finishes_the_tur
     assert resumed["data"]["woken_by"] == "restart"
     assert orjson.loads((world.home / "daemon.json").read_bytes())["pid"] == report["pid"]
     assert hz(world.home, "daemon", "stop").returncode == 0
+
+
+async def test_fix13_restart_says_at_once_that_it_drains_and_counts_one_turn_right(
+    tmp_path: Path, daemons: Daemons
+) -> None:
+    """New-user pass (issue 13) finding 5: ``hz daemon restart`` printed nothing while it
+    drained (up to 30 s), then "1 turns … resumes them"; the log said "draining: 1 turns
+    running". The first line comes before the drain ends, and one turn is one turn."""
+    world = make_world(tmp_path)
+    heinzel_id = await _heinzel(world, first_turn=True)
+    hold = tmp_path / "hold"
+    hold.touch()
+    started_env = {"HZ_MODEL_HOLD_FILE": str(hold), "HZ_TICK_SECONDS": "0.5"}
+    home = Home.resolve(world.home)
+    daemons.start(home, env=started_env)
+    assert hz(world.home, "heinzel", "wake", "notes-digest", env=started_env).returncode == 0
+    turn = [e for e in _wait(world, heinzel_id, "turn.started", count=2)
+            if e["kind"] == "turn.started"][-1]["turn"]  # fmt: skip
+    _until(
+        lambda: any(e["kind"] == "step.done" and e["turn"] == turn
+                    and e["data"]["step"] == "gather" for e in _spine(world, heinzel_id)),
+        "the turn is thinking",
+    )  # fmt: skip
+    restarting = subprocess.Popen(
+        [*HZ, "daemon", "restart"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HZ_HOME": str(world.home)},
+    )  # fmt: skip
+    try:
+        assert restarting.stdout is not None
+        first = restarting.stdout.readline()  # the model is still held: the drain goes on
+        hold.unlink()
+        rest, err = restarting.communicate(timeout=WAIT_S * 2)
+    finally:
+        restarting.kill()
+        restarting.wait()
+    assert restarting.returncode == 0, err
+    assert first == "draining: 1 turn running; waiting up to 60s for a step boundary…\n"
+    assert "1 turn paused at a step boundary; the new daemon resumes it\n" in rest
+    started = [line for line in rest.splitlines() if line.startswith("started daemon: pid ")]
+    daemons.track(int(started[0].split()[3]))
+    logged = (world.home / "daemon.log").read_text()
+    assert "draining: 1 turn running" in logged and "1 turns" not in logged
 
 
 async def test_issue13_item4_a_wake_while_draining_is_queued_and_the_next_daemon_runs_it(

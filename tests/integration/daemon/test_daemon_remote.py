@@ -163,7 +163,9 @@ def test_tail_joins_a_running_turn_from_where_it_stands(tmp_path: Path) -> None:
 
 def joined_mid_turn(served: worlds.World) -> None:
     env = env_for(served)
-    assert hz(env, "heinzel", "wake", "notes-digest").stdout == "notes-digest: started\n"
+    assert hz(env, "heinzel", "wake", "notes-digest").stdout.startswith(
+        "notes-digest: started (turn "
+    )
     bodies = next((served.home.root / "heinzel").glob("hz-*")) / "turns"
     deadline = time.monotonic() + TIMEOUT_S
     while not any(b'"chunk"' in body.read_bytes() for body in bodies.glob("*.jsonl")):

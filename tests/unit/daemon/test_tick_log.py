@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from hz_kernel.daemon.lifecycle import _TickLog
-from hz_kernel.tick.report import TickProblem, TickReport
+from hz_kernel.tick.report import TickProblem, TickReport, TickWoken
 
 AT = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 
@@ -32,4 +32,17 @@ def test_s6_item1_a_problem_repeated_tick_after_tick_is_logged_once_until_it_cha
         "tick: HZS094: the index is damaged (-)",
         "tick: HZT010: the index is damaged (-)",
         "tick: HZS094: the index is damaged (-)",
+    ]
+
+
+def test_one_heinzel_woken_is_logged_in_the_singular(caplog: pytest.LogCaptureFixture) -> None:
+    """New-user pass (issue 13) finding 5: the log said "tick: woke 1 heinzels"."""
+    woken = TickWoken(heinzel="h", name="d", causes=["schedule"], keys=["k"], due_at=AT, height=0)
+    log = _TickLog()
+    with caplog.at_level(logging.INFO, logger="hz.daemon"):
+        log(TickReport(at=AT, due=1, woken=[woken]))
+        log(TickReport(at=AT, due=2, woken=[woken, woken]))
+    assert [r.getMessage() for r in caplog.records] == [
+        "tick: woke 1 heinzel",
+        "tick: woke 2 heinzels",
     ]
