@@ -51,31 +51,34 @@ async def test_issue13_item1_the_quit_question_recounts_running_turns_while_it_i
     client = await connect(home, defer_kernel=True)
     assert isinstance(client, DeferredClient)
     app = CockpitApp(home, client)
-    async with app.run_test(size=SIZE) as pilot:
-        await app.loaded.wait()
-        await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
-        await until(lambda: turns_to_cut(client) == 1)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await client.call(ops.WAKE, ops.WakeRequest(ref="notes-digest"))
+            await until(lambda: turns_to_cut(client) == 1)
 
-        dialog = await quit_dialog(pilot, app)
-        assert question(dialog) == (
-            "1 turn running: quit and cut it, hand it to the daemon, or stay?",
-            ["Quit and cut it", "Hand it to the daemon", "Stay"],
-        )
+            dialog = await quit_dialog(pilot, app)
+            assert question(dialog) == (
+                "1 turn running: quit and cut it, hand it to the daemon, or stay?",
+                ["Quit and cut it", "Hand it to the daemon", "Stay"],
+            )
 
-        await client.call(ops.WAKE, ops.WakeRequest(ref="team-digest"))
-        await until(lambda: question(dialog)[0].startswith("2 turns"))
-        assert question(dialog) == (
-            "2 turns running: quit and cut them, hand them to the daemon, or stay?",
-            ["Quit and cut them", "Hand them to the daemon", "Stay"],
-        )
+            await client.call(ops.WAKE, ops.WakeRequest(ref="team-digest"))
+            await until(lambda: question(dialog)[0].startswith("2 turns"))
+            assert question(dialog) == (
+                "2 turns running: quit and cut them, hand them to the daemon, or stay?",
+                ["Quit and cut them", "Hand them to the daemon", "Stay"],
+            )
 
-        await until(lambda: turns_to_cut(client) == 0, timeout=TURNS_S)
-        await until(lambda: question(dialog)[0].startswith("No turn"))
-        assert question(dialog) == (
-            "No turn is running now: quit, or stay?",
-            ["Quit", "Quit and start the daemon", "Stay"],
-        )
-        assert app.screen is dialog
-        await pilot.press("enter")
-        await until(lambda: not app.is_running)
-    assert not app.hand_off
+            await until(lambda: turns_to_cut(client) == 0, timeout=TURNS_S)
+            await until(lambda: question(dialog)[0].startswith("No turn"))
+            assert question(dialog) == (
+                "No turn is running now: quit, or stay?",
+                ["Quit", "Quit and start the daemon", "Stay"],
+            )
+            assert app.screen is dialog
+            await pilot.press("enter")
+            await until(lambda: not app.is_running)
+        assert not app.hand_off
+    finally:
+        await client.close()  # as hz does after the window: no index thread left running
