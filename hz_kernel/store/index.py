@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 #: turn with the previous turn's disposition and report).
 #: 4: a line whose types do not fit its kind is damage (``verify`` trusts a sound row to say so);
 #: an older index may have folded such a line as sound.
-SCHEMA_VERSION = 4
+#: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -770,7 +771,7 @@ class Index(IndexQueries):
             for table in ALL_TABLES:
                 if batches[table.name]:
                     w.executemany(table.upsert_sql(), batches[table.name])
-            assigned, renumbered = positions.assign(w, spines or {})
+            assigned, renumbered = positions.assign(w, spines or {}, report=not everything)
             generation = positions.new_generation(w) if renumbered else self.generation
         self.generation = generation
         for proj in projections:

@@ -2,7 +2,9 @@
 
 The feed numbers spine events across every heinzel of a home. A number
 must mean the same line after a daemon restart, so it is assigned in the
-index (table ``feed``: position → heinzel, seq, byte offset), in the same
+index (table ``feed``: position → spine, seq, byte offset; ``feed_spine``
+numbers the spines, so the table and its (spine, seq) key hold integers
+only, which keeps positioning a whole home cheap), in the same
 commit as the rows that line changed, by whichever process wrote the line;
 a line another process appended without indexing it gets its position
 when the index next catches up with that spine (``reconcile``, a reindex,
@@ -38,13 +40,14 @@ if TYPE_CHECKING:
     from hz_kernel.store.index import Index
 
 DDL = (
+    "CREATE TABLE IF NOT EXISTS feed_spine (id INTEGER PRIMARY KEY, heinzel TEXT NOT NULL UNIQUE)",
     "CREATE TABLE IF NOT EXISTS feed (pos INTEGER PRIMARY KEY AUTOINCREMENT, "
-    "heinzel TEXT NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, "
-    "UNIQUE (heinzel, seq))",
+    "spine INTEGER NOT NULL, seq INTEGER NOT NULL, offset INTEGER NOT NULL, "
+    "UNIQUE (spine, seq))",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 #: Dropping ``feed`` also drops its ``AUTOINCREMENT`` counter (SQLite's ``sqlite_sequence``).
-TABLES = ("feed", "meta")
+TABLES = ("feed", "feed_spine", "meta")
 
 #: Position → (heinzel, seq) of every line a write positioned.
 Positions = dict[tuple[str, int], int]
@@ -106,7 +109,16 @@ def spots(lines: Iterable[Placed]) -> list[Spot]:
     return [Spot(line.seq, line.ts, line.offset) for line in lines]
 
 
-def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Placed]]) -> tuple[Positions, bool]:
+def _spine_number(w: sqlite3.Connection, heinzel_id: str) -> int:
+    """The number ``feed`` knows the spine of ``heinzel_id`` by (given on first use)."""
+    w.execute("INSERT OR IGNORE INTO feed_spine (heinzel) VALUES (?)", (heinzel_id,))
+    (number,) = w.execute("SELECT id FROM feed_spine WHERE heinzel = ?", (heinzel_id,)).fetchone()
+    return int(number)
+
+
+def assign(
+    w: sqlite3.Connection, spines: Mapping[str, Sequence[Placed]], *, report: bool = True
+) -> tuple[Positions, bool]:
     """Position every line of ``spines`` the table has not seen; True if the generation must end.
 
     Only lines past the highest seq already positioned for their heinzel
@@ -114,17 +126,21 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Placed]]) -> tup
     tail. A spine now shorter than what was positioned (cut off, then its
     damage accepted) has lost lines readers were given: its rows are
     replaced and the caller mints a new generation. New lines of several
-    spines are interleaved by timestamp, each spine in its own order.
+    spines are interleaved by timestamp, each spine in its own order. The
+    positions given are returned when ``report`` asks for them.
     """
     renumbered = False
-    new: list[tuple[str, str, int, int]] = []
+    new: list[tuple[str, int, int, int]] = []
+    names: dict[int, str] = {}
     for heinzel_id, events in spines.items():
         if not events:
             continue
-        row = w.execute("SELECT MAX(seq) FROM feed WHERE heinzel = ?", (heinzel_id,)).fetchone()
+        spine = _spine_number(w, heinzel_id)
+        names[spine] = heinzel_id
+        row = w.execute("SELECT MAX(seq) FROM feed WHERE spine = ?", (spine,)).fetchone()
         have = int(row[0]) if row and row[0] is not None else 0
         if events[-1].seq < have:
-            w.execute("DELETE FROM feed WHERE heinzel = ?", (heinzel_id,))
+            w.execute("DELETE FROM feed WHERE spine = ?", (spine,))
             renumbered, have = True, 0
         start = len(events)
         while start > 0 and events[start - 1].seq > have:
@@ -136,19 +152,18 @@ def assign(w: sqlite3.Connection, spines: Mapping[str, Sequence[Placed]]) -> tup
             if event.seq > have:
                 if event.ts > latest:
                     latest = event.ts
-                new.append((latest, heinzel_id, event.seq, event.offset))
+                new.append((latest, spine, event.seq, event.offset))
                 have = event.seq
     if not new:
         return {}, renumbered
     new.sort(key=itemgetter(0))
     # One statement for all rows, numbered as AUTOINCREMENT would: after the
     # highest position ever handed out (nothing else inserts in this transaction).
-    rows = [
-        (pos, heinzel_id, seq, offset)
-        for pos, (_, heinzel_id, seq, offset) in enumerate(new, start=_after(w))
-    ]
-    w.executemany("INSERT INTO feed (pos, heinzel, seq, offset) VALUES (?, ?, ?, ?)", rows)
-    positions: Positions = {(heinzel_id, seq): pos for pos, heinzel_id, seq, _ in rows}
+    rows = [(pos, spine, seq, offset) for pos, (_, spine, seq, offset) in enumerate(new, _after(w))]
+    w.executemany("INSERT INTO feed (pos, spine, seq, offset) VALUES (?, ?, ?, ?)", rows)
+    if not report:
+        return {}, renumbered
+    positions: Positions = {(names[spine], seq): pos for pos, spine, seq, _ in rows}
     return positions, renumbered
 
 
@@ -163,7 +178,9 @@ def _after(w: sqlite3.Connection) -> int:
 
 def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:
     """Drop the positions of spines that are gone (their numbers are never reused)."""
-    w.executemany("DELETE FROM feed WHERE heinzel = ?", heinzel_ids)
+    spine_of = "(SELECT id FROM feed_spine WHERE heinzel = ?)"
+    w.executemany(f"DELETE FROM feed WHERE spine = {spine_of}", heinzel_ids)
+    w.executemany("DELETE FROM feed_spine WHERE heinzel = ?", heinzel_ids)
 
 
 class Row(NamedTuple):
@@ -231,8 +248,8 @@ class FeedRows:
     def rows(self, after: int, upto: int, limit: int) -> list[Row]:
         """Up to ``limit`` rows with ``after < position <= upto``, in position order."""
         cursor = self.index.writer.execute(
-            "SELECT pos, heinzel, seq, offset FROM feed WHERE pos > ? AND pos <= ? "
-            "ORDER BY pos LIMIT ?",
+            "SELECT pos, heinzel, seq, offset FROM feed JOIN feed_spine ON spine = feed_spine.id "
+            "WHERE pos > ? AND pos <= ? ORDER BY pos LIMIT ?",
             (after, upto, limit),
         )
         return list(map(Row._make, cursor))

@@ -16,7 +16,10 @@ def _feed(path: Path) -> sqlite3.Connection:
 
 
 def _order(w: sqlite3.Connection) -> list[tuple[str, int]]:
-    return [(h, s) for h, s in w.execute("SELECT heinzel, seq FROM feed ORDER BY pos")]
+    rows = w.execute(
+        "SELECT heinzel, seq FROM feed JOIN feed_spine ON spine = feed_spine.id ORDER BY pos"
+    )
+    return [(h, s) for h, s in rows]
 
 
 def test_lines_interleave_by_time_and_a_clock_gone_back_keeps_its_spines_order(

@@ -181,7 +181,11 @@ async def _dump(kernel: Kernel) -> dict[str, list[dict[str, Any]]]:
         out[table.name] = await kernel.index.fetch(
             table.name, f"SELECT * FROM {table.name} ORDER BY {order}"
         )
-    feed = await kernel.index.fetch("", "SELECT * FROM feed ORDER BY pos")
+    feed = await kernel.index.fetch(
+        "",
+        "SELECT pos, heinzel, seq, offset FROM feed JOIN feed_spine ON spine = feed_spine.id "
+        "ORDER BY pos",
+    )
     return {**out, "feed": feed}
 
 
