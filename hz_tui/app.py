@@ -631,6 +631,16 @@ class CockpitApp(App[int]):
         if not isinstance(self.screen, NoticesScreen):
             self.push_screen(NoticesScreen())
 
+    def action_graph(self) -> None:
+        """The graph page; from a heinzel's page, narrowed to that heinzel."""
+        from hz_tui.screens.graph import GraphScreen
+        from hz_tui.screens.heinzel import HeinzelScreen
+
+        if isinstance(self.screen, GraphScreen):
+            return
+        focus = self.screen.heinzel_id if isinstance(self.screen, HeinzelScreen) else None
+        self.push_screen(GraphScreen(focus))
+
     def action_review(self) -> None:
         from hz_tui.screens.help import HelpScreen
         from hz_tui.screens.review import ReviewScreen

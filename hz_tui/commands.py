@@ -103,6 +103,12 @@ def cockpit_commands(app: CockpitApp) -> list[Command]:
             "app.notices",
         ),
         Command(
+            "Graph",
+            "Who reads and writes what: what contracts declare, what turns did",
+            app.action_graph,
+            "app.graph",
+        ),
+        Command(
             "Toggle the preview",
             "The selected heinzel beside the home table",
             app.toggle_preview,

@@ -20,6 +20,7 @@ APP = [
     Binding("f3", "next_theme", "Theme", id="app.theme", show=False),
     Binding("f4", "review", "Review", id="app.review"),
     Binding("f5", "notices", "Notices", id="app.notices", show=False),
+    Binding("f6", "graph", "Graph", id="app.graph", show=False),
     Binding("ctrl+q", "quit", "Quit", id="app.quit"),
 ]
 
@@ -292,6 +293,20 @@ NOTICES = [
     Binding("f5", "close", "Back", id="notices.close_f5", show=False),
 ]
 
+#: The graph page (F6): who reads and writes what.
+GRAPH = [
+    Binding("escape", "back", "Back", id="graph.back"),
+    Binding("enter", "open", "Open heinzel", id="graph.open", show=False),
+    Binding(
+        "z",
+        "toggle_focus",
+        "Only this heinzel",
+        id="graph.focus",
+        tooltip="Narrow the graph to the highlighted heinzel and its neighbours (again: all)",
+    ),
+    Binding("r", "refresh", "Refresh", id="graph.refresh", tooltip="Ask for the graph again"),
+]
+
 HELP = [
     Binding("escape", "close", "Close", id="help.close"),
     Binding("f1,question_mark", "close", "Close", id="help.close_f1", show=False),
@@ -319,6 +334,7 @@ NODES = (
     DAEMON,
     LOGS,
     NOTICES,
+    GRAPH,
     HELP,
 )
 
@@ -351,6 +367,7 @@ SCOPES = (
     Scope("Kernel page", DAEMON, "Kernel"),
     Scope("Daemon log", LOGS, "Daemon log"),
     Scope("Notices", NOTICES, "Notices"),
+    Scope("Graph", GRAPH, "Graph"),
     Scope("Help", HELP, "Help"),
 )
 
@@ -384,6 +401,7 @@ KEY_MEANINGS: dict[str, str] = {
     "f3": "next theme",
     "f4": "review drafts",
     "f5": "the notices (again: close them)",
+    "f6": "the graph: who reads and writes what",
     "ctrl+q": "quit",
     "q": "quit",
     "ctrl+c": INTERRUPT,
@@ -421,6 +439,7 @@ KEY_MEANINGS: dict[str, str] = {
     "l": "the daemon's log",
     "f": "follow on/off",
     "h": "hide a turn from the model (the record keeps it)",
+    "z": "narrow to the highlighted heinzel (again: everything)",
 }
 
 #: Binding id -> its meaning; a binding whose keys mean something else fails the test.
@@ -431,6 +450,7 @@ MEANING_OF: dict[str, str] = {
     "app.theme": KEY_MEANINGS["f3"],
     "app.review": KEY_MEANINGS["f4"],
     "app.notices": KEY_MEANINGS["f5"],
+    "app.graph": KEY_MEANINGS["f6"],
     "app.quit": "quit",
     "home.filter": FIND,
     "home.clear_filter": BACK,
@@ -514,6 +534,10 @@ MEANING_OF: dict[str, str] = {
     "logs.follow": KEY_MEANINGS["f"],
     "notices.close": BACK,
     "notices.close_f5": KEY_MEANINGS["f5"],
+    "graph.back": BACK,
+    "graph.open": OPEN,
+    "graph.focus": KEY_MEANINGS["z"],
+    "graph.refresh": REFRESH,
     "help.close": BACK,
     "help.close_f1": HELP_KEY,
 }

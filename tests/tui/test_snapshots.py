@@ -25,6 +25,7 @@ from hz_kernel.store import composer as composer_file
 from hz_kernel.tick.report import TickDeferred, TickReport, TickSkipped
 from hz_tui.app import CockpitApp
 from hz_tui.screens.choose import ChooseScreen
+from hz_tui.screens.graph import GraphScreen, GraphTable
 from hz_tui.screens.heinzel import HeinzelScreen
 from hz_tui.screens.review import ReviewScreen
 from tests.tui import homes, worlds
@@ -222,13 +223,39 @@ def test_help(snap_compare, snapshot_client, theme: str) -> None:
     assert snap_compare(app, press=["f1"], terminal_size=(120, 40), run_before=loaded)
 
 
-async def open_new_heinzel(pilot: Pilot[int]) -> None:
-    await pilot.press("ctrl+n")
+async def press_until(pilot: Pilot[int], key: str, shown: Callable[[], bool]) -> None:
+    """Press ``key``, then wait (a few seconds at most) until what it opens is ``shown``."""
+    await pilot.press(key)
     for _ in range(100):
-        if isinstance(pilot.app.screen, ChooseScreen):
+        if shown():
             break
         await pilot.pause(0.05)
     await pilot.pause()
+
+
+async def open_graph(pilot: Pilot[int]) -> None:
+    def shown() -> bool:
+        screen = pilot.app.screen
+        return isinstance(screen, GraphScreen) and bool(screen.query_one(GraphTable).row_count)
+
+    await press_until(pilot, "f6", shown)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_issue18_item3_graph_page(snap_compare, snapshot_client, theme: str) -> None:
+    home, client = snapshot_client
+    app = cockpit(home, client, theme)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=then(open_graph))
+
+
+def test_issue18_item3_graph_page_at_80x24(snap_compare, snapshot_client) -> None:
+    home, client = snapshot_client
+    app = cockpit(home, client, "hz-dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=then(open_graph))
+
+
+async def open_new_heinzel(pilot: Pilot[int]) -> None:
+    await press_until(pilot, "ctrl+n", lambda: isinstance(pilot.app.screen, ChooseScreen))
 
 
 @pytest.mark.parametrize("theme", THEMES)

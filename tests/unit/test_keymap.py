@@ -48,7 +48,7 @@ def test_issue14_item6_the_keys_that_meant_two_things_mean_one() -> None:
     assert ids_on("slash") == {"home.filter", "transcript.search", "review.filter"}
     assert ids_on("question_mark") == {"app.help", "help.close_f1"}
     assert ids_on("x") == {"act.reject", "contract.reject", "review.reject"}
-    assert ids_on("r") == {"home.refresh", "heinzel.refresh", "daemon.refresh"}
+    assert ids_on("r") == {"home.refresh", "heinzel.refresh", "daemon.refresh", "graph.refresh"}
 
 
 def test_issue14_item6_the_default_keymap_has_no_clash_within_a_screen() -> None:

@@ -1,0 +1,90 @@
+"""Issue 18 item 3: the graph page in the cockpit (F6), on the worked example.
+
+Priya's weekly report has drafted once (its reads and its write observed as
+well as declared); exec-summary declares that it reads the report's section
+and has not run. The page must show both, say which edges are declared and
+which were seen, narrow to one heinzel with ``z`` and open a heinzel's page
+with Enter; from a heinzel's page F6 opens the graph narrowed to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from hz_kernel.client import LocalClient
+from hz_kernel.home import Home
+from hz_tui.app import CockpitApp
+from hz_tui.screens.graph import GraphScreen, GraphTable
+from hz_tui.screens.heinzel import HeinzelScreen
+from tests.integration.test_graph import NOW, worked
+from tests.tui.test_cockpit import SIZE, text_of, until
+
+__all__ = ["worked"]
+
+
+def _rows(app: CockpitApp) -> list[list[str]]:
+    table = app.screen.query_one(GraphTable)
+    return [[str(cell) for cell in table.get_row_at(n)] for n in range(table.row_count)]
+
+
+def _groups(rows: list[list[str]]) -> dict[str, list[list[str]]]:
+    """The rows under each heinzel's name (the name stands on its first row only)."""
+    groups: dict[str, list[list[str]]] = {}
+    name = ""
+    for row in rows:
+        name = row[0] or name
+        groups.setdefault(name, []).append(row)
+    return groups
+
+
+def _summary(app: CockpitApp) -> str:
+    return text_of(app.screen.query_one("#graph-summary", Static))
+
+
+async def test_issue18_item3_the_graph_page_shows_declared_and_observed_apart(
+    worked: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HZ_NOW", NOW)
+    home = Home.resolve(worked[0])
+    client = await LocalClient.open(home)
+    try:
+        app = CockpitApp(home, client, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.press("f6")
+            await until(lambda: isinstance(app.screen, GraphScreen) and bool(_rows(app)))
+            groups = _groups(_rows(app))
+            weekly, summary = groups["weekly-report"], groups["exec-summary"]
+            verbs = {(r[1], r[3]) for r in weekly}
+            assert ("reads", "declared · observed") in verbs
+            assert ("writes", "declared · observed") in verbs
+            needs = [r for r in summary if r[1] == "needs"]
+            assert len(needs) == 1 and needs[0][2].startswith("weekly-report\nvia doc:")
+            assert needs[0][3] == "declared only"
+            assert "2 heinzels" in _summary(app) and "3 declared only" in _summary(app)
+
+            table = app.screen.query_one(GraphTable)
+            table.move_cursor(
+                row=next(i for i, r in enumerate(_rows(app)) if r[0] == "exec-summary")
+            )
+            await pilot.press("z")
+            await until(lambda: "only exec-summary" in _summary(app))
+            assert {r[0] for r in _rows(app) if r[0]} <= {"exec-summary", "weekly-report"}
+            await pilot.press("z")
+            await until(lambda: "neighbours" not in _summary(app))
+
+            table.move_cursor(row=_rows(app).index(weekly[0]))
+            await pilot.press("enter")
+            await until(lambda: isinstance(app.screen, HeinzelScreen))
+            opened = app.screen
+            assert isinstance(opened, HeinzelScreen)
+            await pilot.press("f6")
+            await until(lambda: isinstance(app.screen, GraphScreen))
+            await until(lambda: "only weekly-report and its neighbours" in _summary(app))
+            await pilot.press("escape")
+            await until(lambda: isinstance(app.screen, HeinzelScreen))
+    finally:
+        await client.close()
