@@ -88,8 +88,9 @@ def echoed(words: str, most: int = ECHO_MAX) -> str:
 
 
 def path_pieces(path: str) -> list[str]:
-    """``path`` cut after each ``/``: where it may break across lines."""
-    return re.findall(r"[^/]*/|[^/]+$", path) or [path]
+    """``path`` cut after each ``/`` and before a ``#`` anchor: where it may break across
+    lines."""
+    return re.findall(r"[^/#]*/|#?[^/#]+", path) or [path]
 
 
 def path_lines(path: str, width: int) -> list[str]:

@@ -100,7 +100,8 @@ class GraphTable(DataTable[Text]):
 
     def on_resize(self, event: events.Resize) -> None:
         fixed = sum(width for _, _, width in COLUMNS) + 2 * self.cell_padding * len(COLUMNS)
-        self.room = max(WHAT_MIN, event.size.width - fixed - 2)
+        scrollbar = self.styles.scrollbar_size_vertical  # kept free: rows may outgrow the page
+        self.room = max(WHAT_MIN, event.size.width - fixed - scrollbar - 2)
         self.show(self.graph)
 
     def _widest(self, graph: api.Graph) -> int:
