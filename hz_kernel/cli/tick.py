@@ -29,6 +29,8 @@ async def cmd_tick(client: KernelClient, args: argparse.Namespace) -> int:
                 f"skipped {len(report.skipped)}, deferred {len(report.deferred)}, "
                 f"fetches {report.fetches}\n"
             )
+            for notice in report.notices:
+                sys.stdout.write(echoed(f"  notice: {notice}") + "\n")
         sys.stdout.flush()
         for problem in report.problems:
             where = f"{problem.place}: " if problem.place else ""

@@ -41,6 +41,7 @@ from hz_kernel.config import Settings
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
+from hz_kernel.flow import Need, flow_notices, needs_of
 from hz_kernel.held import deliver_queued
 from hz_kernel.store.inbox import undelivered
 from hz_kernel.store.locks import FileLock, SpineBusy
@@ -77,6 +78,17 @@ from hz_kernel.tick.wakes import (
     watched,
 )
 from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
+
+#: An upstream by name, and when its newest waiting draft of one output was placed.
+FLOW_WAITING_QUERY = """
+SELECT h.id, (
+    SELECT d.placed_at FROM drafts AS d
+    WHERE d.heinzel = h.id AND d.output = ? AND d.status = 'pending'
+    ORDER BY d.seq DESC LIMIT 1
+) AS placed
+FROM heinzels AS h WHERE h.name = ? ORDER BY h.id LIMIT 1
+"""
+FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 
 TICK_QUERY = """
 SELECT (
@@ -217,15 +229,17 @@ class TickCommands(KernelCore):
             fetcher = self._source_fetcher()
             fetches = fetcher.fetches
             queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
-            plan, staged, spent, noticed, observed = await self._plan(moment, zone)
+            plan, staged, spent, noticed, observed, needs = await self._plan(moment, zone)
             report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
+            told, flow_problems = await self._tell_flow(needs, moment)
         except HzError:
             raise
         except Exception as exc:
             raise HzError("HZT121", f"the tick failed: {_described(exc)}") from exc
-        problems = queued + observed
+        problems = queued + observed + flow_problems
         return report.model_copy(
             update={
+                "notices": report.notices + told,
                 "fetches": fetcher.fetches - fetches,
                 "from_cache": len(staged.from_cache),
                 "index_queries": self.index.queries - queries,
@@ -234,6 +248,34 @@ class TickCommands(KernelCore):
                 "seconds": round(time.perf_counter() - started, 6),
             }
         )
+
+    async def _tell_flow(
+        self, needs: list[Need], now: datetime
+    ) -> tuple[list[str], list[TickProblem]]:
+        """Nudge the owners of outputs a reader needs soon, and tell them at the deadline
+        (``hz_kernel.flow``); a notice that cannot be written now is tried next tick. A home
+        where no reader names ``needed_by`` asks the index nothing more."""
+        if not needs:
+            return [], []
+        waiting: dict[tuple[str, str], tuple[str, str | None]] = {}
+        for need in needs:
+            found = await self.index.fetch("", FLOW_WAITING_QUERY, (need.output, need.upstream))
+            if found:
+                waiting[need.upstream, need.output] = (found[0]["id"], found[0]["placed"])
+        known: dict[str, set[str]] = {}
+        for row in await self.index.fetch("", FLOW_NOTICES_QUERY):
+            known.setdefault(row["heinzel"], set()).add(row["key"])
+        told: list[str] = []
+        problems: list[TickProblem] = []
+        for notice in flow_notices(needs, waiting, known, now):
+            try:
+                async with self.holding(notice.upstream_id) as held:
+                    await held.append(NoticeRaised(key=notice.key, notice=notice.notice))
+            except Exception as exc:
+                problems.append(_problem(exc, heinzel=notice.upstream_id))
+            else:
+                told.append(notice.notice)
+        return told, problems
 
     async def _heal_index(self) -> None:
         """Rebuild an index a query found damaged (HZS094), as ``hz heinzel reindex`` would.
@@ -255,7 +297,7 @@ class TickCommands(KernelCore):
         self, *, now: datetime | None = None, zone: str | None = None
     ) -> list[PlannedTurn]:
         """What a tick would do now, without doing it (fetches are staged all the same)."""
-        plan, _, _, _, _ = await self._plan(as_utc(now or now_utc()), zone)
+        plan, *_ = await self._plan(as_utc(now or now_utc()), zone)
         return plan
 
     def tick_status(self) -> api.TickStatus | None:
@@ -285,7 +327,7 @@ class TickCommands(KernelCore):
 
     async def _plan(
         self, now: datetime, zone: str | None
-    ) -> tuple[list[PlannedTurn], Staged, float, bool, list[TickProblem]]:
+    ) -> tuple[list[PlannedTurn], Staged, float, bool, list[TickProblem], list[Need]]:
         settings = self.home.settings
         day = now.date().isoformat()
         (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
@@ -338,7 +380,13 @@ class TickCommands(KernelCore):
             ctx.moves = _moves(rows, watches, staged)
             ctx.done_keys |= await self._done_keys(ctx.candidates() - ctx.done_keys)
         readers = _source_readers(staged, groups, rows)
-        return plan_tick(ctx), staged, spent, noticed, readers + observed
+        needs = [
+            need
+            for row in rows
+            if row.active and '"needed_by"' in row.inputs_json
+            for need in needs_of(row.id, row.name, row.inputs)
+        ]
+        return plan_tick(ctx), staged, spent, noticed, readers + observed, needs
 
     async def _observe_drafts(self, rows: list[HeinzelRow], now: datetime) -> list[TickProblem]:
         """Approvals made in the documents, one heinzel at a time: one failure stays its own."""

@@ -18,7 +18,16 @@ from difflib import get_close_matches
 from typing import Annotated, Any, Literal
 
 from cronsim import CronSim
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from hz_kernel.errors import HzError
@@ -406,14 +415,55 @@ ArgValue = str | int | float
 # --- the hz table ---------------------------------------------------------------------------
 
 
+#: The flow's keys of an input (``docs/flow.md``): left out of its dump when unset, so
+#: contracts that do not use them keep the fingerprint they had before the keys existed.
+FLOW_KEYS = ("needed_by", "nudge", "escalate")
+DEFAULT_NUDGES = ("1d", "4h", "1h")
+
+
 class InputSpec(FrozenModel):
-    """One watched input: where it is read from, how often it is polled, which facet counts."""
+    """One watched input: where it is read from, how often it is polled, which facet counts.
+
+    On another heinzel's approved output (source ``heinzel``), ``needed_by`` says
+    when this reader needs it approved: the upstream's owner is nudged before
+    (``nudge``, how long before each time), the people named in ``escalate`` are
+    told at the deadline, and a turn that finds a newer draft still waiting
+    proceeds with the last approved text and says so.
+    """
 
     source: SourceName
     method: str
     args: dict[str, ArgValue] = Field(default_factory=dict)
     recheck: Duration | None = None
     facet: Facet | None = None
+    needed_by: CronExpr | None = None
+    nudge: list[Duration] | None = Field(default=None, max_length=8)
+    escalate: list[Approver] | None = Field(default=None, max_length=8)
+
+    @model_validator(mode="after")
+    def _flow_is_about_an_upstream(self) -> InputSpec:
+        if self.source != "heinzel" and self.needed_by is not None:
+            raise fail(
+                "HZC101",
+                "needed_by is for another heinzel's approved output (source: heinzel), "
+                f"not a {self.source} input",
+            )
+        if self.needed_by is None and (self.nudge is not None or self.escalate is not None):
+            raise fail("HZC102", "nudge and escalate need needed_by: when is the output due?")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_flow(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        for key in FLOW_KEYS:
+            if dumped.get(key) is None:
+                dumped.pop(key, None)
+        return dumped
+
+    def nudges(self) -> list[str]:
+        """How long before ``needed_by`` the upstream's owner is nudged, longest first."""
+        spelled = DEFAULT_NUDGES if self.nudge is None else self.nudge
+        return sorted(spelled, key=duration_seconds, reverse=True)
 
     def request(self) -> dict[str, Any]:
         """The source, method and args, the part that decides what is fetched."""

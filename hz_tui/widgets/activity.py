@@ -90,6 +90,8 @@ def describe(line: SpineLine) -> tuple[str, Tone] | None:
         return str(data.get("report") or disposition), "plain"
     if kind == "draft.placed":
         return f"placed a draft in {str(data.get('asset', '?')).removeprefix('doc:')}", "warn"
+    if kind == "notice.raised":  # a cap reached, a reader's deadline near (docs/flow.md)
+        return str(data.get("notice") or "a notice"), "warn"
     return FIXED.get(kind)
 
 

@@ -14,6 +14,7 @@ from textual.app import App
 from hz_kernel.api import Decision, TurnReport
 from hz_kernel.overview import HeinzelSummary
 from hz_tui.actions import describe
+from hz_tui.tail import SpineLine
 from hz_tui.transcript import TranscriptModel
 from hz_tui.widgets import activity
 from hz_tui.widgets.activity import Activity, ActivityPane
@@ -118,3 +119,10 @@ def test_the_activity_history_reads_back_past_a_long_run_of_tool_lines(
     assert ("busy", "draft approved") in texts, "read back past the tool lines"
     assert texts[-1] == ("busy", "done")
     assert ("quiet", "created") not in texts, "older than where the busy spine was cut"
+
+
+def test_a_notice_on_a_spine_reads_as_its_text_in_the_activity_pane() -> None:
+    """Issue 18 item 5: a reader's nudge to an upstream's owner is read where activity is."""
+    nudge = "weekly-report needs theo-row's row approved by Fri 30 Oct 12:00 UTC (in 1 h 0 min)"
+    line = SpineLine(seq=9, ts="2026-10-30T11:00:00Z", kind="notice.raised", data={"notice": nudge})
+    assert activity.describe(line) == (nudge, "warn")

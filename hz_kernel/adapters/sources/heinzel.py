@@ -19,7 +19,7 @@ import hashlib
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,6 +37,12 @@ SELECT d.key, d.asset, d.output_fp, k.turn FROM drafts AS d
 LEFT JOIN keys AS k ON k.heinzel = d.heinzel AND k.key = d.heinzel || '@approval:' || d.key
 WHERE d.heinzel = ? AND d.output = ? AND d.status = 'approved' AND d.output_fp IS NOT NULL
 ORDER BY d.decided_at DESC, d.seq DESC LIMIT 1
+"""
+
+
+_WAITING = """
+SELECT placed_at FROM drafts WHERE heinzel = ? AND output = ? AND status = 'pending'
+ORDER BY seq DESC LIMIT 1
 """
 
 
@@ -96,6 +102,19 @@ class HeinzelSource:
 
     def latest(self, args: ApprovedOutputArgs, place: str) -> Approval | None:
         """The upstream's latest approval of ``args.output``; None before its first."""
+        found, heinzel_id = self._ask(args, place, _LATEST)
+        return None if found is None else Approval(heinzel_id, *found)
+
+    def waiting_since(self, args: ApprovedOutputArgs, place: str) -> str | None:
+        """When the upstream placed a draft of ``args.output`` that still waits for the
+        user (None: nothing waits, the approved text is the newest there is)."""
+        found, _ = self._ask(args, place, _WAITING)
+        return None if found is None else str(found[0])
+
+    def _ask(
+        self, args: ApprovedOutputArgs, place: str, query: str
+    ) -> tuple[tuple[Any, ...] | None, str]:
+        """One row of ``query`` about the upstream's output, and the upstream's id."""
         if self.heinzel_root is None:
             raise HzError("HZT113", "a heinzel input is read by a kernel with a home", place)
         index = self.heinzel_root / "index.sqlite"
@@ -117,12 +136,13 @@ class HeinzelSource:
                     f"{', '.join(known) or 'none'})",
                     place,
                 )
-            found = conn.execute(_LATEST, (heinzel_id, args.output)).fetchone()
+            row = conn.execute(query, (heinzel_id, args.output)).fetchone()
         except sqlite3.Error as exc:
             raise HzError("HZT113", f"cannot read the index ({exc})", str(index)) from None
         finally:
             conn.close()
-        return None if found is None else Approval(heinzel_id, *found)
+        found: tuple[Any, ...] | None = row
+        return found, str(heinzel_id)
 
     def approved_text(self, approval: Approval, name: str) -> str:
         """The approved text from the approval turn's body, else from the document."""

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hz_kernel.adapters.sources import SourceRequest, sha256_hex
+from hz_kernel.adapters.sources.heinzel import ApprovedOutputArgs, HeinzelSource
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import duration_seconds
+from hz_kernel.contracts.model import InputSpec
 from hz_kernel.engine.state import TurnState
+from hz_kernel.flow import fell_back_note
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
 from hz_kernel.vocabulary import ApprovalObserved, StepDone
@@ -56,15 +60,17 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
                 f"## {facet}\n{text}" if len(result.content) > 1 else text
                 for facet, text in sorted(result.content.items())
             )
-            gathered.append(
-                {
-                    "name": name,
-                    "source": f"{spec.source}:{spec.method}",
-                    "fingerprint": fingerprint,
-                    "moved": fingerprint != (last.get(name) or {}).get("last_fp"),
-                    "content": content,
-                }
-            )
+            item = {
+                "name": name,
+                "source": f"{spec.source}:{spec.method}",
+                "fingerprint": fingerprint,
+                "moved": fingerprint != (last.get(name) or {}).get("last_fp"),
+                "content": content,
+            }
+            note = _fell_back(run, spec, request, now) if spec.needed_by else None
+            if note is not None:
+                item |= {"content": f"[{note}]\n\n{content}", "fell_back": True, "note": note}
+            gathered.append(item)
     for item in gathered:
         run.body.write("input", **item)
     _write_requests(run, state)
@@ -80,6 +86,7 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
                     "fingerprint": i["fingerprint"],
                     "size": len(i["content"].encode()),
                     "moved": i["moved"],
+                    **({"fell_back": True} if i.get("fell_back") else {}),
                 }
                 for i in gathered
             ],
@@ -200,6 +207,20 @@ async def _gather_rejection(run: TurnRunner, state: TurnState, key: str) -> None
         turn=state.turn,
     )
     state.done.append("gather")
+
+
+def _fell_back(
+    run: TurnRunner, spec: InputSpec, request: SourceRequest, now: datetime
+) -> str | None:
+    """Why this turn reads an upstream's older approved text (``docs/flow.md``): a newer
+    draft of the output waits for its owner. None when nothing waits."""
+    adapter = run.sources.adapter_for(request)
+    if not isinstance(adapter, HeinzelSource) or spec.needed_by is None:
+        return None
+    args = request.parse_args(ApprovedOutputArgs)
+    if adapter.waiting_since(args, request.describe()) is None:
+        return None
+    return fell_back_note(args.heinzel, args.output, spec.needed_by, now)
 
 
 def _write_requests(run: TurnRunner, state: TurnState) -> None:

@@ -33,6 +33,7 @@ from hz_kernel.engine.attempts import (
 )
 from hz_kernel.engine.caps import check_caps, token_budget
 from hz_kernel.engine.context import Context, Situation, build_context
+from hz_kernel.engine.outcome import REPORT_MAX, DraftOutcome, Outcome
 from hz_kernel.engine.state import TurnState
 from hz_kernel.engine.steps.finish import finish
 from hz_kernel.engine.summary import summarise
@@ -242,10 +243,11 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
             )
         raise
     run.body.write("messages", messages=result.messages)
-    outcome_json = result.outcome.model_dump(mode="json")
+    outcome = said_stale(result.outcome, state.inputs)
+    outcome_json = outcome.model_dump(mode="json")
     run.body.write("outcome", outcome=outcome_json)
     run.body.sync()
-    state.outcome = result.outcome
+    state.outcome = outcome
     cost = _spent(run, state, usage, spec)
     state.attempts = attempts
     text = orjson.dumps(outcome_json)
@@ -264,6 +266,19 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     )
     state.done.append("think")
     return None
+
+
+def said_stale(outcome: Outcome, inputs: list[dict[str, Any]]) -> Outcome:
+    """A draft made from an upstream's older approved text says so (``docs/flow.md``): hz,
+    not the model, writes the first line of the draft and marks the report."""
+    notes = [str(i["note"]) for i in inputs if i.get("fell_back") and i.get("note")]
+    if not notes or not isinstance(outcome, DraftOutcome):
+        return outcome
+    quoted = "\n".join(f"> {note}" for note in notes)
+    report = f"{outcome.report} (stale input)"
+    if len(report) > REPORT_MAX:
+        report = outcome.report[: REPORT_MAX - len(" (stale input)") - 1] + "… (stale input)"
+    return outcome.model_copy(update={"text": f"{quoted}\n\n{outcome.text}", "report": report})
 
 
 def _too_large(run: TurnRunner, state: TurnState) -> str:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tick_helpers import approved, contract, open_kernel
+from tick_helpers import approved, contract, made, open_kernel
 
 from hz_kernel.adapters.sources import SourceRequest, default_registry
 from hz_kernel.engine.wakes import Wake
@@ -25,15 +25,6 @@ FILES = {"source": "files", "method": "glob", "args": {"pattern": "*.md", "root"
 def _reads(upstream: str, output: str | None = None) -> dict[str, dict[str, Any]]:
     args = {"heinzel": upstream, "output": output or upstream}
     return {"upstream": {"source": "heinzel", "method": "approved_output", "args": args}}
-
-
-def _made(world: World, name: str, text: str) -> str:
-    path = world.root / f"{name}.prose.md"
-    path.write_text(text)
-    world.hz("heinzel", "new", str(path), HZ_NOW=NOW)
-    world.hz("approve", name, HZ_NOW=NOW)
-    shown = json.loads(world.hz("heinzel", "show", name, "--json", HZ_NOW=NOW).stdout)
-    return str(shown["heinzel"]["id"])
 
 
 def _tick(world: World) -> dict[str, Any]:
@@ -61,8 +52,8 @@ def test_issue12_item6_a_reader_never_sees_a_draft_and_wakes_on_the_approval(
     """Upstream drafts: the reader sees nothing new. Upstream approved: the reader wakes
     (in the very tick that notices the approval) and its gather holds the approved text.
     The upstream's next draft wakes the reader no more."""
-    _made(world, "top", contract("top", inputs={"notes": FILES}))
-    reader = _made(world, "reader", contract("reader", inputs=_reads("top")))
+    made(world, "top", contract("top", inputs={"notes": FILES}), NOW)
+    reader = made(world, "reader", contract("reader", inputs=_reads("top")), NOW)
 
     first = _tick(world)
     assert first["problems"] == []
@@ -99,9 +90,9 @@ def test_issue12_item6_a_reader_never_sees_a_draft_and_wakes_on_the_approval(
 
 def test_issue12_item6_an_unknown_upstream_or_output_is_a_coded_problem(world: World) -> None:
     """A reader naming a heinzel or an output that does not exist gets a coded error naming it."""
-    _made(world, "top", contract("top", inputs={"notes": FILES}))
-    _made(world, "nobody-reader", contract("nobody-reader", inputs=_reads("nobody")))
-    _made(world, "typo-reader", contract("typo-reader", inputs=_reads("top", "tpo")))
+    made(world, "top", contract("top", inputs={"notes": FILES}), NOW)
+    made(world, "nobody-reader", contract("nobody-reader", inputs=_reads("nobody")), NOW)
+    made(world, "typo-reader", contract("typo-reader", inputs=_reads("top", "tpo")), NOW)
     problems = {(p["code"], p["place"]) for p in _tick(world)["problems"]}
     assert problems == {
         ("HZT110", "nobody-reader: heinzel:approved_output"),

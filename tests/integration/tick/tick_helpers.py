@@ -15,6 +15,7 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.envelope import GENESIS, encode, line_hash
 from hz_kernel.vocabulary import ContractApproved, HeinzelCreated
+from tests.support.homes import World
 
 TickKernel: type[Kernel] = (
     Kernel if issubclass(Kernel, TickCommands) else type("TickKernel", (TickCommands, Kernel), {})
@@ -124,3 +125,13 @@ async def open_kernel(home: Path) -> Kernel:
 def spine_kinds(home: Path, heinzel_id: str) -> list[str]:
     path = home / "heinzel" / heinzel_id / "session.jsonl"
     return [json.loads(line)["kind"] for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def made(world: World, name: str, text: str, now: str) -> str:
+    """A heinzel from ``text``, its contract approved, at ``now``: its id."""
+    path = world.root / f"{name}.prose.md"
+    path.write_text(text)
+    world.hz("heinzel", "new", str(path), HZ_NOW=now)
+    world.hz("approve", name, HZ_NOW=now)
+    shown = json.loads(world.hz("heinzel", "show", name, "--json", HZ_NOW=now).stdout)
+    return str(shown["heinzel"]["id"])
