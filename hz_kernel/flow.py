@@ -6,9 +6,11 @@ output waiting for its owner, the owner is nudged (a notice on the
 upstream, once per nudge time: ``nudge``, default a day, four hours and an
 hour before). At the deadline, if the draft still waits, the owner is told
 that the reader goes ahead without it, and so is everyone ``escalate``
-names. A reader's turn that finds such a draft waiting proceeds with the
-last approved text: its gather records ``fell_back`` on that input, the
-model is told, and the draft it places says so in a first line hz writes.
+names. A reader's turn that finds such a draft waiting parks until the
+deadline when it is less than a day away (resumed early by the approval);
+otherwise, and at the deadline, it proceeds with the last approved text:
+its gather records ``fell_back`` on that input, the model is told, and the
+draft it places says so in a first line hz writes.
 Nobody but the upstream's owner and the reader's is told anything.
 
 ``docs/flow.md`` is the user's page.
@@ -26,6 +28,8 @@ from hz_kernel.contracts import duration_seconds
 from hz_kernel.contracts.model import DEFAULT_NUDGES
 from hz_kernel.tick.schedule import slots_around
 
+#: A reader's turn waits for an upstream's approval only for a deadline this near.
+WAIT_S = 86_400
 #: A deadline this long past is not announced any more (a kernel that was off for days
 #: does not flood the owner with old news when it starts).
 LATE_NEWS_S = 86_400
@@ -82,6 +86,15 @@ def needs_of(reader_id: str, reader: str, inputs: Mapping[str, Mapping[str, Any]
 def deadlines(needed_by: str, now: datetime) -> tuple[datetime | None, datetime | None]:
     """The deadline that passed last (at or before ``now``) and the next one."""
     return slots_around(needed_by, now)
+
+
+def upstream_due_soon(needed_by: str, now: datetime) -> datetime | None:
+    """The deadline a reader's turn waits for, when one comes within ``WAIT_S``: the
+    upstream's owner may still approve the draft in time. None: go on now."""
+    _, upcoming = deadlines(needed_by, now)
+    if upcoming is not None and (upcoming - now).total_seconds() <= WAIT_S:
+        return upcoming
+    return None
 
 
 def when(moment: datetime) -> str:

@@ -190,7 +190,8 @@ class TurnRunner:
         try:
             await self._boundary()
             if "gather" not in state.done:
-                await gather(self, state)
+                if await gather(self, state):
+                    return "waited"
                 await self._boundary()
             if "think" not in state.done:
                 disposition = await think(self, state)

@@ -15,22 +15,24 @@ from hz_kernel.clock import now_utc
 from hz_kernel.contracts import duration_seconds
 from hz_kernel.contracts.model import InputSpec
 from hz_kernel.engine.state import TurnState
-from hz_kernel.flow import fell_back_note
+from hz_kernel.flow import fell_back_note, upstream_due_soon
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
-from hz_kernel.vocabulary import ApprovalObserved, StepDone
+from hz_kernel.vocabulary import ApprovalObserved, StepDone, TurnWaiting
 
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
 
 
-async def gather(run: TurnRunner, state: TurnState) -> None:
+async def gather(run: TurnRunner, state: TurnState) -> bool:
+    """Read the inputs; True when the turn parked instead, to wait for an upstream's
+    approval due within a day (``docs/flow.md``)."""
     assert run.body is not None
     contract = run.contract(state)
     last = run.held.projection.heinzel["inputs"]
     if "approval" in state.causes:
         await _gather_approval(run, state)
-        return
+        return False
     parent = state.started.data.get("parent_turn")
     if parent and state.started.data.get("from_step"):
         inherited = [r for r in read_body(run.held.dir, parent) or [] if r["type"] == "input"]
@@ -68,7 +70,14 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
                 "content": content,
             }
             note = _fell_back(run, spec, request, now) if spec.needed_by else None
-            if note is not None:
+            if note is not None and spec.needed_by is not None:
+                due = upstream_due_soon(spec.needed_by, now)
+                if due is not None:
+                    on = {"kind": "source", "input": name, "fingerprint_not": fingerprint}
+                    await run.held.append(
+                        TurnWaiting(step="gather", until=due, on=on), turn=state.turn
+                    )
+                    return True
                 item |= {"content": f"[{note}]\n\n{content}", "fell_back": True, "note": note}
             gathered.append(item)
     for item in gathered:
@@ -94,6 +103,7 @@ async def gather(run: TurnRunner, state: TurnState) -> None:
         turn=state.turn,
     )
     state.done.append("gather")
+    return False
 
 
 async def _gather_approval(run: TurnRunner, state: TurnState) -> None:

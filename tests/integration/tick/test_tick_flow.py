@@ -156,3 +156,69 @@ def test_issue18_item5_needed_by_on_a_source_that_is_no_heinzel_is_refused(world
         done.stderr.startswith(f"HZC101: {path}:3: hz.inputs.notes: ")
         and "needed_by is for another heinzel" in done.stderr
     )
+
+
+def _waiting_upstream(world: World) -> tuple[str, Path]:
+    """Theo's row approved on Monday, a newer draft waiting from Thursday; Priya's report
+    runs Fridays at 09:00, three hours before it needs the row. Returns the report's id."""
+    made(world, "theo-row", contract("theo-row", inputs={"notes": FILES}), MONDAY)
+    _tick(world, MONDAY)
+    row_doc = world.root / "theo-row.md"
+    _approve_in_document(row_doc)
+    _tick(world, "2026-10-26T10:00:00Z")
+    upstream = {
+        "source": "heinzel",
+        "method": "approved_output",
+        "args": {"heinzel": "theo-row", "output": "theo-row"},
+        **FLOW,
+    }
+    text = contract("weekly-report", inputs={"theo": upstream}, schedule="0 9 * * FRI")
+    report = made(world, "weekly-report", text, "2026-10-26T11:00:00Z")
+    _tick(world, "2026-10-26T11:00:00Z")
+    (world.notes / "thursday.md").write_text("# Thursday\n- rewrote the checkout flow\n")
+    _tick(world, "2026-10-29T09:00:00Z")
+    assert "DRAFT" in row_doc.read_text()
+    return report, row_doc
+
+
+def _parked(world: World, report: str) -> dict[str, Any]:
+    (waiting,) = [
+        e for e in _events(world, report, "turn.waiting") if e["ts"].startswith("2026-10-30T09")
+    ]
+    return waiting
+
+
+def test_issue18_item5_a_reader_before_the_deadline_waits_and_falls_back_at_it(
+    world: World,
+) -> None:
+    """The 09:00 turn parks until noon; nobody approves; at noon it goes on, stale."""
+    report, _ = _waiting_upstream(world)
+    _tick(world, "2026-10-30T09:00:00Z")
+    parked = _parked(world, report)
+    assert parked["data"]["step"] == "gather"
+    assert parked["data"]["until"] == "2026-10-30T12:00:00Z"
+    assert (
+        not (world.root / "weekly-report.md").exists()
+        or "Stale" not in (world.root / "weekly-report.md").read_text()
+    )
+    _tick(world, "2026-10-30T11:00:00Z")
+    assert [e for e in _events(world, report, "turn.resumed")] == [], "woken early"
+    _tick(world, "2026-10-30T12:00:00Z")
+    (resumed,) = _events(world, report, "turn.resumed")
+    assert resumed["turn"] == parked["turn"] and resumed["data"]["woken_by"] == "timer"
+    document = (world.root / "weekly-report.md").read_text()
+    assert "> Stale input: theo-row's theo-row was needed by Fri 30 Oct 12:00 UTC" in document
+
+
+def test_issue18_item5_a_waiting_reader_takes_the_row_approved_in_time(world: World) -> None:
+    """Theo approves at 10:30: the parked turn resumes on the approval and is fresh."""
+    report, row_doc = _waiting_upstream(world)
+    _tick(world, "2026-10-30T09:00:00Z")
+    parked = _parked(world, report)
+    _approve_in_document(row_doc)
+    _tick(world, "2026-10-30T10:30:00Z")
+    _tick(world, "2026-10-30T10:31:00Z")
+    (resumed,) = _events(world, report, "turn.resumed")
+    assert resumed["turn"] == parked["turn"] and resumed["data"]["woken_by"] == "source"
+    document = (world.root / "weekly-report.md").read_text()
+    assert "Stale input" not in document and "rewrote the checkout flow" in document
