@@ -12,6 +12,7 @@ old row with a first line saying it is stale. A bystander hears nothing.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,31 +48,48 @@ def _approve_in_document(path: Path) -> None:
     path.write_text("\n".join(kept) + "\n")
 
 
-def test_issue18_item5_an_unapproved_upstream_at_the_deadline_makes_the_reader_say_stale(
-    world: World,
-) -> None:
+@dataclass(frozen=True)
+class Chain:
+    theo: str
+    report: str
+    row_doc: Path
+
+
+def _chain(world: World, schedule: str) -> Chain:
+    """Theo's row drafted and approved on Monday; Priya's report (on ``schedule``) reading it,
+    needed by Friday noon."""
     theo = made(world, "theo-row", contract("theo-row", inputs={"notes": FILES}), MONDAY)
-    bystander = made(world, "bystander", contract("bystander", inputs={"notes": FILES}), MONDAY)
     _tick(world, MONDAY)
     row_doc = world.root / "theo-row.md"
     _approve_in_document(row_doc)
     _tick(world, "2026-10-26T10:00:00Z")
-    approved_row = row_doc.read_text()
-    assert "DRAFT" not in approved_row and "shipped search" in approved_row
-
+    assert "DRAFT" not in row_doc.read_text() and "shipped search" in row_doc.read_text()
     upstream = {
         "source": "heinzel",
         "method": "approved_output",
         "args": {"heinzel": "theo-row", "output": "theo-row"},
         **FLOW,
     }
-    report_text = contract("weekly-report", inputs={"theo": upstream}, schedule="0 15 * * FRI")
-    report = made(world, "weekly-report", report_text, "2026-10-26T11:00:00Z")
+    text = contract("weekly-report", inputs={"theo": upstream}, schedule=schedule)
+    report = made(world, "weekly-report", text, "2026-10-26T11:00:00Z")
     _tick(world, "2026-10-26T11:00:00Z")
+    return Chain(theo, report, row_doc)
 
+
+def _new_row_waits(world: World, chain: Chain) -> None:
+    """Thursday: Theo's row is drafted again, and the draft waits for him."""
     (world.notes / "thursday.md").write_text("# Thursday\n- rewrote the checkout flow\n")
     _tick(world, "2026-10-29T09:00:00Z")
-    assert "DRAFT" in row_doc.read_text(), "Theo's new row waits for him"
+    assert "DRAFT" in chain.row_doc.read_text()
+
+
+def test_issue18_item5_an_unapproved_upstream_at_the_deadline_makes_the_reader_say_stale(
+    world: World,
+) -> None:
+    bystander = made(world, "bystander", contract("bystander", inputs={"notes": FILES}), MONDAY)
+    chain = _chain(world, "0 15 * * FRI")
+    theo, report = chain.theo, chain.report
+    _new_row_waits(world, chain)
     assert _notices(world, theo) == [], "nobody is nudged more than a day ahead"
 
     for now in ("2026-10-29T13:00:00Z", "2026-10-29T14:00:00Z"):
@@ -127,18 +145,7 @@ def test_issue18_item5_an_unapproved_upstream_at_the_deadline_makes_the_reader_s
 
 def test_issue18_item5_an_approved_upstream_is_neither_nudged_nor_stale(world: World) -> None:
     """With nothing waiting for Theo there is nothing to nudge, and the report is fresh."""
-    theo = made(world, "theo-row", contract("theo-row", inputs={"notes": FILES}), MONDAY)
-    _tick(world, MONDAY)
-    _approve_in_document(world.root / "theo-row.md")
-    _tick(world, "2026-10-26T10:00:00Z")
-    upstream = {
-        "source": "heinzel",
-        "method": "approved_output",
-        "args": {"heinzel": "theo-row", "output": "theo-row"},
-        **FLOW,
-    }
-    text = contract("weekly-report", inputs={"theo": upstream}, schedule="0 15 * * FRI")
-    made(world, "weekly-report", text, "2026-10-26T11:00:00Z")
+    theo = _chain(world, "0 15 * * FRI").theo
     for now in ("2026-10-29T13:00:00Z", "2026-10-30T11:40:00Z", "2026-10-30T12:05:00Z"):
         _tick(world, now)
     assert _notices(world, theo) == []
@@ -158,27 +165,12 @@ def test_issue18_item5_needed_by_on_a_source_that_is_no_heinzel_is_refused(world
     )
 
 
-def _waiting_upstream(world: World) -> tuple[str, Path]:
-    """Theo's row approved on Monday, a newer draft waiting from Thursday; Priya's report
-    runs Fridays at 09:00, three hours before it needs the row. Returns the report's id."""
-    made(world, "theo-row", contract("theo-row", inputs={"notes": FILES}), MONDAY)
-    _tick(world, MONDAY)
-    row_doc = world.root / "theo-row.md"
-    _approve_in_document(row_doc)
-    _tick(world, "2026-10-26T10:00:00Z")
-    upstream = {
-        "source": "heinzel",
-        "method": "approved_output",
-        "args": {"heinzel": "theo-row", "output": "theo-row"},
-        **FLOW,
-    }
-    text = contract("weekly-report", inputs={"theo": upstream}, schedule="0 9 * * FRI")
-    report = made(world, "weekly-report", text, "2026-10-26T11:00:00Z")
-    _tick(world, "2026-10-26T11:00:00Z")
-    (world.notes / "thursday.md").write_text("# Thursday\n- rewrote the checkout flow\n")
-    _tick(world, "2026-10-29T09:00:00Z")
-    assert "DRAFT" in row_doc.read_text()
-    return report, row_doc
+def _waiting_upstream(world: World) -> Chain:
+    """Priya's report runs Fridays at 09:00, three hours before it needs Theo's row, and
+    Theo's newer row waits for him."""
+    chain = _chain(world, "0 9 * * FRI")
+    _new_row_waits(world, chain)
+    return chain
 
 
 def _parked(world: World, report: str) -> dict[str, Any]:
@@ -192,7 +184,7 @@ def test_issue18_item5_a_reader_before_the_deadline_waits_and_falls_back_at_it(
     world: World,
 ) -> None:
     """The 09:00 turn parks until noon; nobody approves; at noon it goes on, stale."""
-    report, _ = _waiting_upstream(world)
+    report = _waiting_upstream(world).report
     _tick(world, "2026-10-30T09:00:00Z")
     parked = _parked(world, report)
     assert parked["data"]["step"] == "gather"
@@ -212,7 +204,8 @@ def test_issue18_item5_a_reader_before_the_deadline_waits_and_falls_back_at_it(
 
 def test_issue18_item5_a_waiting_reader_takes_the_row_approved_in_time(world: World) -> None:
     """Theo approves at 10:30: the parked turn resumes on the approval and is fresh."""
-    report, row_doc = _waiting_upstream(world)
+    chain = _waiting_upstream(world)
+    report, row_doc = chain.report, chain.row_doc
     _tick(world, "2026-10-30T09:00:00Z")
     parked = _parked(world, report)
     _approve_in_document(row_doc)
