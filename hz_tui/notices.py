@@ -52,6 +52,9 @@ def toasts_for(batch: SpineBatch, names: Mapping[str, str]) -> list[Toast]:
             if line.kind == "draft.placed":
                 asset = str(line.data.get("asset", "")).removeprefix("doc:")
                 toasts.append(Toast(f"{name}: a draft landed in {asset} (F4 to review)"))
+            elif line.kind == "notice.raised" and line.data.get("notice"):
+                notice = display.visible(str(line.data["notice"]))
+                toasts.append(Toast(f"{name}: {notice}", "warning", 15.0))
             elif line.kind == "turn.finished" and line.data.get("disposition") == "failed":
                 why = line.data.get("reason") or line.data.get("report") or "no reason given"
                 toasts.append(Toast(f"{name}: a turn failed: {why}", "error", 15.0))

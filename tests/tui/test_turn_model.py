@@ -21,6 +21,7 @@ from hz_kernel.vocabulary import (
     EffectDone,
     EffectFailed,
     EffectStarted,
+    NoticeRaised,
     StepDone,
     TurnFinished,
     TurnSkipped,
@@ -220,6 +221,8 @@ async def test_toasts_for_a_landed_draft_and_a_failed_turn(home: Home) -> None:
         await kernel.append(
             heinzel, TurnFinished(disposition="failed", reason="stream_truncated"), turn=TURN_B
         )
+        nudge = "report needs noisy's row approved by Fri 30 Oct 12:00 UTC (in 1 h 0 min)"
+        await kernel.append(heinzel, NoticeRaised(key="flow:nudge:x", notice=nudge))
     finally:
         await kernel.close()
     spine = str(home.heinzel_dir(heinzel) / "session.jsonl")
@@ -228,6 +231,7 @@ async def test_toasts_for_a_landed_draft_and_a_failed_turn(home: Home) -> None:
     assert [(t.severity, t.message) for t in toasts] == [
         ("information", "noisy: a draft landed in reports/w.md#x (F4 to review)"),
         ("error", "noisy: a turn failed: stream_truncated"),
+        ("warning", f"noisy: {nudge}"),
     ]
 
 
