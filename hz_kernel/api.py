@@ -201,6 +201,19 @@ class TurnCaps(_Shape):
     """Tokens this heinzel's turns used this month (what an unpriced model's cost is in)."""
 
 
+class Notice(_Shape):
+    """A notice a heinzel's spine holds (``notice.raised``), as the index keeps it."""
+
+    heinzel: str
+    key: str
+    notice: str
+    ts: datetime | str
+
+
+#: How many notices ``hz heinzel show`` carries.
+NOTICES_SHOWN = 10
+
+
 class HeinzelDetail(_Shape):
     """Everything ``hz heinzel show`` and the cockpit's heinzel page need."""
 
@@ -212,6 +225,9 @@ class HeinzelDetail(_Shape):
     lessons: list[LessonSummary] = []
     amendments: list[AmendmentSummary] = []
     questions: list[QuestionSummary] = []
+    notices: list[Notice] = []
+    """The newest notices raised on this heinzel (a daily cap, a reader's deadline), newest
+    first, at most ``NOTICES_SHOWN``."""
     pending_requests: int = 0
     inbox_skipped: list[str] = []
     """Inbox entries skipped as no regular files (HZS090, one line each): never read."""
@@ -394,13 +410,6 @@ class ReindexReport(_Shape):
     events: int
     seconds: float
     damaged: list[str] = []
-
-
-class Notice(_Shape):
-    heinzel: str
-    key: str
-    notice: str
-    ts: datetime | str
 
 
 class TurnBody(_Shape):

@@ -11,7 +11,7 @@ from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json, table
 from hz_kernel.cli.parser import Subcommands, writes
 from hz_kernel.client import KernelClient
-from hz_kernel.errors import UsageError
+from hz_kernel.errors import UsageError, echoed
 
 
 def _parse_where(items: Sequence[str] | None) -> dict[str, str] | None:
@@ -102,6 +102,8 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     for question in detail.questions:
         if question.status == "pending":
             out(f"question: {question.question}\n")
+    for notice in detail.notices:
+        out(echoed(f"notice ({str(notice.ts)[:16]}): {notice.notice}") + "\n")
     for why in detail.inbox_skipped:
         out(f"inbox: skipped: {why}\n")
     for amendment in detail.amendments:

@@ -136,6 +136,15 @@ class StoreCommands(KernelCore):
                 api.QuestionSummary.model_validate(x)
                 for x in await self.index.rows_of("questions", heinzel_id)
             ],
+            notices=[
+                api.Notice.model_validate(x)
+                for x in await self.index.fetch(
+                    "notices",
+                    "SELECT heinzel, key, notice, ts FROM notices WHERE heinzel = ? "
+                    "ORDER BY seq DESC LIMIT ?",
+                    (heinzel_id, api.NOTICES_SHOWN),
+                )
+            ],
             pending_requests=len(pending),
             inbox_skipped=[exc.one_line() for exc in refused],
             **model,

@@ -139,6 +139,8 @@ def test_issue18_item5_an_unapproved_upstream_at_the_deadline_makes_the_reader_s
     assert "rewrote the checkout flow" not in theo_input["content"], "a waiting draft was read"
     assert "shipped search" in theo_input["content"]
 
+    shown = world.hz("heinzel", "show", "theo-row", HZ_NOW="2026-10-30T15:00:00Z").stdout
+    assert f"notice (2026-10-30T12:05): {late[0]}" in shown
     assert _notices(world, bystander) == [] and _notices(world, report) == []
     assert len(_notices(world, theo)) == 3, "no notice twice"
 
