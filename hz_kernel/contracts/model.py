@@ -444,12 +444,12 @@ class InputSpec(FrozenModel):
     def _flow_is_about_an_upstream(self) -> InputSpec:
         if self.source != "heinzel" and self.needed_by is not None:
             raise fail(
-                "HZC101",
+                "HZC103",
                 "needed_by is for another heinzel's approved output (source: heinzel), "
                 f"not a {self.source} input",
             )
         if self.needed_by is None and (self.nudge is not None or self.escalate is not None):
-            raise fail("HZC102", "nudge and escalate need needed_by: when is the output due?")
+            raise fail("HZC104", "nudge and escalate need needed_by: when is the output due?")
         return self
 
     @model_serializer(mode="wrap")

@@ -162,7 +162,7 @@ def test_issue18_item5_needed_by_on_a_source_that_is_no_heinzel_is_refused(world
     done = world.hz("heinzel", "new", str(path), check=False, HZ_NOW=MONDAY)
     assert done.returncode == 1
     assert (
-        done.stderr.startswith(f"HZC101: {path}:3: hz.inputs.notes: ")
+        done.stderr.startswith(f"HZC103: {path}:3: hz.inputs.notes: ")
         and "needed_by is for another heinzel" in done.stderr
     )
 
