@@ -1,0 +1,263 @@
+"""Issue 18 item 4: a turn hands a task to a coding agent runner as one journalled effect.
+
+A scripted model (the OpenAI-compatible wire stub) calls ``handoff``; the
+runner is a real process (``tests/support/handoff_runner.py``) that appends
+a line to a file each time it starts. The report comes back as the tool
+result, the transcript goes into the turn body and the spine holds hashes
+and cost only. A real ``hz`` killed while the runner runs is resumed: the
+call is settled interrupted and the runner never starts again. A stop
+mid-handoff kills the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hz_kernel.adapters.sources import sha256_hex
+from hz_kernel.config import load_settings
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import read_body
+from tests.support import handoff_runner
+from tests.support.homes import HZ, World, make_world
+from tests.support.openai_stub import OpenAIStub, ToolCall
+
+RUNNER = Path(handoff_runner.__file__)
+DRAFT = {"output": "digest", "text": "- handed the rename off\n", "report": "drafted 1"}
+TASK = "Rename the heading of monday.md\nand add a one-line summary."
+HANDOFF = ToolCall("handoff", {"task": TASK, "workdir": "notes"})
+
+
+def handoff_contract(model: str) -> str:
+    return f"""---
+name: "fixer"
+description: "Hands small fixes to a coding agent."
+hz:
+  inputs:
+    notes: {{source: files, method: glob, args: {{pattern: "**/*.md", root: notes}}}}
+  requires: [files:read, agents:handoff, documents:write]
+  publishes:
+    - capability: documents.place_draft
+      asset: "doc:reports/fixer.md#fixer"
+  outputs:
+    digest: {{}}
+  approvers: [owner]
+  agent:
+    model: "{model}"
+---
+# Fixer
+
+### Goal
+
+Hand the fixes the notes ask for to the coding agent, then draft what was done.
+"""
+
+
+def configure(world: World, mode: str, *, name: str = "script") -> Path:
+    """A runner in ``hz.toml`` running the scripted runner in ``mode``; returns its marks file."""
+    marks = world.root / f"{name}-marks.txt"
+    marks.write_text("")
+    command = json.dumps([sys.executable, str(RUNNER), mode, str(marks)])
+    with (world.home / "hz.toml").open("a") as settings:
+        settings.write(f"\n[handoff.runners.{name}]\ncommand = {command}\ntimeout_s = 60\n")
+    return marks
+
+
+async def _make(world: World, text: str) -> str:
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        made = await kernel.new(text=text)
+        await kernel.approve(ref=made.id)
+        return made.id
+    finally:
+        await kernel.close()
+
+
+async def _wake(world: World, request_id: str | None = None) -> Any:
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        return await kernel.wake(ref="fixer", request_id=request_id)
+    finally:
+        await kernel.close()
+
+
+def _seen_by_model(stub: OpenAIStub) -> list[dict[str, Any]]:
+    last = stub.requests[-1]["messages"]
+    return [json.loads(m["content"]) for m in last if m["role"] == "tool"]
+
+
+def _events(world: World, heinzel: str, *kinds: str) -> list[dict[str, Any]]:
+    """The payloads of ``kinds``; of the effect ledger, the handoff's lines only."""
+    return [
+        e["data"]  # type: ignore[misc]
+        for e in world.spine(heinzel)
+        if e["kind"] in kinds and "@handoff:" in str(e["data"].get("key", "@handoff:"))  # type: ignore[attr-defined]
+    ]
+
+
+def _started_pids(marks: Path, timeout_s: float = 30.0) -> list[int]:
+    """The runner's start lines, waiting for the first to appear."""
+    stop = time.monotonic() + timeout_s
+    while not marks.read_text() and time.monotonic() < stop:
+        time.sleep(0.05)
+    return [int(line.split()[1]) for line in marks.read_text().splitlines()]
+
+
+def _gone(pid: int, timeout_s: float = 10.0) -> bool:
+    stop = time.monotonic() + timeout_s
+    while time.monotonic() < stop:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    marks = configure(world, "report")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    assert report.disposition == "drafted"
+    assert len(marks.read_text().splitlines()) == 1
+    (seen,) = _seen_by_model(stub)
+    # The report is what the runner printed, its cost line taken off.
+    shown = seen["result"]
+    assert shown.endswith(handoff_runner.REPORT) and handoff_runner.COST not in shown
+    (started,) = _events(world, heinzel, "effect.started")
+    assert started["effect"] == "handoff" and started["target"] == "script"
+    (done,) = _events(world, heinzel, "effect.done")
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert done["key"] == started["key"] == finished["key"]
+    assert finished["exit_status"] == 0 and not finished["timed_out"]
+    assert finished["priced"] is True and finished["transcript_cut"] == 0
+    (usage,) = _events(world, heinzel, "usage")
+    assert usage == {"purpose": "handoff", "tokens": 1200, "tokens_cached": 0, "usd": 0.25}
+    records = read_body(world.home / "heinzel" / heinzel, report.turn) or []
+    transcript = "".join(r["text"] for r in records if r["type"] == "handoff_output")
+    assert handoff_runner.WORK_LINE in transcript and handoff_runner.COST in transcript
+    assert finished["transcript_hash"] == done["hash"] == sha256_hex(transcript)
+    assert finished["transcript_size"] == len(transcript.encode())
+    assert finished["report_hash"] == sha256_hex(shown)
+    (ended,) = [r for r in records if r["type"] == "handoff"]
+    assert ended["exit_status"] == 0 and ended["report"] == shown
+    spine = (world.home / "heinzel" / heinzel / "session.jsonl").read_text()
+    for text in (handoff_runner.WORK_LINE, handoff_runner.REPORT, "Rename the heading"):
+        assert text not in spine
+
+
+async def test_a_bad_runner_name_and_a_failing_runner_are_results_the_model_reads(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    marks = configure(world, "fail")
+    calls = [
+        ToolCall("handoff", {"task": TASK, "workdir": "notes", "runner": "nope"}),
+        ToolCall("handoff", {"task": TASK, "workdir": str(tmp_path)}),
+        HANDOFF,
+    ]
+    with OpenAIStub([*calls, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    assert report.disposition == "drafted"
+    seen = _seen_by_model(stub)
+    assert [s["error"] for s in seen] == ["HZE071", "HZE062", "HZE073"]
+    assert "configured: script" in seen[0]["message"]
+    assert "status 3: cannot write to the repository" in seen[2]["message"]
+    assert len(marks.read_text().splitlines()) == 1, "refused calls never start the runner"
+    assert len(_events(world, heinzel, "effect.started")) == 1
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert finished["exit_status"] == 3 and finished["priced"] is False
+    assert not _events(world, heinzel, "usage")
+
+
+async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_again(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    marks = configure(world, "hang")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        hz = subprocess.Popen(
+            [*HZ, "heinzel", "wake", "fixer", "--request-id", "r1"],
+            env=world.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            (pid,) = _started_pids(marks)
+        finally:
+            hz.send_signal(signal.SIGKILL)
+            hz.wait(timeout=30)
+        assert _gone(pid), "the runner ends once the hz that started it is gone"
+        assert world.kinds(heinzel)[-2:] == ["tool.started", "effect.started"]
+        report = await _wake(world, request_id="r1")
+    assert report.disposition == "drafted"
+    assert len(marks.read_text().splitlines()) == 1, "the runner never starts again"
+    tools = [(e["kind"], e["data"].get("tool")) for e in world.spine(heinzel)
+             if str(e["kind"]).startswith(("tool.", "effect.", "handoff."))]  # fmt: skip
+    assert tools == [
+        ("tool.started", "handoff"),
+        ("effect.started", None),
+        ("effect.interrupted", None),
+        ("tool.interrupted", "handoff"),
+        ("effect.started", None),
+        ("effect.done", None),
+    ]
+    (seen,) = _seen_by_model(stub)
+    assert seen["error"] == "HZE069"
+
+
+async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    marks = configure(world, "hang")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        kernel = await Kernel.open(Home.resolve(world.home))
+        try:
+            turn = asyncio.create_task(kernel.wake(ref="fixer"))
+            while not marks.read_text():
+                await asyncio.sleep(0.05)
+            (pid,) = _started_pids(marks)
+            stopped = await kernel.stop(ref="fixer")
+            await turn
+        finally:
+            await kernel.close()
+    assert _gone(pid, timeout_s=0.5), "the stop killed the runner's process group"
+    assert stopped.disposition == "abandoned"
+    kinds = world.kinds(heinzel)
+    assert "handoff.finished" not in kinds
+    (interrupted,) = _events(world, heinzel, "effect.interrupted")
+    assert interrupted["effect"] == "handoff"
+    (finished,) = _events(world, heinzel, "turn.finished")
+    assert finished["reason"] == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("table", "wanted"),
+    [
+        ("[handoff.runners.x]\ncommand = []\n", "handoff.runners.x.command"),
+        ('[handoff.runners.x]\ncommand = ["a", "{report_file}"]\n', '"file" and a {report_file}'),
+        ('[handoff]\ndefault = "y"\n[handoff.runners.x]\ncommand = ["a"]\n', "names no runner"),
+        ('[handoff.runners."Bad Name"]\ncommand = ["a"]\n', "handoff.runners"),
+        ('[handoff.runners.x]\ncommand = ["a"]\ntimeout_s = 0\n', "timeout_s"),
+    ],
+)
+def test_a_bad_runner_setting_is_one_coded_line(tmp_path: Path, table: str, wanted: str) -> None:
+    path = tmp_path / "hz.toml"
+    path.write_text(table)
+    with pytest.raises(HzError) as raised:
+        load_settings(path)
+    line = raised.value.one_line()
+    assert raised.value.code == "HZS062" and wanted in line and "\n" not in line
