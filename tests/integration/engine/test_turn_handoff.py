@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,48 +29,9 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import read_body
 from tests.support import handoff_runner
+from tests.support.handoff import DRAFT, HANDOFF, TASK, configure, handoff_contract
 from tests.support.homes import HZ, World, make_world
 from tests.support.openai_stub import OpenAIStub, ToolCall
-
-RUNNER = Path(handoff_runner.__file__)
-DRAFT = {"output": "digest", "text": "- handed the rename off\n", "report": "drafted 1"}
-TASK = "Rename the heading of monday.md\nand add a one-line summary."
-HANDOFF = ToolCall("handoff", {"task": TASK, "workdir": "notes"})
-
-
-def handoff_contract(model: str) -> str:
-    return f"""---
-name: "fixer"
-description: "Hands small fixes to a coding agent."
-hz:
-  inputs:
-    notes: {{source: files, method: glob, args: {{pattern: "**/*.md", root: notes}}}}
-  requires: [files:read, agents:handoff, documents:write]
-  publishes:
-    - capability: documents.place_draft
-      asset: "doc:reports/fixer.md#fixer"
-  outputs:
-    digest: {{}}
-  approvers: [owner]
-  agent:
-    model: "{model}"
----
-# Fixer
-
-### Goal
-
-Hand the fixes the notes ask for to the coding agent, then draft what was done.
-"""
-
-
-def configure(world: World, mode: str, *, name: str = "script") -> Path:
-    """A runner in ``hz.toml`` running the scripted runner in ``mode``; returns its marks file."""
-    marks = world.root / f"{name}-marks.txt"
-    marks.write_text("")
-    command = json.dumps([sys.executable, str(RUNNER), mode, str(marks)])
-    with (world.home / "hz.toml").open("a") as settings:
-        settings.write(f"\n[handoff.runners.{name}]\ncommand = {command}\ntimeout_s = 60\n")
-    return marks
 
 
 async def _make(world: World, text: str) -> str:
@@ -127,7 +87,7 @@ def _gone(pid: int, timeout_s: float = 10.0) -> bool:
 
 async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> None:
     world = make_world(tmp_path)
-    marks = configure(world, "report")
+    marks = configure(world.home, "report")
     with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
         heinzel = await _make(world, handoff_contract(stub.spec()))
         report = await _wake(world)
@@ -163,7 +123,7 @@ async def test_a_bad_runner_name_and_a_failing_runner_are_results_the_model_read
     tmp_path: Path,
 ) -> None:
     world = make_world(tmp_path)
-    marks = configure(world, "fail")
+    marks = configure(world.home, "fail")
     calls = [
         ToolCall("handoff", {"task": TASK, "workdir": "notes", "runner": "nope"}),
         ToolCall("handoff", {"task": TASK, "workdir": str(tmp_path)}),
@@ -188,7 +148,7 @@ async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_ag
     tmp_path: Path,
 ) -> None:
     world = make_world(tmp_path)
-    marks = configure(world, "hang")
+    marks = configure(world.home, "hang")
     with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
         heinzel = await _make(world, handoff_contract(stub.spec()))
         hz = subprocess.Popen(
@@ -221,7 +181,7 @@ async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_ag
 
 async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) -> None:
     world = make_world(tmp_path)
-    marks = configure(world, "hang")
+    marks = configure(world.home, "hang")
     with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
         heinzel = await _make(world, handoff_contract(stub.spec()))
         kernel = await Kernel.open(Home.resolve(world.home))

@@ -1,0 +1,96 @@
+"""Issue 18 item 4: the cockpit shows a running handoff live, and its end.
+
+A real long-lived kernel (as ``hz`` embeds it) runs a turn whose scripted
+model hands a task to the scripted runner, which works until it is killed.
+The heinzel page's live turn shows the call, the runner's output as it
+streams, "handoff: running <runner> <elapsed>" on the step line and a
+``handoff`` row in the effect ledger; stopping the turn ends the runner and
+settles the row interrupted. The transcript of a finished handoff lists the
+runner's output under its call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hz_kernel import operations as ops
+from hz_kernel.kernel import Kernel
+from hz_tui.app import CockpitApp
+from hz_tui.transcript import TranscriptModel
+from hz_tui.widgets.effect_ledger import EffectLedger
+from hz_tui.widgets.step_line import StepLine
+from hz_tui.widgets.stream_view import StreamView
+from tests.support import handoff_runner
+from tests.support.handoff import DRAFT, HANDOFF, configure, handoff_contract
+from tests.support.openai_stub import OpenAIStub, ToolCall
+from tests.tui import worlds
+from tests.tui.kernels import embedded_client
+from tests.tui.test_cockpit import SIZE, open_page, text_of, until
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path: Path) -> None:
+    world = worlds.make_world(tmp_path)
+    marks = configure(tmp_path / "home", "hang")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        async with embedded_client(world) as client:
+            made = await client.kernel.new(text=handoff_contract(stub.spec()))
+            await client.kernel.approve(ref=made.id)
+            app = CockpitApp(world.home, client)
+            async with app.run_test(size=SIZE) as pilot:
+                await app.loaded.wait()
+                page = await open_page(pilot, made.id)
+                panel = page.turn_panel
+                stream = panel.query_one(StreamView)
+                await client.call(ops.WAKE, ops.WakeRequest(ref=made.id))
+                await until(lambda: handoff_runner.WORK_LINE in stream.text)
+                await until(lambda: panel.live.handoff is not None)
+                assert "⚙ handoff(task=Rename the heading" in stream.text
+                assert "handoff: running script" in text_of(panel.query_one(StepLine))
+                ledger = panel.query_one(EffectLedger)
+                assert [str(cell) for cell in ledger.get_row_at(0)][::2] == ["handoff", "started"]
+                (pid,) = [int(line.split()[1]) for line in marks.read_text().splitlines()]
+                assert _alive(pid)
+                await client.call(ops.STOP, ops.StopRequest(ref=made.id))
+                await until(lambda: panel.live.status == "finished")
+                await pilot.pause(0.2)
+                assert panel.live.handoff is None
+                assert "handoff: running" not in text_of(panel.query_one(StepLine))
+                row = [str(cell) for cell in ledger.get_row_at(0)][::2]
+                assert row == ["handoff", "interrupted"]
+                assert not _alive(pid)
+
+
+async def test_the_transcript_lists_the_runners_output_under_its_call(tmp_path: Path) -> None:
+    world = worlds.make_world(tmp_path)
+    configure(tmp_path / "home", "report")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        kernel = await Kernel.open(world.home)
+        try:
+            made = await kernel.new(text=handoff_contract(stub.spec()))
+            await kernel.approve(ref=made.id)
+            report = await kernel.wake(ref="fixer")
+            answer = await kernel.turn_transcript(ref="fixer", turn=report.turn)
+        finally:
+            await kernel.close()
+    model = TranscriptModel(heinzel=made.id)
+    model.take(answer)
+    lines = [line.text for line in model.lines()]
+    start = lines.index("Tool calls")
+    assert lines[start + 1].startswith("call 1 · handoff(task=Rename the heading")
+    assert lines[start + 2] == "runner output:"
+    output = model.block_text("tool0.runner")
+    assert handoff_runner.WORK_LINE in output and handoff_runner.COST in output
+    ended = next(n for n, line in enumerate(lines) if line.startswith("script exited 0 after "))
+    assert start < ended < lines.index("Outcome")
+    effects = lines[lines.index("Effects") :]
+    assert any(line.startswith("handoff started · key ") for line in effects)
+    assert any(line.startswith("script ended (status 0) after ") for line in effects)
