@@ -22,8 +22,11 @@ from typing import Any
 
 import pytest
 
+from hz_kernel import operations as ops
 from hz_kernel.adapters.sources import sha256_hex
+from hz_kernel.client import LocalClient
 from hz_kernel.config import load_settings
+from hz_kernel.connect import drain
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
@@ -221,3 +224,34 @@ def test_a_bad_runner_setting_is_one_coded_line(tmp_path: Path, table: str, want
         load_settings(path)
     line = raised.value.one_line()
     assert raised.value.code == "HZS062" and wanted in line and "\n" not in line
+
+
+async def test_a_drain_mid_handoff_ends_the_runner_and_the_next_kernel_settles_it(
+    tmp_path: Path,
+) -> None:
+    """The cockpit hands its turns to the daemon (drain, close): the runner's group is ended,
+    the turn is left open, and the next kernel resumes it with the call interrupted."""
+    world = make_world(tmp_path)
+    marks = configure(world.home, "hang")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        client = LocalClient(await Kernel.open(Home.resolve(world.home), long_lived=True))
+        try:
+            await client.call(ops.WAKE, ops.WakeRequest(ref="fixer"))
+            while not marks.read_text():
+                await asyncio.sleep(0.05)
+            (pid,) = _started_pids(marks)
+            drain(client)
+        finally:
+            await client.close()
+        assert _gone(pid, timeout_s=0.5), "closing the kernel ended the runner"
+        assert world.kinds(heinzel)[-2:] == ["effect.started", "attempt.failed"]
+        kernel = await Kernel.open(Home.resolve(world.home))
+        try:
+            await kernel.resume(ref="fixer")
+        finally:
+            await kernel.close()
+    assert len(marks.read_text().splitlines()) == 1
+    assert [d["effect"] for d in _events(world, heinzel, "effect.interrupted")] == ["handoff"]
+    (finished,) = _events(world, heinzel, "turn.finished")
+    assert finished["disposition"] == "drafted"
