@@ -11,7 +11,6 @@ runner's output under its call.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from hz_kernel import operations as ops
@@ -22,19 +21,11 @@ from hz_tui.widgets.effect_ledger import EffectLedger
 from hz_tui.widgets.step_line import StepLine
 from hz_tui.widgets.stream_view import StreamView
 from tests.support import handoff_runner
-from tests.support.handoff import DRAFT, HANDOFF, configure, handoff_contract
+from tests.support.handoff import DRAFT, HANDOFF, configure, gone, handoff_contract, marked
 from tests.support.openai_stub import OpenAIStub, ToolCall
 from tests.tui import worlds
 from tests.tui.kernels import embedded_client
 from tests.tui.test_cockpit import SIZE, open_page, text_of, until
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path: Path) -> None:
@@ -57,8 +48,8 @@ async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path
                 assert "handoff: running script" in text_of(panel.query_one(StepLine))
                 ledger = panel.query_one(EffectLedger)
                 assert [str(cell) for cell in ledger.get_row_at(0)][::2] == ["handoff", "started"]
-                (pid,) = [int(line.split()[1]) for line in marks.read_text().splitlines()]
-                assert _alive(pid)
+                pids = marked(marks, lines=2)
+                assert not gone(pids["started"][0], timeout_s=0)
                 await client.call(ops.STOP, ops.StopRequest(ref=made.id))
                 await until(lambda: panel.live.status == "finished")
                 await pilot.pause(0.2)
@@ -66,7 +57,7 @@ async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path
                 assert "handoff: running" not in text_of(panel.query_one(StepLine))
                 row = [str(cell) for cell in ledger.get_row_at(0)][::2]
                 assert row == ["handoff", "interrupted"]
-                assert not _alive(pid)
+                assert all(gone(pid, timeout_s=0.5) for pid in pids["started"] + pids["child"])
 
 
 async def test_the_transcript_lists_the_runners_output_under_its_call(tmp_path: Path) -> None:

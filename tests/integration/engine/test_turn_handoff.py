@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +30,15 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import read_body
 from tests.support import handoff_runner
-from tests.support.handoff import DRAFT, HANDOFF, TASK, configure, handoff_contract
+from tests.support.handoff import (
+    DRAFT,
+    HANDOFF,
+    TASK,
+    configure,
+    gone,
+    handoff_contract,
+    marked,
+)
 from tests.support.homes import HZ, World, make_world
 from tests.support.openai_stub import OpenAIStub, ToolCall
 
@@ -69,25 +75,6 @@ def _events(world: World, heinzel: str, *kinds: str) -> list[dict[str, Any]]:
     ]
 
 
-def _started_pids(marks: Path, timeout_s: float = 30.0) -> list[int]:
-    """The runner's start lines, waiting for the first to appear."""
-    stop = time.monotonic() + timeout_s
-    while not marks.read_text() and time.monotonic() < stop:
-        time.sleep(0.05)
-    return [int(line.split()[1]) for line in marks.read_text().splitlines()]
-
-
-def _gone(pid: int, timeout_s: float = 10.0) -> bool:
-    stop = time.monotonic() + timeout_s
-    while time.monotonic() < stop:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     marks = configure(world.home, "report")
@@ -95,7 +82,7 @@ async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> N
         heinzel = await _make(world, handoff_contract(stub.spec()))
         report = await _wake(world)
     assert report.disposition == "drafted"
-    assert len(marks.read_text().splitlines()) == 1
+    assert len(marked(marks)["started"]) == 1
     (seen,) = _seen_by_model(stub)
     # The report is what the runner printed, its cost line taken off.
     shown = seen["result"]
@@ -122,6 +109,30 @@ async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> N
         assert text not in spine
 
 
+@pytest.mark.parametrize(
+    ("mode", "args", "report", "cost"),
+    [
+        ("claude", (), "claude-json", {"tokens": 1500, "tokens_cached": 300, "usd": 0.31}),
+        ("codex", ("{report_file}", "{task}"), "file", None),
+    ],
+)
+async def test_claude_code_and_codex_reports_are_read_where_they_put_them(
+    tmp_path: Path, mode: str, args: tuple[str, ...], report: str, cost: dict[str, Any] | None
+) -> None:
+    world = make_world(tmp_path)
+    configure(world.home, mode, *args, report=report)
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        await _wake(world)
+    (seen,) = _seen_by_model(stub)
+    assert seen["result"] == handoff_runner.REPORT
+    usage = [{k: d[k] for k in ("tokens", "tokens_cached", "usd")}
+             for d in _events(world, heinzel, "usage")]  # fmt: skip
+    assert usage == ([cost] if cost else [])
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert finished["priced"] is (cost is not None)
+
+
 async def test_a_bad_runner_name_and_a_failing_runner_are_results_the_model_reads(
     tmp_path: Path,
 ) -> None:
@@ -140,11 +151,52 @@ async def test_a_bad_runner_name_and_a_failing_runner_are_results_the_model_read
     assert [s["error"] for s in seen] == ["HZE071", "HZE062", "HZE073"]
     assert "configured: script" in seen[0]["message"]
     assert "status 3: cannot write to the repository" in seen[2]["message"]
-    assert len(marks.read_text().splitlines()) == 1, "refused calls never start the runner"
+    assert len(marked(marks)["started"]) == 1, "refused calls never start the runner"
     assert len(_events(world, heinzel, "effect.started")) == 1
     (finished,) = _events(world, heinzel, "handoff.finished")
     assert finished["exit_status"] == 3 and finished["priced"] is False
     assert not _events(world, heinzel, "usage")
+
+
+async def test_a_runner_over_its_time_is_ended_and_the_model_told(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    marks = configure(world.home, "hang", timeout_s=1)
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    assert report.disposition == "drafted"
+    (seen,) = _seen_by_model(stub)
+    assert seen["error"] == "HZE074" and "over its 1 s" in seen["message"]
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert finished["timed_out"] is True and finished["exit_status"] == -signal.SIGTERM
+    pids = marked(marks, lines=2)
+    assert all(gone(pid, timeout_s=0.5) for pid in pids["started"] + pids["child"])
+
+
+async def test_a_runner_that_writes_more_than_its_bound_keeps_its_head_and_tail(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    configure(world.home, "flood", max_output_bytes=8192)
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    (seen,) = _seen_by_model(stub)
+    assert seen["result"].endswith(handoff_runner.REPORT)
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    records = read_body(world.home / "heinzel" / heinzel, report.turn) or []
+    streamed = "".join(r["text"] for r in records if r["type"] == "handoff_output")
+    (ended,) = [r for r in records if r["type"] == "handoff"]
+    assert len(streamed.encode()) == len(ended["tail"].encode()) == 4096
+    assert streamed.startswith(handoff_runner.WORK_LINE)
+    assert ended["tail"].endswith(handoff_runner.REPORT + "\n")
+    lines = handoff_runner.FLOOD_LINES * len("line 00000 of the flood\n")
+    total = lines + len(handoff_runner.WORK_LINE + handoff_runner.REPORT) + 2
+    assert finished["transcript_size"] == total
+    assert finished["transcript_cut"] == total - 8192
+    marker = f"[hz: {total - 8192} bytes of output left out here]"
+    assert marker in seen["result"]
+    assert finished["transcript_hash"] == sha256_hex(f"{streamed}\n{marker}\n{ended['tail']}")
 
 
 async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_again(
@@ -159,15 +211,16 @@ async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_ag
             env=world.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
-            (pid,) = _started_pids(marks)
+            pids = marked(marks, lines=2)
         finally:
             hz.send_signal(signal.SIGKILL)
             hz.wait(timeout=30)
-        assert _gone(pid), "the runner ends once the hz that started it is gone"
+        (pid,), (child,) = pids["started"], pids["child"]
+        assert gone(pid) and gone(child), "the runner ends once the hz that started it is gone"
         assert world.kinds(heinzel)[-2:] == ["tool.started", "effect.started"]
         report = await _wake(world, request_id="r1")
     assert report.disposition == "drafted"
-    assert len(marks.read_text().splitlines()) == 1, "the runner never starts again"
+    assert len(marked(marks)["started"]) == 1, "the runner never starts again"
     tools = [(e["kind"], e["data"].get("tool")) for e in world.spine(heinzel)
              if str(e["kind"]).startswith(("tool.", "effect.", "handoff."))]  # fmt: skip
     assert tools == [
@@ -190,14 +243,15 @@ async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) ->
         kernel = await Kernel.open(Home.resolve(world.home))
         try:
             turn = asyncio.create_task(kernel.wake(ref="fixer"))
-            while not marks.read_text():
+            while len(marks.read_text().splitlines()) < 2:
                 await asyncio.sleep(0.05)
-            (pid,) = _started_pids(marks)
+            pids = marked(marks, lines=2)
             stopped = await kernel.stop(ref="fixer")
             await turn
         finally:
             await kernel.close()
-    assert _gone(pid, timeout_s=0.5), "the stop killed the runner's process group"
+    (pid,), (child,) = pids["started"], pids["child"]
+    assert gone(pid, timeout_s=0.5) and gone(child, timeout_s=0.5), "the stop ended its group"
     assert stopped.disposition == "abandoned"
     kinds = world.kinds(heinzel)
     assert "handoff.finished" not in kinds
@@ -238,20 +292,21 @@ async def test_a_drain_mid_handoff_ends_the_runner_and_the_next_kernel_settles_i
         client = LocalClient(await Kernel.open(Home.resolve(world.home), long_lived=True))
         try:
             await client.call(ops.WAKE, ops.WakeRequest(ref="fixer"))
-            while not marks.read_text():
+            while len(marks.read_text().splitlines()) < 2:
                 await asyncio.sleep(0.05)
-            (pid,) = _started_pids(marks)
+            pids = marked(marks, lines=2)
             drain(client)
         finally:
             await client.close()
-        assert _gone(pid, timeout_s=0.5), "closing the kernel ended the runner"
+        (pid,), (child,) = pids["started"], pids["child"]
+        assert gone(pid, timeout_s=0.5) and gone(child, timeout_s=0.5), "closing ended its group"
         assert world.kinds(heinzel)[-2:] == ["effect.started", "attempt.failed"]
         kernel = await Kernel.open(Home.resolve(world.home))
         try:
             await kernel.resume(ref="fixer")
         finally:
             await kernel.close()
-    assert len(marks.read_text().splitlines()) == 1
+    assert len(marked(marks)["started"]) == 1
     assert [d["effect"] for d in _events(world, heinzel, "effect.interrupted")] == ["handoff"]
     (finished,) = _events(world, heinzel, "turn.finished")
     assert finished["disposition"] == "drafted"
