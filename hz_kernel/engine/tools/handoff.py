@@ -35,6 +35,7 @@ from hz_kernel.config import (
     HandoffSettings,
 )
 from hz_kernel.engine.tools.base import (
+    BAD_ARGUMENTS,
     NOT_READABLE,
     EffectCall,
     ToolArgs,
@@ -45,7 +46,13 @@ from hz_kernel.engine.tools.base import (
 from hz_kernel.engine.tools.grant import Grant
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import NotRegularFile, open_regular
-from hz_kernel.vocabulary import EffectDone, EffectFailed, HandoffFinished, Usage
+from hz_kernel.vocabulary import (
+    EffectDone,
+    EffectFailed,
+    EffectInterrupted,
+    HandoffFinished,
+    Usage,
+)
 
 NAME = "handoff"
 CAPABILITY = "agents:handoff"
@@ -188,6 +195,8 @@ def command_line(
         for arg in runner.command
     ]
     named = any(TASK_PLACEHOLDER in arg for arg in runner.command)
+    if named and "\0" in task:
+        raise refused(BAD_ARGUMENTS, "a task given as an argument may not hold a NUL", NAME)
     return argv, None if named else task.encode()
 
 
@@ -308,7 +317,7 @@ async def run_runner(
             timed_out = True
             await end_group(process)
         await asyncio.wait(readers, timeout=DRAIN_S)
-    except asyncio.CancelledError:
+    except BaseException:  # a stop, a drain or hz's own failure: the runner does not go on
         await end_group(process)
         raise
     finally:
@@ -317,8 +326,30 @@ async def run_runner(
     return timed_out
 
 
+@dataclass(frozen=True)
+class Ran:
+    """How a runner's run ended, as the ledger and the model are told."""
+
+    runner: str
+    status: int
+    timed_out: bool
+    timeout_s: float
+    duration_ms: int
+    captured: Captured
+    stderr: Kept
+    report: str
+    usage: RunnerUsage | None
+
+
 async def hand_off(args: ToolArgs, grant: Grant, call: EffectCall) -> str:
-    """Run the runner on the task as one journalled effect; its report is the call's result."""
+    """Run the runner on the task as one journalled effect; its report is the call's result.
+
+    Everything that can refuse the call does so before ``effect.started``. After
+    it, the effect is always settled here: failed (the runner never started),
+    done (it ran, whatever its exit status), or interrupted (hz itself failed
+    midway); a cancellation (a stop, a drain) leaves it to the turn's end or
+    resume to settle.
+    """
     assert isinstance(args, HandoffArgs)
     name, runner = pick_runner(call.settings.handoff, args.runner)
     workdir = working_dir(grant, args.workdir)
@@ -327,81 +358,118 @@ async def hand_off(args: ToolArgs, grant: Grant, call: EffectCall) -> str:
         report_file = Path(scratch) / "report.md"
         argv, stdin = command_line(runner, args.task, report_file)
         await call.begin(NAME, name)
-        began = time.monotonic()
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=workdir,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            error = HzError(NOT_STARTED, f"the runner did not start: {exc.strerror or exc}", name)
+            process = await launch(argv, workdir, stdin is not None)
+        except (OSError, ValueError) as exc:
+            error = HzError(NOT_STARTED, f"the runner did not start: {_why(exc)}", name)
             await call.append(EffectFailed(key=call.key, error=error.one_line()[:600]))
             raise error from None
-        captured, stderr = Captured(runner.max_output_bytes, call), Kept(STDERR_KEPT)
-        timed_out = await run_runner(process, stdin, captured, stderr, timeout_s)
-        duration_ms = int((time.monotonic() - began) * 1000)
-        report, usage = report_of(runner, captured, report_file)
-    transcript = captured.text()
-    status = process.returncode
-    assert status is not None  # reaped: it exited, or its group was ended and waited for
+        try:
+            began = time.monotonic()
+            captured, stderr = Captured(runner.max_output_bytes, call), Kept(STDERR_KEPT)
+            timed_out = await run_runner(process, stdin, captured, stderr, timeout_s)
+            assert process.returncode is not None  # reaped by run_runner
+            report, usage = report_of(runner, captured, report_file)
+            ran = Ran(
+                runner=name,
+                status=process.returncode,
+                timed_out=timed_out,
+                timeout_s=timeout_s,
+                duration_ms=int((time.monotonic() - began) * 1000),
+                captured=captured,
+                stderr=stderr,
+                report=report,
+                usage=usage,
+            )
+            transcript_hash = await done(ran, call)
+        except Exception:
+            await call.append(EffectInterrupted(key=call.key, effect=NAME))
+            raise
+    await account(ran, call, transcript_hash)
+    return answer(ran)
+
+
+async def launch(argv: list[str], workdir: Path, stdin: bool) -> asyncio.subprocess.Process:
+    """The runner's process, in a process group of its own (a stop ends the whole group)."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=workdir,
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _why(exc: OSError | ValueError) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+
+
+async def done(ran: Ran, call: EffectCall) -> str:
+    """The run's end and report into the body, then ``effect.done``; the transcript's hash."""
+    transcript_hash = sha256_hex(ran.captured.text())
     call.record(
         ENDED,
         {
             "call": call.call,
-            "runner": name,
-            "exit_status": status,
-            "timed_out": timed_out,
-            "duration_ms": duration_ms,
-            "cut": captured.cut,
-            "tail": captured.tail_text(),
-            "stderr": stderr.text(),
-            "report": report,
+            "runner": ran.runner,
+            "exit_status": ran.status,
+            "timed_out": ran.timed_out,
+            "duration_ms": ran.duration_ms,
+            "cut": ran.captured.cut,
+            "tail": ran.captured.tail_text(),
+            "stderr": ran.stderr.text(),
+            "report": ran.report,
         },
         True,
     )
-    transcript_hash = sha256_hex(transcript)
     await call.append(EffectDone(key=call.key, hash=transcript_hash))
+    return transcript_hash
+
+
+async def account(ran: Ran, call: EffectCall, transcript_hash: str) -> None:
+    """What the run left in the spine: hashes, sizes, exit status, duration and cost."""
     await call.append(
         HandoffFinished(
             key=call.key,
-            runner=name,
-            exit_status=status,
-            timed_out=timed_out,
-            duration_ms=duration_ms,
+            runner=ran.runner,
+            exit_status=ran.status,
+            timed_out=ran.timed_out,
+            duration_ms=ran.duration_ms,
             transcript_hash=transcript_hash,
-            transcript_size=captured.size,
-            transcript_cut=captured.cut,
-            report_hash=sha256_hex(report),
-            report_size=len(report.encode()),
-            priced=usage is not None and usage.usd is not None,
+            transcript_size=ran.captured.size,
+            transcript_cut=ran.captured.cut,
+            report_hash=sha256_hex(ran.report),
+            report_size=len(ran.report.encode()),
+            priced=ran.usage is not None and ran.usage.usd is not None,
         )
     )
-    if usage is not None:
+    if ran.usage is not None:
         await call.append(
             Usage(
                 purpose="handoff",
-                tokens=usage.tokens or 0,
-                tokens_cached=usage.tokens_cached,
-                usd=usage.usd or 0.0,
-                priced=None if usage.usd is not None else False,
+                tokens=ran.usage.tokens or 0,
+                tokens_cached=ran.usage.tokens_cached,
+                usd=ran.usage.usd or 0.0,
+                priced=None if ran.usage.usd is not None else False,
             )
         )
-    if timed_out:
+
+
+def answer(ran: Ran) -> str:
+    """The call's result: the report, or the code of how the runner failed."""
+    if ran.timed_out:
         raise HzError(
             TIMED_OUT,
-            f"the runner ran over its {timeout_s:g} s and was stopped; what it wrote is in the "
-            "turn body",
-            name,
+            f"the runner ran over its {ran.timeout_s:g} s and was stopped; what it wrote is in "
+            "the turn body",
+            ran.runner,
         )
-    if status != 0:
-        words = (stderr.text().strip() or report).splitlines()
+    if ran.status != 0:
+        words = (ran.stderr.text().strip() or ran.report).splitlines()
         last = words[-1][:WORDS_SHOWN] if words else "nothing on stderr"
-        raise HzError(EXITED, f"the runner exited with status {status}: {last}", name)
-    return report or "(the runner reported nothing)"
+        raise HzError(EXITED, f"the runner exited with status {ran.status}: {last}", ran.runner)
+    return ran.report or "(the runner reported nothing)"
 
 
 def register(registry: ToolRegistry) -> None:

@@ -25,6 +25,7 @@ from hz_kernel.adapters.sources import sha256_hex
 from hz_kernel.client import LocalClient
 from hz_kernel.config import load_settings
 from hz_kernel.connect import drain
+from hz_kernel.engine.tools import handoff
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
@@ -156,6 +157,29 @@ async def test_a_bad_runner_name_and_a_failing_runner_are_results_the_model_read
     (finished,) = _events(world, heinzel, "handoff.finished")
     assert finished["exit_status"] == 3 and finished["priced"] is False
     assert not _events(world, heinzel, "usage")
+
+
+async def test_hz_failing_after_the_runner_ran_settles_the_effect_interrupted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure of hz's own between the runner's end and ``effect.done`` (a body it cannot
+    write, say) leaves no effect open: it may or may not have happened."""
+
+    def broken(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(handoff, "report_of", broken)
+    world = make_world(tmp_path)
+    marks = configure(world.home, "report")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    assert report.disposition == "drafted"
+    (seen,) = _seen_by_model(stub)
+    assert seen["error"] == "HZE063"
+    assert [d["effect"] for d in _events(world, heinzel, "effect.interrupted")] == ["handoff"]
+    assert not _events(world, heinzel, "effect.done", "handoff.finished")
+    assert len(marked(marks)["started"]) == 1
 
 
 async def test_a_runner_over_its_time_is_ended_and_the_model_told(tmp_path: Path) -> None:
