@@ -65,9 +65,12 @@ def runner_text(text: str) -> str:
 def handoff_line(record: dict[str, Any]) -> str:
     """How a handoff's runner ended: ``claude exited 0 after 12.5 s``."""
     seconds = _count(record.get("duration_ms")) / 1000
-    ended = (
-        "ran over its time" if record.get("timed_out") else f"exited {record.get('exit_status')}"
-    )
+    if record.get("stopped"):
+        ended = "was stopped"
+    elif record.get("timed_out"):
+        ended = "ran over its time"
+    else:
+        ended = f"exited {record.get('exit_status')}"
     return f"{record.get('runner')} {ended} after {seconds:.1f} s"
 
 

@@ -55,6 +55,7 @@ async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path
                 await pilot.pause(0.2)
                 assert panel.live.handoff is None
                 assert "handoff: running" not in text_of(panel.query_one(StepLine))
+                assert "  ⎿ script was stopped after " in stream.text
                 row = [str(cell) for cell in ledger.get_row_at(0)][::2]
                 assert row == ["handoff", "interrupted"]
                 assert all(gone(pid, timeout_s=0.5) for pid in pids["started"] + pids["child"])

@@ -364,10 +364,15 @@ async def hand_off(args: ToolArgs, grant: Grant, call: EffectCall) -> str:
             error = HzError(NOT_STARTED, f"the runner did not start: {_why(exc)}", name)
             await call.append(EffectFailed(key=call.key, error=error.one_line()[:600]))
             raise error from None
+        began = time.monotonic()
+        captured, stderr = Captured(runner.max_output_bytes, call), Kept(STDERR_KEPT)
         try:
-            began = time.monotonic()
-            captured, stderr = Captured(runner.max_output_bytes, call), Kept(STDERR_KEPT)
             timed_out = await run_runner(process, stdin, captured, stderr, timeout_s)
+        except asyncio.CancelledError:
+            # The body says how it ended; the spine's settling is the turn's end's or resume's.
+            call.record(ENDED, stopped(call, name, process, began, captured, stderr), True)
+            raise
+        try:
             assert process.returncode is not None  # reaped by run_runner
             report, usage = report_of(runner, captured, report_file)
             ran = Ran(
@@ -403,6 +408,27 @@ async def launch(argv: list[str], workdir: Path, stdin: bool) -> asyncio.subproc
 
 def _why(exc: OSError | ValueError) -> str:
     return (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+
+
+def stopped(
+    call: EffectCall,
+    runner: str,
+    process: asyncio.subprocess.Process,
+    began: float,
+    captured: Captured,
+    stderr: Kept,
+) -> dict[str, object]:
+    """The ``handoff`` body record of a runner a stop or a drain ended."""
+    return {
+        "call": call.call,
+        "runner": runner,
+        "exit_status": process.returncode if process.returncode is not None else -signal.SIGKILL,
+        "stopped": True,
+        "duration_ms": int((time.monotonic() - began) * 1000),
+        "cut": captured.cut,
+        "tail": captured.tail_text(),
+        "stderr": stderr.text(),
+    }
 
 
 async def done(ran: Ran, call: EffectCall) -> str:
