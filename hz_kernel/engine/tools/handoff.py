@@ -20,9 +20,11 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -36,6 +38,7 @@ from hz_kernel.config import (
 )
 from hz_kernel.engine.tools.base import (
     BAD_ARGUMENTS,
+    INTERRUPTED,
     NOT_READABLE,
     EffectCall,
     ToolArgs,
@@ -386,12 +389,13 @@ async def hand_off(args: ToolArgs, grant: Grant, call: EffectCall) -> str:
                 report=report,
                 usage=usage,
             )
-            transcript_hash = await done(ran, call)
+            ended = ended_record(ran, call)
+            transcript_hash = await done(ended, ran, call)
         except Exception:
             await call.append(EffectInterrupted(key=call.key, effect=NAME))
             raise
     await account(ran, call, transcript_hash)
-    return answer(ran)
+    return answer(ended)
 
 
 async def launch(argv: list[str], workdir: Path, stdin: bool) -> asyncio.subprocess.Process:
@@ -431,24 +435,26 @@ def stopped(
     }
 
 
-async def done(ran: Ran, call: EffectCall) -> str:
-    """The run's end and report into the body, then ``effect.done``; the transcript's hash."""
+def ended_record(ran: Ran, call: EffectCall) -> dict[str, Any]:
+    """The ``handoff`` body record of a run that ended: enough to answer the call again."""
+    return {
+        "call": call.call,
+        "runner": ran.runner,
+        "exit_status": ran.status,
+        "timed_out": ran.timed_out,
+        "timeout_s": ran.timeout_s,
+        "duration_ms": ran.duration_ms,
+        "cut": ran.captured.cut,
+        "tail": ran.captured.tail_text(),
+        "stderr": ran.stderr.text(),
+        "report": ran.report,
+    }
+
+
+async def done(ended: dict[str, Any], ran: Ran, call: EffectCall) -> str:
+    """The run's end into the body, durable, then ``effect.done``; the transcript's hash."""
     transcript_hash = sha256_hex(ran.captured.text())
-    call.record(
-        ENDED,
-        {
-            "call": call.call,
-            "runner": ran.runner,
-            "exit_status": ran.status,
-            "timed_out": ran.timed_out,
-            "duration_ms": ran.duration_ms,
-            "cut": ran.captured.cut,
-            "tail": ran.captured.tail_text(),
-            "stderr": ran.stderr.text(),
-            "report": ran.report,
-        },
-        True,
-    )
+    call.record(ENDED, ended, True)
     await call.append(EffectDone(key=call.key, hash=transcript_hash))
     return transcript_hash
 
@@ -482,20 +488,36 @@ async def account(ran: Ran, call: EffectCall, transcript_hash: str) -> None:
         )
 
 
-def answer(ran: Ran) -> str:
-    """The call's result: the report, or the code of how the runner failed."""
-    if ran.timed_out:
+def answer(ended: Mapping[str, Any]) -> str:
+    """The call's result from its ``handoff`` body record: the report, or the code of how the
+    runner failed."""
+    runner, status = str(ended.get("runner")), ended.get("exit_status")
+    report = str(ended.get("report") or "")
+    if ended.get("timed_out"):
+        limit = ended.get("timeout_s")
+        allowed = f"{limit:g} s" if isinstance(limit, int | float) else "time"
         raise HzError(
             TIMED_OUT,
-            f"the runner ran over its {ran.timeout_s:g} s and was stopped; what it wrote is in "
-            "the turn body",
-            ran.runner,
+            f"the runner ran over its {allowed} and was stopped; what it wrote is in the turn body",
+            runner,
         )
-    if ran.status != 0:
-        words = (ran.stderr.text().strip() or ran.report).splitlines()
+    if status != 0:
+        words = (str(ended.get("stderr") or "").strip() or report).splitlines()
         last = words[-1][:WORDS_SHOWN] if words else "nothing on stderr"
-        raise HzError(EXITED, f"the runner exited with status {ran.status}: {last}", ran.runner)
-    return ran.report or "(the runner reported nothing)"
+        raise HzError(EXITED, f"the runner exited with status {status}: {last}", runner)
+    return report or "(the runner reported nothing)"
+
+
+def recover(call: int, records: Sequence[Mapping[str, Any]]) -> str:
+    """The result of a call whose runner had ended (``effect.done``) when a crash came before
+    the result was recorded: rebuilt from its ``handoff`` body record, never run again."""
+    ended = next(
+        (r for r in reversed(records) if r.get("type") == ENDED and r.get("call") == call),
+        None,
+    )
+    if ended is None:  # the body is gone: nothing to rebuild it from
+        raise HzError(INTERRUPTED, "the runner ended, but its report is gone", NAME)
+    return answer(ended)
 
 
 def register(registry: ToolRegistry) -> None:
@@ -511,6 +533,7 @@ def register(registry: ToolRegistry) -> None:
             ),
             args=HandoffArgs,
             perform=hand_off,
+            recover=recover,
             replay_safe=False,
         )
     )

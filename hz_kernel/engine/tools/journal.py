@@ -16,7 +16,8 @@ result runs again when the tool is replay-safe, and otherwise is settled
 ``tool.interrupted`` and the model is told so (``HZE069``). A tool that acts in
 the world (``ToolSpec.perform``) keeps the effect ledger under the key
 ``<heinzel>@<tool>:<turn>:<seq of its tool.started>``; an effect it began and
-a crash cut short is settled ``effect.interrupted`` with the call.
+a crash cut short is settled ``effect.interrupted`` with the call, and one that
+was done is answered from the tool's own body records (``ToolSpec.recover``).
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ class ToolJournal:
         self.grant = grant
         self.results: dict[int, dict[str, Any]] = {}
         self.messages: list[dict[str, Any]] = []
-        for record in since_context(records):
+        self.records = since_context(records)
+        for record in self.records:
             if record.get("type") == MESSAGES:
                 self.messages.extend(record.get("messages") or [])
             elif record.get("type") == RESULT:
@@ -127,6 +129,7 @@ class ToolJournal:
         self.closed: set[int] = set()
         self.effects: dict[str, Event] = {}
         """Effects begun in this step and not settled, by key."""
+        self.effects_done: set[str] = set()
         for event in scope(run.held.scan.events, state.turn):
             if event.kind == ToolStarted.kind:
                 self.started[int(event.data["call"])] = event
@@ -136,6 +139,8 @@ class ToolJournal:
                 self.effects[str(event.data["key"])] = event
             elif event.kind in EFFECT_OUTCOMES:
                 self.effects.pop(str(event.data["key"]), None)
+                if event.kind == "effect.done":
+                    self.effects_done.add(str(event.data["key"]))
 
     def described(self) -> str:
         """Every tool as the model is told of it (name, description, argument schema): its
@@ -198,7 +203,22 @@ class ToolJournal:
             if number not in self.closed:
                 await self._finished(record, found=True)
             return _answer(record)
-        if number in self.started and number not in self.closed and not spec.replay_safe:
+        cut_short = number in self.started and number not in self.closed
+        if (
+            cut_short
+            and spec.recover is not None
+            and self._effect_key(spec, number) in (self.effects_done)
+        ):
+            record = {"call": number, "call_id": call_id, "tool": spec.name}
+            try:
+                _result_into(record, spec.recover(number, self.records))
+            except HzError as exc:
+                record.update(error=exc.code, message=exc.one_line())
+            self._write(RESULT, record)
+            self.results[number] = record
+            await self._finished(record, found=True)
+            return _answer(record)
+        if cut_short and not spec.replay_safe:
             record = {
                 "call": number,
                 "call_id": call_id,
@@ -251,10 +271,7 @@ class ToolJournal:
             failed = HzError(NOT_READABLE, f"the tool failed: {type(exc).__name__}", spec.name)
             record.update(error=failed.code, message=failed.one_line())
         else:
-            shown, truncated = bounded(result)
-            record.update(result=result, truncated=truncated, size=len(result))
-            if truncated:
-                record["shown"] = shown
+            _result_into(record, result)
         self._write(RESULT, record)
         self.results[number] = record
         await self._finished(record, found=False)
@@ -357,6 +374,14 @@ def _shown_fields(fields: dict[str, Any]) -> dict[str, Any]:
     if "result" in fields:
         shown["shown"] = fields.get("shown", fields["result"])
     return shown
+
+
+def _result_into(record: dict[str, Any], result: str) -> None:
+    """A call's whole result into its record, with what the model is shown of it."""
+    shown, truncated = bounded(result)
+    record.update(result=result, truncated=truncated, size=len(result))
+    if truncated:
+        record["shown"] = shown
 
 
 def _answer(record: dict[str, Any]) -> dict[str, Any]:

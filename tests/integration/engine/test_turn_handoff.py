@@ -259,6 +259,30 @@ async def test_a_handoff_cut_by_a_kill_is_interrupted_on_resume_and_never_run_ag
     assert seen["error"] == "HZE069"
 
 
+async def test_a_kill_after_the_runner_ended_answers_from_its_record_never_running_it_again(
+    tmp_path: Path,
+) -> None:
+    """Killed after ``effect.done`` but before the call's result was recorded: the resume
+    answers the model with the report the body keeps, and the runner does not start again."""
+    world = make_world(tmp_path)
+    marks = configure(world.home, "report")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        crashed = world.hz("heinzel", "wake", "fixer", "--request-id", "r1", check=False,
+                           HZ_CRASH_AT="tool:before-result")  # fmt: skip
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert "tool.finished" not in world.kinds(heinzel)
+        report = await _wake(world, request_id="r1")
+    assert report.disposition == "drafted"
+    assert len(marked(marks)["started"]) == 1
+    (seen,) = _seen_by_model(stub)
+    assert seen["result"].endswith(handoff_runner.REPORT)
+    (finished,) = [e["data"] for e in world.spine(heinzel) if e["kind"] == "tool.finished"]
+    assert finished["found_on_resume"] is True and finished.get("error") is None
+    kinds = world.kinds(heinzel)
+    assert "tool.interrupted" not in kinds and "effect.interrupted" not in kinds
+
+
 async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     marks = configure(world.home, "hang")
