@@ -230,18 +230,26 @@ def claude_result(text: str) -> tuple[str, RunnerUsage | None] | None:
             continue
         if isinstance(message, dict) and message.get("type") == "result":
             usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-            tokens = sum(
-                int(usage.get(name) or 0)
+            cached = _count(usage.get("cache_read_input_tokens"))
+            tokens = cached + sum(
+                _count(usage.get(name))
                 for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens")
             )
             cost = message.get("total_cost_usd")
-            spent = RunnerUsage(
-                usd=float(cost) if isinstance(cost, int | float) else None,
-                tokens=tokens + int(usage.get("cache_read_input_tokens") or 0),
-                tokens_cached=int(usage.get("cache_read_input_tokens") or 0),
+            priced = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+            usd = float(cost) if priced else None
+            spent = (
+                RunnerUsage(usd=usd, tokens=tokens, tokens_cached=cached)
+                if usd is not None or tokens
+                else None
             )
             return str(message.get("result") or ""), spent
     return None
+
+
+def _count(value: object) -> int:
+    """A token count from a runner's JSON: a whole number of at least 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def read_report_file(path: Path, limit: int) -> str | None:
