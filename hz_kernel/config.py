@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from hz_kernel.errors import HzError
+from hz_kernel.errors import HzError, field_problem
 from hz_kernel.store.fsutil import open_regular
 
 
@@ -96,6 +96,51 @@ class CockpitSettings(_Section):
     """How long a rejection in the review desk waits for ``u`` before it is sent."""
 
 
+#: The placeholders a runner's command may hold; hz fills them in when the runner starts.
+TASK_PLACEHOLDER = "{task}"
+REPORT_FILE_PLACEHOLDER = "{report_file}"
+
+RunnerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$")]
+
+
+class HandoffRunner(_Section):
+    """One coding agent a turn may hand a task to (``docs/handoff.md``).
+
+    ``command`` is run without a shell in the working directory the call
+    names. The task goes where an argument holds ``{task}``, else on stdin.
+    ``report`` says where the runner's final answer is: its stdout, the
+    result line of Claude Code's ``--output-format json``/``stream-json``, or
+    the file hz names in ``{report_file}`` (Codex's ``--output-last-message``).
+    """
+
+    command: tuple[Annotated[str, Field(min_length=1)], ...] = Field(min_length=1)
+    timeout_s: float = Field(default=1800.0, gt=0, le=86400)
+    max_output_bytes: int = Field(default=1 << 20, ge=4096, le=64 << 20)
+    report: Literal["stdout", "claude-json", "file"] = "stdout"
+
+    @model_validator(mode="after")
+    def _report_file_named(self) -> HandoffRunner:
+        named = any(REPORT_FILE_PLACEHOLDER in arg for arg in self.command)
+        if named != (self.report == "file"):
+            raise ValueError(
+                f'report = "file" and a {REPORT_FILE_PLACEHOLDER} argument go together'
+            )
+        return self
+
+
+class HandoffSettings(_Section):
+    """``[handoff]``: the runners by name and the one a call without a name gets."""
+
+    default: RunnerName | None = None
+    runners: dict[RunnerName, HandoffRunner] = {}
+
+    @model_validator(mode="after")
+    def _default_known(self) -> HandoffSettings:
+        if self.default is not None and self.default not in self.runners:
+            raise ValueError(f"default names no runner in [handoff.runners]: {self.default}")
+        return self
+
+
 class Settings(_Section):
     """Every section; one left out of the file is its defaults.
 
@@ -109,6 +154,7 @@ class Settings(_Section):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings.model_construct)
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings.model_construct)
     cockpit: CockpitSettings = Field(default_factory=CockpitSettings.model_construct)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings.model_construct)
 
 
 def load_settings(path: Path) -> Settings:
@@ -134,4 +180,4 @@ def load_settings(path: Path) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise HzError("HZS062", f"{where}: {first['msg']}", str(path)) from None
+        raise HzError("HZS062", f"{where}: {field_problem(first)}", str(path)) from None

@@ -14,16 +14,18 @@ from typing import Any
 
 from hz_kernel import operations as ops
 from hz_kernel.client import KernelClient
+from hz_kernel.errors import echoed
 
-#: The body record types a follower shows: the model's streamed output and its tool calls.
-SHOWN_TYPES = ["chunk", "tool_call", "tool_result"]
+#: The body record types a follower shows: the model's streamed output, its tool calls and
+#: the output of a coding agent a call handed a task to, with how that ended.
+SHOWN_TYPES = ["chunk", "tool_call", "tool_result", "handoff_output", "handoff"]
 ARG_CHARS = 40
 RESULT_CHARS = 80
 
 
 def chunk_text(records: list[dict[str, Any]]) -> str:
     """The streamed model output in a run of body records, each tool call a line of its own
-    with a line for its result."""
+    with a line for its result, a handoff's output where it ran."""
     return "".join(_shown(record) for record in records)
 
 
@@ -35,7 +37,41 @@ def _shown(record: dict[str, Any]) -> str:
         return f"⚙ {tool_call_line(record)}\n"
     if kind == "tool_result":
         return f"  → {tool_result_line(record)}\n"
+    if kind == "handoff_output":
+        return runner_text(str(record.get("text", "")))
+    if kind == "handoff":
+        return f"{runner_text(handoff_tail(record))}  ⎿ {handoff_line(record)}\n"
     return ""
+
+
+def _count(value: object) -> int:
+    """A count from a body record read raw (the file tail checks no shapes): 0 unless an int."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def handoff_tail(record: dict[str, Any]) -> str:
+    """The end of a runner's output its ``handoff`` record keeps, after a marked cut if any."""
+    cut = _count(record.get("cut"))
+    left_out = f"[hz: {cut} bytes of output left out here]\n" if cut else ""
+    return left_out + str(record.get("tail") or "")
+
+
+def runner_text(text: str) -> str:
+    """A runner's output as shown: its lines as they are, anything that would drive a
+    terminal shown as an escape."""
+    return echoed(text, keep="\n\t")
+
+
+def handoff_line(record: dict[str, Any]) -> str:
+    """How a handoff's runner ended: ``claude exited 0 after 12.5 s``."""
+    seconds = _count(record.get("duration_ms")) / 1000
+    if record.get("stopped"):
+        ended = "was stopped"
+    elif record.get("timed_out"):
+        ended = "ran over its time"
+    else:
+        ended = f"exited {record.get('exit_status')}"
+    return f"{record.get('runner')} {ended} after {seconds:.1f} s"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -246,6 +246,8 @@ class EffectStarted(EventData):
     key: str
     effect: str
     replay_safe: bool = False
+    target: str | None = None
+    """What the effect acts through, by name where it has one (a handoff's runner)."""
 
 
 class EffectDone(EventData):
@@ -307,6 +309,26 @@ class ToolInterrupted(EventData):
 
 
 # --- what effects leave behind --------------------------------------------------------
+
+
+class HandoffFinished(EventData):
+    """A handoff's runner ended (the effect keyed ``key``): how, and its transcript and report
+    by hash and size; the texts are in the turn body. ``exit_status`` is negative for a signal;
+    ``priced`` is False when the runner reported no cost (then no ``usage`` follows)."""
+
+    kind: ClassVar[str] = "handoff.finished"
+    key: str
+    runner: str
+    exit_status: int
+    timed_out: bool = False
+    duration_ms: int
+    transcript_hash: str
+    transcript_size: int
+    transcript_cut: int = 0
+    """Bytes of the runner's output left out of the body (past ``max_output_bytes``)."""
+    report_hash: str
+    report_size: int
+    priced: bool = False
 
 
 class DraftPlaced(EventData):

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hz_kernel.api import Conversation, TurnTranscript
-from hz_kernel.following import tool_call_line, tool_result_line
+from hz_kernel.following import (
+    handoff_line,
+    handoff_tail,
+    runner_text,
+    tool_call_line,
+    tool_result_line,
+)
 from hz_tui import display
 
 Tone = Literal["title", "heading", "label", "body", "dim", "ok", "bad"]
@@ -313,6 +319,7 @@ class TranscriptModel:
             number = int(record.get("call", -1))
             # Counted from 1 as the requests are (the journal counts from 0).
             yield Line(f"call {number + 1} · {tool_call_line(record)}", "label", f"tool{number}")
+            yield from self._runner(number)
             result = results.pop(number, None)
             if result is None:
                 yield Line("running…" if self.running else "no result", "dim", f"tool{number}")
@@ -327,6 +334,24 @@ class TranscriptModel:
             # Settled on resume without running (an unsafe call a crash cut short).
             yield Line(f"call {number + 1} · {result.get('tool')}", "label", f"tool{number}")
             yield Line(tool_result_line(result), "bad", f"tool{number}")
+
+    def _runner(self, number: int) -> Iterator[Line]:
+        """What the coding agent a call handed a task to wrote, and how it ended."""
+        output = "".join(
+            str(r.get("text", ""))
+            for r in self._records("handoff_output")
+            if r.get("call") == number
+        )
+        ended = next((r for r in self._records("handoff") if r.get("call") == number), None)
+        if not (output or ended):
+            return
+        if ended is not None:
+            output += handoff_tail(ended)
+        yield Line("runner output:", "label", f"tool{number}")
+        yield from _text(runner_text(output.rstrip("\n")), f"tool{number}.runner")
+        if ended is not None:
+            tone: Tone = "ok" if ended.get("exit_status") == 0 else "bad"
+            yield Line(handoff_line(ended), tone, f"tool{number}")
 
     def _outcome(self) -> Iterator[Line]:
         yield from _heading("Outcome")
@@ -550,6 +575,8 @@ EFFECT_LINES = {
     "effect.done": "done{found} · key {key}",
     "effect.failed": "failed · key {key}: {error}",
     "effect.interrupted": "interrupted, never performed · key {key}",
+    "handoff.finished": "{runner} ended (status {exit_status}) after {duration_ms} ms;"
+    " transcript {transcript_size} bytes",
     "draft.placed": "draft placed in {asset} ({size} bytes)",
     "draft.superseded": "draft {key} superseded",
     "lesson.recorded": "lesson learned: {lesson}",

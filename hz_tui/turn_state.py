@@ -15,7 +15,15 @@ from hz_kernel.following import chunk_text
 from hz_kernel.terms import STEP_NAMES
 from hz_tui.tail import SpineLine
 
-__all__ = ["EffectRow", "LiveTurn", "TurnFollower", "chunk_text", "short_key", "step_under_way"]
+__all__ = [
+    "EffectRow",
+    "LiveTurn",
+    "RunningHandoff",
+    "TurnFollower",
+    "chunk_text",
+    "short_key",
+    "step_under_way",
+]
 
 TurnStatus = Literal["none", "running", "waiting", "finished"]
 #: Endings that cut a turn short: the steps after the one under way never ran.
@@ -38,6 +46,15 @@ class EffectRow:
     effect: str
     status: EffectStatus
     detail: str = ""
+
+
+@dataclass(frozen=True)
+class RunningHandoff:
+    """A handoff under way: its effect key, the runner's name and when it started."""
+
+    key: str
+    runner: str
+    since: str | None
 
 
 @dataclass
@@ -65,6 +82,8 @@ class LiveTurn:
     steered: int = 0
     requested: int = 0
     effects: dict[str, EffectRow] = field(default_factory=dict)
+    handoff: RunningHandoff | None = None
+    """The coding agent this turn's tool call is waiting for, while it runs."""
 
     @property
     def step(self) -> str | None:
@@ -108,6 +127,7 @@ class LiveTurn:
                 # Woken from a wait, the turn thinks again from its gathered inputs.
                 self.done = [s for s in self.done if s == "gather"]
         elif kind == "turn.finished":
+            self.handoff = None
             self._finished(data)
             self.reason = data.get("reason")
             self.report = data.get("report") or self.report
@@ -116,7 +136,7 @@ class LiveTurn:
         elif kind == "turn.requested":
             self.requested += 1
         elif kind.startswith("effect."):
-            return self._effect(kind, data)
+            return self._effect(kind, data, line.ts)
         elif kind in LEFT_BEHIND and line.key in self.effects:
             self.effects[line.key].detail = LEFT_BEHIND[kind]
         else:
@@ -137,14 +157,18 @@ class LiveTurn:
         else:
             self.done = list(STEP_NAMES)
 
-    def _effect(self, kind: str, data: dict[str, Any]) -> bool:
+    def _effect(self, kind: str, data: dict[str, Any], ts: str | None) -> bool:
         key = str(data.get("key") or "")
         if not key:
             return False
         row = self.effects.get(key)
         if kind == "effect.started":
             self.effects[key] = EffectRow(key, str(data.get("effect") or "effect"), "started")
+            if data.get("effect") == "handoff":
+                self.handoff = RunningHandoff(key, str(data.get("target") or "runner"), ts)
             return True
+        if self.handoff is not None and self.handoff.key == key:
+            self.handoff = None
         if row is None:
             row = self.effects[key] = EffectRow(key, str(data.get("effect") or "effect"), "started")
         if kind == "effect.done":

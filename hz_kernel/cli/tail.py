@@ -173,7 +173,8 @@ def describe(event: dict[str, Any], effects: dict[str, str]) -> str | None:
         return "· a message steered the turn"
     if kind == "effect.started":
         effects[str(data.get("key"))] = str(data.get("effect"))
-        return f"· effect {data.get('effect')} started ({data.get('key')})"
+        through = f" with {data['target']}" if data.get("target") else ""
+        return f"· effect {data.get('effect')}{through} started ({data.get('key')})"
     if kind in ("effect.done", "effect.failed", "effect.interrupted"):
         what = effects.get(str(data.get("key")), "effect")
         error = f": {data['error']}" if data.get("error") else ""

@@ -210,6 +210,20 @@ class _Chunk(_Checked):
     text: str
 
 
+class _HandoffOutput(_Checked):
+    call: int
+    text: str
+
+
+class _Handoff(_Checked):
+    call: int
+    runner: str
+    exit_status: int
+    duration_ms: int
+    cut: int = 0
+    tail: str = ""
+
+
 class _Request(_Checked):
     request_id: str
     message: str
@@ -240,6 +254,8 @@ RECORD_SHAPES: dict[str, type[BaseModel]] = {
     "summary": _Outcome,
     "attempt": _Attempt,
     "chunk": _Chunk,
+    "handoff_output": _HandoffOutput,
+    "handoff": _Handoff,
     "request": _Request,
     "input": _Input,
     "draft": _Draft,

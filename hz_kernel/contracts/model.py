@@ -232,6 +232,7 @@ CAPABILITIES: dict[str, str] = {
     "documents:write": "place drafts in documents",
     "chat:read": "read chat messages",
     "heinzels:read": "read other heinzels' approved outputs",
+    "agents:handoff": "hand tasks to a configured coding agent runner",
 }
 """Every capability a contract may require, with what it allows."""
 

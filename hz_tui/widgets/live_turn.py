@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
 POLL_S = 0.1
+HANDOFF_TICK_S = 1.0
+"""How often the step line's handoff clock moves while a runner works."""
 SPINE_WINDOW = 256 * 1024
 WAITING_FOR_OUTPUT = "The model's output streams here while the turn thinks."
 NO_BODY = "This turn's body is gone (pruned after the retention period)."
@@ -74,6 +76,12 @@ class LiveTurnPanel(Vertical):
         """What both readers do on mount (not ``on_mount``: Textual calls that of every class)."""
         self.query_one(EffectLedger).palette = self.palette
         self.stream.reset(WAITING_FOR_OUTPUT)
+        self.set_interval(HANDOFF_TICK_S, self.tick_handoff)
+
+    def tick_handoff(self) -> None:
+        """Move the handoff's elapsed time on; nothing to draw when no runner works."""
+        if self.live.handoff is not None and self.running:
+            self.query_one(StepLine).show(self.live, self.palette, damaged_as=self.damaged_as)
 
     def take(self, batch: SpineBatch) -> None:
         """Take what the live source delivered (the batch may concern other heinzels)."""

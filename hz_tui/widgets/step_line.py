@@ -10,6 +10,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
+from hz_kernel.clock import now_utc
 from hz_kernel.terms import STEP_NAMES
 from hz_tui import display
 from hz_tui.rows import Palette
@@ -73,6 +74,10 @@ def _status(live: LiveTurn, palette: Palette) -> Text:
         line.append(f"waiting until {until}", style=palette.warn + BOLD)
     else:
         line.append(f"running: {live.step}", style=palette.ok + BOLD)
+    if live.handoff is not None and live.status == "running":
+        since = display.parse_time(live.handoff.since)
+        elapsed = display.span((now_utc() - since).total_seconds()) if since else "?"
+        line.append(f" · handoff: running {live.handoff.runner} {elapsed}", style=palette.accent)
     if live.attempt_note:
         line.append(f" · {live.attempt_note}", style=palette.warn)
     line.append(f" · cause {causes} · started {started}", style="dim")

@@ -28,7 +28,7 @@ PINNED_KINDS = [
     "contract.amended",
     "contract.approved", "contract.proposed", "draft.placed", "draft.rejected",
     "draft.superseded", "effect.done", "effect.failed", "effect.interrupted", "effect.started",
-    "heinzel.created", "heinzel.paused", "heinzel.renamed", "heinzel.retired",
+    "handoff.finished", "heinzel.created", "heinzel.paused", "heinzel.renamed", "heinzel.retired",
     "heinzel.unpaused", "heinzel.unretired", "lesson.dismissed", "lesson.recorded",
     "notice.raised", "question.answered", "question.asked", "spine.repaired", "step.done",
     "summary.written", "tool.finished", "tool.interrupted", "tool.started", "turn.finished",

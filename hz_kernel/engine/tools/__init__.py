@@ -7,7 +7,7 @@ unless the contract requires its capability.
 
 from __future__ import annotations
 
-from hz_kernel.engine.tools import documents, files, git, heinzels, http, report
+from hz_kernel.engine.tools import documents, files, git, handoff, heinzels, http, report
 from hz_kernel.engine.tools.base import ToolArgs, ToolRegistry, ToolSpec, bounded
 from hz_kernel.engine.tools.grant import Grant
 
@@ -17,7 +17,7 @@ __all__ = ["TOOLS", "Grant", "ToolArgs", "ToolRegistry", "ToolSpec", "bounded", 
 def default_registry() -> ToolRegistry:
     """A registry holding every built-in tool."""
     registry = ToolRegistry()
-    for family in (files, git, http, heinzels, documents, report):
+    for family in (files, git, http, heinzels, documents, report, handoff):
         family.register(registry)
     return registry
 

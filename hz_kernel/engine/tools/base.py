@@ -4,6 +4,9 @@ A tool is a plain function over validated arguments and the turn's ``Grant``;
 it returns text or raises an ``HzError`` whose code the model sees as the
 call's result. Journalling, refusals outside the grant and resuming after a
 crash are the journal's business (``journal.py``), the same for every tool.
+A tool that acts in the world (``perform``) is a coroutine instead: the
+journal hands it an ``EffectCall`` so it writes the effect ledger itself,
+``effect.started`` durable before it acts.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -20,7 +24,9 @@ from pydantic import BaseModel, ConfigDict
 from hz_kernel.errors import HzError
 
 if TYPE_CHECKING:
+    from hz_kernel.config import Settings
     from hz_kernel.engine.tools.grant import Grant
+    from hz_kernel.vocabulary import EventData
 
 SHOWN_HEAD_CHARS = 6000
 SHOWN_TAIL_CHARS = 2000
@@ -45,22 +51,55 @@ def refused(code: str, message: str, place: str) -> HzError:
 
 
 @dataclass(frozen=True)
+class EffectCall:
+    """What the journal lends a tool that acts in the world, for one call.
+
+    ``begin`` makes ``effect.started`` durable under ``key`` (the tool calls it
+    once its arguments are checked, right before it acts); ``append`` adds the
+    effect's outcome and its own events to the spine; ``record`` writes a
+    turn body record and tells live readers of it (``sync`` for one that must
+    survive a crash at once).
+    """
+
+    key: str
+    call: int
+    settings: Settings
+    deadline: datetime | None
+    begin: Callable[[str, str | None], Awaitable[None]]
+    append: Callable[[EventData], Awaitable[None]]
+    record: Callable[[str, dict[str, Any], bool], None]
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """One tool: its name, the capability that grants it and whether running it twice is harmless.
 
     ``replay_safe`` decides what a resume does with a call a crash cut short: a
     safe one runs again, an unsafe one is settled ``interrupted`` and never runs
-    a second time.
+    a second time. Exactly one of ``run`` (a read, run in a worker thread) and
+    ``perform`` (an effect, awaited in the turn's task, so stopping the turn
+    cancels it) is given.
     """
 
     name: str
     capability: str
     description: str
     args: type[ToolArgs]
-    run: Callable[[ToolArgs, Grant], str]
+    run: Callable[[ToolArgs, Grant], str] | None = None
     replay_safe: bool = True
     action: Callable[[ToolArgs], str] | None = None
     """The line a successful call adds to the heinzel's action log (``action.reported``)."""
+    perform: Callable[[ToolArgs, Grant, EffectCall], Awaitable[str]] | None = None
+    recover: Callable[[int, Sequence[dict[str, Any]]], str] | None = None
+    """For a tool that performs: the result of call ``n`` rebuilt from the body records it
+    wrote (since the step's context), when its effect was done before a crash cut the call
+    short; raises ``HzError`` as the call would have. Without it such a call is interrupted."""
+
+    def __post_init__(self) -> None:
+        if (self.run is None) == (self.perform is None):
+            raise ValueError(f"the tool {self.name!r} needs exactly one of run and perform")
+        if self.perform is not None and self.replay_safe:
+            raise ValueError(f"the tool {self.name!r} performs an effect: it is not replay-safe")
 
     def schema(self) -> dict[str, Any]:
         """The arguments' JSON schema, generated once per process (every turn offers it)."""

@@ -13,7 +13,11 @@ tool call the model made), which is the same when the step is resumed from
 the recorded messages. Resumed after a crash, a call that has a result in the
 body is answered from it and never run again; one that started without a
 result runs again when the tool is replay-safe, and otherwise is settled
-``tool.interrupted`` and the model is told so (``HZE069``).
+``tool.interrupted`` and the model is told so (``HZE069``). A tool that acts in
+the world (``ToolSpec.perform``) keeps the effect ledger under the key
+``<heinzel>@<tool>:<turn>:<seq of its tool.started>``; an effect it began and
+a crash cut short is settled ``effect.interrupted`` with the call, and one that
+was done is answered from the tool's own body records (``ToolSpec.recover``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -36,6 +41,7 @@ from hz_kernel.engine.tools.base import (
     INTERRUPTED,
     NOT_GRANTED,
     NOT_READABLE,
+    EffectCall,
     ToolRegistry,
     ToolSpec,
     bounded,
@@ -45,7 +51,15 @@ from hz_kernel.engine.tools.grant import Grant
 from hz_kernel.errors import HzError
 from hz_kernel.observe import Observation
 from hz_kernel.store.envelope import Event
-from hz_kernel.vocabulary import ActionReported, ToolFinished, ToolInterrupted, ToolStarted
+from hz_kernel.vocabulary import (
+    ActionReported,
+    EffectInterrupted,
+    EffectStarted,
+    EventData,
+    ToolFinished,
+    ToolInterrupted,
+    ToolStarted,
+)
 
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
@@ -55,6 +69,8 @@ _log = logging.getLogger("hz.tools")
 
 #: Body records of tool calls, in the order one call writes them.
 MESSAGES, CALL, RESULT = "tool_messages", "tool_call", "tool_result"
+#: The spine kinds that settle an effect.
+EFFECT_OUTCOMES = ("effect.done", "effect.failed", "effect.interrupted")
 
 
 def scope(events: Sequence[Event], turn: str) -> list[Event]:
@@ -97,23 +113,34 @@ class ToolJournal:
         records: Sequence[dict[str, Any]],
     ) -> None:
         self.run = run
+        self.state = state
         self.turn = state.turn
         self.registry = registry
         self.grant = grant
         self.results: dict[int, dict[str, Any]] = {}
         self.messages: list[dict[str, Any]] = []
-        for record in since_context(records):
+        self.records = since_context(records)
+        for record in self.records:
             if record.get("type") == MESSAGES:
                 self.messages.extend(record.get("messages") or [])
             elif record.get("type") == RESULT:
                 self.results[int(record["call"])] = record
-        self.started: set[int] = set()
+        self.started: dict[int, Event] = {}
         self.closed: set[int] = set()
+        self.effects: dict[str, Event] = {}
+        """Effects begun in this step and not settled, by key."""
+        self.effects_done: set[str] = set()
         for event in scope(run.held.scan.events, state.turn):
             if event.kind == ToolStarted.kind:
-                self.started.add(int(event.data["call"]))
+                self.started[int(event.data["call"])] = event
             elif event.kind in (ToolFinished.kind, ToolInterrupted.kind):
                 self.closed.add(int(event.data["call"]))
+            elif event.kind == EffectStarted.kind:
+                self.effects[str(event.data["key"])] = event
+            elif event.kind in EFFECT_OUTCOMES:
+                self.effects.pop(str(event.data["key"]), None)
+                if event.kind == "effect.done":
+                    self.effects_done.add(str(event.data["key"]))
 
     def described(self) -> str:
         """Every tool as the model is told of it (name, description, argument schema): its
@@ -152,6 +179,7 @@ class ToolJournal:
             "http:read": grant.urls,
             "heinzels:read": tuple(f"{h}:{o}" for h, o in grant.upstreams),
             "documents:read": tuple(k.asset for k in grant.kept),
+            "agents:handoff": (*grant.folders, *grant.repos),
         }.get(spec.capability, ())
         return describe(spec, [str(root) for root in named])
 
@@ -175,7 +203,22 @@ class ToolJournal:
             if number not in self.closed:
                 await self._finished(record, found=True)
             return _answer(record)
-        if number in self.started and number not in self.closed and not spec.replay_safe:
+        cut_short = number in self.started and number not in self.closed
+        if (
+            cut_short
+            and spec.recover is not None
+            and self._effect_key(spec, number) in (self.effects_done)
+        ):
+            record = {"call": number, "call_id": call_id, "tool": spec.name}
+            try:
+                _result_into(record, spec.recover(number, self.records))
+            except HzError as exc:
+                record.update(error=exc.code, message=exc.one_line())
+            self._write(RESULT, record)
+            self.results[number] = record
+            await self._finished(record, found=True)
+            return _answer(record)
+        if cut_short and not spec.replay_safe:
             record = {
                 "call": number,
                 "call_id": call_id,
@@ -185,6 +228,14 @@ class ToolJournal:
                 "so whatever it did may or may not have happened",
             }
             self._write(RESULT, record)
+            begun = self.effects.pop(self._effect_key(spec, number), None)
+            if begun is not None:
+                await self.run.held.append(
+                    EffectInterrupted(key=begun.data["key"], effect=begun.data["effect"]),
+                    turn=self.turn,
+                    key=begun.data["key"],
+                )
+                self.state.effects_done.add(str(begun.data["key"]))
             await self.run.held.append(
                 ToolInterrupted(call=number, call_id=call_id, tool=spec.name), turn=self.turn
             )
@@ -195,7 +246,7 @@ class ToolJournal:
         self._write(
             CALL, {"call": number, "call_id": call_id, "tool": spec.name, "args": arguments}
         )
-        await self.run.held.append(
+        self.started[number] = await self.run.held.append(
             ToolStarted(
                 call=number,
                 call_id=call_id,
@@ -206,10 +257,9 @@ class ToolJournal:
             ),
             turn=self.turn,
         )
-        self.started.add(number)
         record = {"call": number, "call_id": call_id, "tool": spec.name}
         try:
-            result = await self._perform(spec, arguments)
+            result = await self._perform(spec, arguments, number)
             crashpoints.reached("tool:before-result")
             if spec.action is not None:
                 line = spec.action(spec.args.model_validate(arguments))
@@ -221,16 +271,13 @@ class ToolJournal:
             failed = HzError(NOT_READABLE, f"the tool failed: {type(exc).__name__}", spec.name)
             record.update(error=failed.code, message=failed.one_line())
         else:
-            shown, truncated = bounded(result)
-            record.update(result=result, truncated=truncated, size=len(result))
-            if truncated:
-                record["shown"] = shown
+            _result_into(record, result)
         self._write(RESULT, record)
         self.results[number] = record
         await self._finished(record, found=False)
         return _answer(record)
 
-    async def _perform(self, spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    async def _perform(self, spec: ToolSpec, arguments: dict[str, Any], number: int) -> str:
         if spec.capability not in self.grant.capabilities:
             raise HzError(
                 NOT_GRANTED,
@@ -244,7 +291,42 @@ class ToolJournal:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "arguments"
             raise HzError(BAD_ARGUMENTS, f"{where}: {first['msg']}", spec.name) from None
+        if spec.perform is not None:
+            return await spec.perform(args, self.grant, self._effect_call(spec, number))
+        assert spec.run is not None
         return await asyncio.to_thread(spec.run, args, self.grant)
+
+    def _effect_key(self, spec: ToolSpec, number: int) -> str:
+        return f"{self.run.held.id}@{spec.name}:{self.turn}:{self.started[number].seq}"
+
+    def _effect_call(self, spec: ToolSpec, number: int) -> EffectCall:
+        """What a tool that acts in the world writes its part of the journal with."""
+        key = self._effect_key(spec, number)
+        held, state = self.run.held, self.state
+
+        async def begin(effect: str, target: str | None) -> None:
+            started = await held.append(
+                EffectStarted(key=key, effect=effect, target=target), turn=self.turn, key=key
+            )
+            state.effects_started[key] = started
+            self.effects[key] = started
+
+        async def append(payload: EventData) -> None:
+            await held.append(payload, turn=self.turn, key=key)
+            if payload.kind in EFFECT_OUTCOMES:
+                state.effects_done.add(key)
+                self.effects.pop(key, None)
+
+        deadline = state.started.data.get("deadline")
+        return EffectCall(
+            key=key,
+            call=number,
+            settings=self.run.settings,
+            deadline=datetime.fromisoformat(str(deadline)) if deadline else None,
+            begin=begin,
+            append=append,
+            record=self._write,
+        )
 
     async def _finished(self, record: dict[str, Any], *, found: bool) -> None:
         result = str(record.get("result") or "")
@@ -273,13 +355,15 @@ class ToolJournal:
         body.write(MESSAGES, messages=fresh)
         self.messages.extend(fresh)
 
-    def _write(self, record_type: str, fields: dict[str, Any]) -> None:
-        """A durable body record, told to live readers (the live turn shows each call)."""
+    def _write(self, record_type: str, fields: dict[str, Any], sync: bool = True) -> None:
+        """A body record, durable unless ``sync`` is off, told to live readers (the live turn
+        shows each call)."""
         body = self.run.body
         assert body is not None
         offset = body.size
         body.write(record_type, **fields)
-        body.sync()
+        if sync:
+            body.sync()
         delta = {"type": record_type, **_shown_fields(fields), "offset": offset, "end": body.size}
         self.run.kernel.observe(Observation(heinzel=self.run.held.id, turn=self.turn, body=delta))
 
@@ -290,6 +374,14 @@ def _shown_fields(fields: dict[str, Any]) -> dict[str, Any]:
     if "result" in fields:
         shown["shown"] = fields.get("shown", fields["result"])
     return shown
+
+
+def _result_into(record: dict[str, Any], result: str) -> None:
+    """A call's whole result into its record, with what the model is shown of it."""
+    shown, truncated = bounded(result)
+    record.update(result=result, truncated=truncated, size=len(result))
+    if truncated:
+        record["shown"] = shown
 
 
 def _answer(record: dict[str, Any]) -> dict[str, Any]:
