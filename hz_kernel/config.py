@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import open_regular
+from hz_kernel.terms import HANDLE
 
 
 class _Section(BaseModel):
@@ -96,6 +97,17 @@ class CockpitSettings(_Section):
     """How long a rejection in the review desk waits for ``u`` before it is sent."""
 
 
+class TeamSettings(_Section):
+    """``[team]``: this home's roster handle (who holds a lease, who approved) and the team
+    repository a team heinzel uses when its contract names none (``docs/team.md``).
+
+    Every home sharing a team repository needs its own handle.
+    """
+
+    handle: str | None = Field(default=None, pattern=HANDLE)
+    repo: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
 class Settings(_Section):
     """Every section; one left out of the file is its defaults.
 
@@ -109,6 +121,7 @@ class Settings(_Section):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings.model_construct)
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings.model_construct)
     cockpit: CockpitSettings = Field(default_factory=CockpitSettings.model_construct)
+    team: TeamSettings = Field(default_factory=TeamSettings.model_construct)
 
 
 def load_settings(path: Path) -> Settings:

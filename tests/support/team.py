@@ -94,3 +94,32 @@ def placed(
         asset=asset,
         hash="c" * 64,
     )
+
+
+def team_contract(repo: Path, *, schedule: str = "*/10 * * * *", delegates: str = "[theo]") -> str:
+    """A team heinzel that writes nothing (the local model answers ``nothing``): one turn a slot."""
+    return f"""---
+name: team-status
+namespace: team
+hz:
+  schedule: "{schedule}"
+  team:
+    repo: "{repo}"
+    delegates: {delegates}
+---
+# Team status
+
+### Goal
+
+Keep a short note of the team's week.
+"""
+
+
+def team_home(root: Path, handle: str | None, *, tick_seconds: int = 600) -> Path:
+    """A home with ``[team] handle`` (none when None) and the tick interval leases count in."""
+    root.mkdir(parents=True, mode=0o700)
+    lines = [f"[daemon]\ntick_seconds = {tick_seconds}\n"]
+    if handle is not None:
+        lines.append(f'[team]\nhandle = "{handle}"\n')
+    (root / "hz.toml").write_text("".join(lines))
+    return root
