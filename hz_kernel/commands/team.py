@@ -158,7 +158,7 @@ class TeamCommands(KernelCore):
         for item in plan:
             if item.name in unplaced and item.action in ("run", "resume"):
                 item = item.model_copy(update={"action": "defer", "reason": "no-lease"})
-            elif item.heinzel in runs_here and item.action in ("run", "resume"):
+            elif item.heinzel in runs_here and item.action != "defer":
                 item = _decided(item, runs_here[item.heinzel], handle, now)
             decided.append(item)
         return decided, problems
@@ -342,11 +342,14 @@ class TeamCommands(KernelCore):
 def _decided(
     item: PlannedTurn, lease: Lease | None, handle: str | None, now: datetime
 ) -> PlannedTurn:
-    """A turn of a team heinzel as this home may carry it out under ``lease``."""
+    """A team heinzel's decision as this home may carry it out under ``lease``: the holder
+    decides its slots, so here they are skipped ``held-by`` it, whatever this home planned."""
     if lease is not None and lease.holder == handle and not lease.expired(now):
         return item
+    if item.action == "skip" and (lease is None or lease.expired(now)):
+        return item
     if lease is not None and not lease.expired(now):
-        if item.action == "run" and item.wakes:
+        if item.action in ("run", "skip") and item.wakes:
             return item.model_copy(
                 update={"action": "skip", "reason": "held-by", "holder": lease.holder}
             )

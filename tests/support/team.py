@@ -140,10 +140,12 @@ def team_home(root: Path, handle: str | None, *, tick_seconds: int = 600) -> Pat
 
 class TeamDaemon:
     """A real ``hz`` daemon on a team home whose clock is a file (``HZ_NOW=@file``): the test
-    moves the clock and asks for each tick itself (the loop's own interval is ten minutes)."""
+    moves the clock and asks for each tick itself (the loop's own interval, ``tick_seconds``, is
+    long: it ticks once at start). Leases last two intervals of the simulated clock."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, tick_seconds: int = 600) -> None:
         self.home = home
+        self.tick_seconds = tick_seconds
         self.clock = home / "clock"
         self.pid: int | None = None
 
@@ -151,7 +153,12 @@ class TeamDaemon:
         self.clock.write_text(moment.isoformat().replace("+00:00", "Z"))
 
     def env(self) -> dict[str, str]:
-        return hz_env(self.home, embedded=False, HZ_NOW=f"@{self.clock}", HZ_TICK_SECONDS="600")
+        return hz_env(
+            self.home,
+            embedded=False,
+            HZ_NOW=f"@{self.clock}",
+            HZ_TICK_SECONDS=str(self.tick_seconds),
+        )
 
     def hz(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
