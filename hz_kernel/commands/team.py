@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc, stamp
+from hz_kernel.commands.tick import tick_interval
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, store_io
@@ -203,7 +204,7 @@ class TeamCommands(KernelCore):
         if lease is None:
             members, _ = await self.team_members()
             for member in (m for m in members if m.heinzel == heinzel_id):
-                ttl = timedelta(seconds=2 * self.home.settings.daemon.tick_seconds)
+                ttl = timedelta(seconds=2 * tick_interval(self.home.settings))
                 lease, _ = await asyncio.to_thread(self._lease_step, member, now, ttl)
         handle = self.home.settings.team.handle
         if lease is None or lease.holder != handle or lease.expired(now):
