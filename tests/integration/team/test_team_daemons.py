@@ -5,11 +5,13 @@ Over 20 slots exactly one turn runs per slot (Priya's, the owner); a slot Priya 
 remote is unreachable is pushed at the next tick. Then her daemon runs one slot offline and is
 stopped (SIGSTOP): Theo, the delegate, takes the lease over two intervals after her last renewal;
 woken again (SIGCONT), she sees the newer token, skips the slot (``held-by`` theo) and her queued
-receipt with the old token is refused. ``main`` is never touched.
+receipt with the old token is refused. ``main`` is never touched. And two daemons ticking at the
+same instant on an expired lease end, round after round, with exactly one holder and one turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -131,3 +133,32 @@ async def test_two_daemons_run_each_slot_once_and_the_delegate_takes_over_a_stop
     log = orjson.loads(priya.hz("team", "log", "--json").stdout)["receipts"]
     assert [r["receipt"]["token"] for r in log] == [1] * 20 + [2, 2]
     assert refs(bare)["refs/heads/main"] == main
+
+
+async def test_two_daemons_racing_for_an_expired_lease_end_with_exactly_one_holder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, daemons: list[TeamDaemon]
+) -> None:
+    bare = make_team_repo(tmp_path)
+    priya = await make_home(tmp_path / "priya", "priya", str(bare), monkeypatch)
+    theo = await make_home(tmp_path / "theo", "theo", str(bare), monkeypatch)
+    for daemon in (priya, theo):
+        daemon.start()
+        daemons.append(daemon)
+
+    for round_ in range(6):
+        at = slot(3 * round_)  # both silent for three intervals: whoever held the lease, it expired
+        for daemon in (priya, theo):
+            daemon.set_clock(at)
+        reports = await asyncio.gather(priya.tick(), theo.tick())
+        ran = [
+            handle
+            for handle, report in zip(("priya", "theo"), reports, strict=True)
+            if report.woken
+        ]
+        (winner,) = ran
+        (loser,) = [r for h, r in zip(("priya", "theo"), reports, strict=True) if h != winner]
+        assert [(s.reason, s.holder) for s in loser.skipped] == [("held-by", winner)]
+        status = orjson.loads(priya.hz("team", "status", "--json").stdout)["leases"]
+        assert [r["holder"] for r in status] == [winner]
+
+    assert len(tokens(priya.home)) + len(tokens(theo.home)) == 6
