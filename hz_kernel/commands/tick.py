@@ -120,8 +120,8 @@ EXISTS (SELECT 1 FROM heinzels WHERE namespace = 'team' AND contract_version IS 
 contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
 already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
 cap today, and whether any heinzel is in a team (only then does a tick run git). Whether a
-turn ran under the current contract is one seek in ``turns_by_version``
-per heinzel, however many turns it has had."""
+turn ran under the current contract is one seek in ``turns_by_version`` per heinzel, however
+many turns it has had."""
 
 DONE_KEYS_QUERY = """
 SELECT k.heinzel, k.key FROM json_each(?) AS j
