@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from hz_kernel.contracts import ContractError, compile_contract
+from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.team.state_branch import StateBranch
@@ -163,3 +164,18 @@ async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_own
     ]
     log = (await priya.team_log()).receipts
     assert [r.receipt["token"] for r in log] == [1, 2]
+
+
+async def test_a_turn_asked_for_at_a_home_without_the_lease_is_refused_with_the_holder(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, theo, _repo = homes
+    await tick(priya, T0, monkeypatch)
+    await tick(theo, T0, monkeypatch)
+
+    with pytest.raises(HzError) as refused:
+        await theo.wake(ref="team-status")
+
+    assert refused.value.code == "HZS115"
+    assert "priya holds it until 2026-11-27T09:20:30Z" in refused.value.message
+    assert started_tokens(theo) == []
