@@ -566,3 +566,40 @@ class ActionLog(_Shape):
     heinzel: str
     name: str
     items: list[ActionEntry] = []
+
+
+class TeamLeaseRow(_Shape):
+    """One team heinzel's lease as the team repository holds it (``hz team status``)."""
+
+    name: str
+    heinzel: str
+    team_id: str
+    repo: str
+    role: Literal["owner", "delegate"]
+    holder: str | None = None
+    expires: str | None = None
+    token: int | None = None
+    held_here: bool = False
+    error: str | None = None
+    """Why the remote could not be read (the lease shown is the one seen last)."""
+
+
+class TeamStatus(_Shape):
+    handle: str | None = None
+    leases: list[TeamLeaseRow] = []
+    pending: dict[str, int] = {}
+    """Per team repository: receipts queued in the outbox, not yet on ``hz/state``."""
+    problems: list[str] = []
+
+
+class TeamReceipt(_Shape):
+    """A receipt on ``hz/state``; ``name`` is the heinzel's here, if this home has it."""
+
+    name: str | None = None
+    repo: str
+    receipt: dict[str, Any]
+
+
+class TeamLog(_Shape):
+    receipts: list[TeamReceipt] = []
+    errors: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 from hz_kernel.errors import UsageError
 
@@ -17,8 +18,19 @@ def stamp(moment: datetime) -> str:
 
 
 def now_utc() -> datetime:
-    """The kernel's clock: ``HZ_NOW`` pins it for a run (tests, demos), else the real time."""
+    """The kernel's clock: ``HZ_NOW`` pins it for a run (tests, demos), else the real time.
+
+    ``HZ_NOW=@<file>`` reads the pinned time from that file at every call, so a
+    test can move a running daemon's clock forward, one simulated tick at a time.
+    """
     pinned = os.environ.get("HZ_NOW")
+    if pinned and pinned.startswith("@"):
+        try:
+            pinned = Path(pinned[1:]).read_text().strip()
+        except OSError as exc:
+            raise UsageError(
+                "HZU001", f"HZ_NOW names a file hz cannot read ({exc.strerror})", pinned
+            ) from None
     if pinned:
         try:
             moment = datetime.fromisoformat(pinned.replace("Z", "+00:00"))

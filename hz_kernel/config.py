@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hz_kernel.errors import HzError, field_problem
 from hz_kernel.store.fsutil import open_regular
+from hz_kernel.terms import HANDLE
 
 
 class _Section(BaseModel):
@@ -141,6 +142,17 @@ class HandoffSettings(_Section):
         return self
 
 
+class TeamSettings(_Section):
+    """``[team]``: this home's roster handle (who holds a lease, who approved) and the team
+    repository a team heinzel uses when its contract names none (``docs/team.md``).
+
+    Every home sharing a team repository needs its own handle.
+    """
+
+    handle: str | None = Field(default=None, pattern=HANDLE)
+    repo: str | None = Field(default=None, min_length=1, max_length=4096)
+
+
 class Settings(_Section):
     """Every section; one left out of the file is its defaults.
 
@@ -155,6 +167,7 @@ class Settings(_Section):
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings.model_construct)
     cockpit: CockpitSettings = Field(default_factory=CockpitSettings.model_construct)
     handoff: HandoffSettings = Field(default_factory=HandoffSettings.model_construct)
+    team: TeamSettings = Field(default_factory=TeamSettings.model_construct)
 
 
 def load_settings(path: Path) -> Settings:

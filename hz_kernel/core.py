@@ -13,7 +13,7 @@ import contextlib
 import gc
 import importlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Self
 
 from ulid import ULID
@@ -140,6 +140,10 @@ class KernelCore:
         await self.index.close()
 
     # -- sessions (the write side) ---------------------------------------------------------
+
+    async def lease_token(self, heinzel_id: str, row: Mapping[str, Any]) -> int | None:
+        """The team lease's fencing token a turn starts under (``TeamCommands``); None here."""
+        return None
 
     async def session(self, heinzel_id: str) -> HeldSession:
         """This kernel's hold on a heinzel's spine, opened (and indexed) on first use."""

@@ -14,6 +14,7 @@ from hz_kernel.commands.doctor import DoctorCommands
 from hz_kernel.commands.graph import GraphCommands
 from hz_kernel.commands.lifecycle import LifecycleCommands
 from hz_kernel.commands.review import ReviewCommands
+from hz_kernel.commands.team import TeamCommands
 from hz_kernel.commands.tick import TickCommands
 from hz_kernel.commands.transcripts import TranscriptCommands
 from hz_kernel.commands.turns import TurnCommands
@@ -32,6 +33,7 @@ class Kernel(
     ComposerCommands,
     GraphCommands,
     ActionCommands,
+    TeamCommands,
 ):
     """One home's kernel: open with ``await Kernel.open(home)``, close when done."""
 

@@ -472,6 +472,13 @@ ACTIONS: Operation[ActionsRequest, api.ActionLog] = Operation(
 GRAPH: Operation[GraphRequest, api.Graph] = Operation(
     "graph", GraphRequest, "Graph", "graph", False, "Who reads and writes what"
 )
+TEAM_STATUS: Operation[Empty, api.TeamStatus] = Operation(
+    "team.status", Empty, "TeamStatus", "team_status", False,
+    "Who holds each team heinzel's lease, until when, and receipts waiting to be pushed",
+)  # fmt: skip
+TEAM_LOG: Operation[Empty, api.TeamLog] = Operation(
+    "team.log", Empty, "TeamLog", "team_log", False, "The team's receipts on hz/state"
+)
 
 OPERATIONS: dict[str, Operation[Any, Any]] = {
     op.name: op
@@ -480,6 +487,6 @@ OPERATIONS: dict[str, Operation[Any, Any]] = {
         AMEND, PAUSE, UNPAUSE, RETIRE, UNRETIRE, RENAME, WAKE, RESUME, DRAFTS, TICK, CHAT, INBOX,
         STOP, RETRY, ANSWER, DISMISS, FORGET, DIFF, REVIEW, TURN_BODY, SPEND, COMPOSER,
         COMPOSER_SAVE, COMPOSER_SENT, TRANSCRIPT, CONVERSATION, DOCTOR, GRAPH,
-        REPORT, ACTIONS,
+        REPORT, ACTIONS, TEAM_STATUS, TEAM_LOG,
     )
 }  # fmt: skip

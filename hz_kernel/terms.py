@@ -28,6 +28,16 @@ Disposition = Literal[
     "waited",
 ]
 SkipReason = Literal[
-    "nothing-moved", "check-unmet", "done-when-unmet", "cap", "throttled", "paused", "damaged"
+    "nothing-moved",
+    "check-unmet",
+    "done-when-unmet",
+    "cap",
+    "throttled",
+    "paused",
+    "damaged",
+    "held-by",
 ]
+#: A roster handle: lower-case letters, digits, ``.``, ``_``, ``-`` (no spaces, no ``@``).
+HANDLE = r"^[a-z0-9][a-z0-9._-]{0,38}$"
+
 WokenBy = Literal["timer", "source", "approval", "answer", "asked", "restart"]

@@ -130,6 +130,8 @@ class TurnStarted(EventData):
     from_step: Step | None = None
     request_ids: list[str] = []
     deadline: datetime | None = None
+    token: int | None = None
+    """A team heinzel's lease fencing token this turn runs under (its receipts carry it)."""
 
 
 class StepDone(EventData):
@@ -219,6 +221,8 @@ class TurnSkipped(EventData):
     reason: SkipReason
     moved: list[str] = []
     detail: str | None = Field(default=None, max_length=600)
+    holder: str | None = Field(default=None, max_length=39)
+    """``held-by``: the roster handle of the home whose lease runs this slot."""
 
 
 class TurnFinished(EventData):

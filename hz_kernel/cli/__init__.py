@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from hz_kernel import operations as ops
 from hz_kernel import remote
-from hz_kernel.cli import doctor, graph, lifecycle, mcp, store, tick, turns
+from hz_kernel.cli import doctor, graph, lifecycle, mcp, store, team, tick, turns
 from hz_kernel.cli.cockpit import (
     Cockpit,
     open_cockpit,
@@ -69,6 +69,7 @@ def build_parser(commands: Sequence[Register] = ()) -> argparse.ArgumentParser:
     doctor.register(sub)
     mcp.register(sub)
     graph.register(sub)
+    team.register(sub)
     lifecycle.register(sub)
     register_daemon(sub)
     for register in commands:

@@ -124,13 +124,16 @@ SELECT (
   FROM heinzels h WHERE h.contract_version IS NOT NULL
 ) AS rows,
 (SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
-EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed
+EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed,
+EXISTS (SELECT 1 FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL)
+  AS has_team
 """
 """Everything a tick plans from, in one statement and one row: the heinzels that have a
 contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
 already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
-cap today. Whether a turn ran under the current contract is one seek in ``turns_by_version``
-per heinzel, however many turns it has had."""
+cap today, and whether any heinzel is in a team (only then does a tick run git). Whether a
+turn ran under the current contract is one seek in ``turns_by_version`` per heinzel, however
+many turns it has had."""
 
 DONE_KEYS_QUERY = """
 SELECT k.heinzel, k.key FROM json_each(?) AS j
@@ -147,10 +150,27 @@ class TurnEngine(Protocol):
     async def run_wakes(self, heinzel_id: str, wakes: list[Wake]) -> str | None: ...
 
     async def skip_wakes(
-        self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
-    ) -> str: ...
+        self,
+        heinzel_id: str,
+        wakes: list[Wake],
+        *,
+        reason: SkipReason,
+        moved: list[str],
+        holder: str | None = None,
+    ) -> str | None: ...
 
     def running_turn(self, heinzel_id: str) -> str | None: ...
+
+
+@runtime_checkable
+class TeamWork(Protocol):
+    """Team heinzels' leases before the turns and their receipts after (``TeamCommands``)."""
+
+    async def team_before_turns(
+        self, plan: list[PlannedTurn], now: datetime, ttl: timedelta
+    ) -> tuple[list[PlannedTurn], list[TickProblem]]: ...
+
+    async def team_after_turns(self, now: datetime) -> list[TickProblem]: ...
 
 
 @runtime_checkable
@@ -204,6 +224,8 @@ class TickCommands(KernelCore):
     """Sessions this kernel opened so far; a tick reports how many it caused."""
     pulse: TickPulse | None = None
     """The beat of the tick loop running on this kernel, if one does (``run_tick_loop``)."""
+    has_team: bool = False
+    """Whether the last tick's query found a team heinzel: a tick without one runs no git."""
 
     _fetcher: SourceFetcher
     _ledger: FailureLedger
@@ -230,13 +252,20 @@ class TickCommands(KernelCore):
             fetches = fetcher.fetches
             queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
             plan, staged, spent, noticed, observed, needs = await self._plan(moment, zone)
+            team: list[TickProblem] = []
+            teamed = isinstance(self, TeamWork) and self.has_team
+            if teamed:
+                ttl = timedelta(seconds=2 * self._interval())
+                plan, team = await self.team_before_turns(plan, moment, ttl)
             report = await self._carry_out(plan, moment, spent=spent, noticed=noticed)
+            if teamed:
+                team += await self.team_after_turns(moment)
             told, flow_problems = await self._tell_flow(needs, moment)
         except HzError:
             raise
         except Exception as exc:
             raise HzError("HZT121", f"the tick failed: {_described(exc)}") from exc
-        problems = queued + observed + flow_problems
+        problems = queued + observed + team + flow_problems
         return report.model_copy(
             update={
                 "notices": report.notices + told,
@@ -319,6 +348,10 @@ class TickCommands(KernelCore):
             deferred=[f"{d.name} ({d.reason})" for d in report.deferred] if report else [],
         )
 
+    def _interval(self) -> float:
+        """The tick loop's interval, or the configured one for a tick run from outside a loop."""
+        return self.pulse.interval if self.pulse is not None else tick_interval(self.home.settings)
+
     def failure_ledger(self) -> FailureLedger:
         """The home's record of failed heinzels, read once by this kernel (the one ticking)."""
         if not hasattr(self, "_ledger"):
@@ -332,6 +365,7 @@ class TickCommands(KernelCore):
         day = now.date().isoformat()
         (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
+        self.has_team = bool(found["has_team"])
         rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
         ledger = self.failure_ledger()
         ledger.keep_only({r.id for r in rows})
@@ -432,7 +466,11 @@ class TickCommands(KernelCore):
                 elif item.action == "skip":
                     reason: SkipReason = item.reason  # type: ignore[assignment]
                     turn = await self.skip_wakes(
-                        item.heinzel, list(item.wakes), reason=reason, moved=list(item.moved)
+                        item.heinzel,
+                        list(item.wakes),
+                        reason=reason,
+                        moved=list(item.moved),
+                        holder=item.holder,
                     )
                     if reason == "cap":
                         capped_at.append(item)
@@ -444,6 +482,7 @@ class TickCommands(KernelCore):
                             keys=keys,
                             moved=list(item.moved),
                             turn=turn,
+                            holder=item.holder,
                         )
                     )
                 elif item.action == "resume":

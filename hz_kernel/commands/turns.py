@@ -432,7 +432,13 @@ class TurnCommands(KernelCore):
                     await self._resume_turn(held, turn, woken_by)
 
     async def skip_wakes(
-        self, heinzel_id: str, wakes: list[Wake], *, reason: SkipReason, moved: list[str]
+        self,
+        heinzel_id: str,
+        wakes: list[Wake],
+        *,
+        reason: SkipReason,
+        moved: list[str],
+        holder: str | None = None,
     ) -> str | None:
         """One ``turn.skipped`` line for wakes where nothing needs doing: no body, no model."""
         async with self._turn_lock(heinzel_id), self.holding(heinzel_id) as held:
@@ -446,6 +452,7 @@ class TurnCommands(KernelCore):
                     keys=[w.key for w in fresh],
                     reason=reason,
                     moved=moved,
+                    holder=holder,
                 ),
                 turn=turn,
                 key=fresh[0].key,

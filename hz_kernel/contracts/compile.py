@@ -83,6 +83,12 @@ def compile_contract(text: str, *, source: str) -> CompiledContract:
     name, namespace, description = _header(front, located, source)
     hz = _hz_table(front, located, source)
     _cross_checks(name, hz, located, source)
+    if hz.team is not None and namespace != "team":
+        raise ContractError(
+            "HZC102",
+            "hz.team belongs to a heinzel in the team namespace: add namespace: team",
+            at(source, located.line(("hz", "team"), prefer_key=True)),
+        )
     parsed = parse_body(split.body, split.body_first_line, source)
     goal = parsed.body.section("Goal")
     if goal is None:
@@ -118,6 +124,8 @@ def intent_fingerprint(hz: HzTable, body: ContractBody) -> str:
         if _collapse(section.text)
     )
     table = hz.model_dump(mode="json")
+    if hz.team is None:
+        del table["team"]  # a key added later: contracts without it keep their fingerprint
     if hz.schedule is not None:
         table["schedule"] = cron_shape(hz.schedule).canonical()
     material = {

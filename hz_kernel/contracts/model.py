@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from hz_kernel.errors import HzError
+from hz_kernel.terms import HANDLE
 
 FORMAT_VERSION = 2
 """Version of the compiled form and of the fingerprint recipe; bumped only if either changes.
@@ -513,6 +514,34 @@ def _approvers(values: tuple[str, ...]) -> tuple[str, ...]:
     return _sorted_unique(values)
 
 
+_ROSTER_HANDLE = re.compile(HANDLE)
+
+
+def _delegate(value: str) -> str:
+    if not _ROSTER_HANDLE.match(value):
+        raise fail(
+            "HZC101",
+            f"{shown(value)} is not a roster handle: lower-case letters, digits, '.', '_', '-'",
+        )
+    return value
+
+
+def _team_repo(value: str) -> str:
+    if not value.strip() or _CONTROL_OR_NEWLINE.search(value) or len(value) > 4096:
+        raise fail("HZC101", "must be the team repository's path or URL, on one line")
+    return value.strip()
+
+
+class TeamSpec(FrozenModel):
+    """A team heinzel's team repository (unset: the home's ``[team] repo``) and the homes, by
+    roster handle, that may run it while its owner's daemon is silent (``docs/team.md``)."""
+
+    repo: Annotated[str, AfterValidator(_team_repo)] | None = None
+    delegates: Annotated[
+        tuple[Annotated[str, AfterValidator(_delegate)], ...], AfterValidator(_sorted_unique)
+    ] = ()
+
+
 class HzTable(FrozenModel):
     """The machine part of a contract, normalised: defaults filled, sets sorted."""
 
@@ -524,6 +553,7 @@ class HzTable(FrozenModel):
     outputs: dict[KeyName, OutputSpec] = Field(default_factory=dict)
     approvers: Annotated[tuple[Approver, ...], AfterValidator(_approvers)] = ("owner",)
     agent: AgentSpec = Field(default_factory=AgentSpec)
+    team: TeamSpec | None = None
 
 
 # --- the body and the whole contract --------------------------------------------------------

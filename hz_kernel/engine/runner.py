@@ -97,6 +97,7 @@ class TurnRunner:
         row = self.held.projection.heinzel
         self.started_clock = time.monotonic()
         deadline = deadline or now_utc() + timedelta(seconds=self.settings.heinzel.turn_timeout_s)
+        token = await self.kernel.lease_token(self.held.id, row)
         started = await self.held.append(
             TurnStarted(
                 cause=wakes[0].cause,
@@ -108,6 +109,7 @@ class TurnRunner:
                 parent_turn=parent_turn,
                 from_step=from_step,  # type: ignore[arg-type]
                 deadline=deadline,
+                token=token,
             ),
             turn=turn,
             key=wakes[0].key,

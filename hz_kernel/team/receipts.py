@@ -22,12 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import Event
+from hz_kernel.terms import HANDLE as HANDLE
 from hz_kernel.terms import Cause, Disposition
 
 RECEIPT_VERSION = 1
 HEINZEL_ID = r"^hz-[0-9A-HJKMNP-TV-Z]{26}$"
-#: A roster handle: lower-case letters, digits, ``.``, ``_``, ``-`` (no spaces, no ``@``).
-HANDLE = r"^[a-z0-9][a-z0-9._-]{0,38}$"
 _TURN_ID = r"^[0-9A-Za-z_-]{1,64}$"
 _SHA256 = r"^[0-9a-f]{64}$"
 
@@ -129,9 +128,11 @@ def receipts_from(
     """The receipts of the receipt-grade events among ``events`` (a spine, or its tail).
 
     ``handle`` is this home's roster handle: the spine's ``approver="owner"``
-    is the person at this home. ``token`` is the lease's fencing token the
-    turns ran under. A turn's contract fingerprint is found among ``events``
-    (pass the whole spine to have it); input fingerprints come from the
+    is the person at this home. A turn's receipts carry the fencing token its
+    ``turn.started`` recorded; ``token`` is for the rest (an approval seen by
+    the tick, an amendment outside a turn) and for turns that recorded none.
+    A turn's contract fingerprint is found among ``events`` (pass the whole
+    spine to have it); input fingerprints come from the
     gather step's checkpoint and the draft's hash from its ``draft.placed``.
     An event that cannot make a valid receipt is refused (HZS107), naming its seq.
     """
@@ -172,10 +173,16 @@ class _Seen:
         kind, data, turn = event.current_kind, event.data, event.turn
         if kind in ("contract.proposed", "contract.approved", "contract.amended"):
             self.contract_fps[int(data["version"])] = str(data["fingerprint"])
-        common: dict[str, Any] = {"heinzel": heinzel, "turn": turn, "token": token, "at": event.ts}
         if kind == "turn.started" and turn:
             self.starts[turn] = data
-        elif kind == "step.done" and turn and data.get("step") == "gather":
+        begun = self.starts.get(turn or "", {})
+        common: dict[str, Any] = {
+            "heinzel": heinzel,
+            "turn": turn,
+            "token": begun.get("token", token),
+            "at": event.ts,
+        }
+        if kind == "step.done" and turn and data.get("step") == "gather":
             self.inputs[turn] = [str(i["fingerprint"]) for i in data.get("inputs") or []]
         elif kind == "draft.placed":
             if turn:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.terms import Cause, SkipReason, WokenBy
 
-DeferReason = Literal["max-wakes", "cap", "busy", "source-failed", "backoff"]
+DeferReason = Literal["max-wakes", "cap", "busy", "source-failed", "backoff", "held-by", "no-lease"]
 
 
 class _Shape(BaseModel):
@@ -43,6 +43,8 @@ class TickSkipped(_Shape):
     keys: list[str]
     moved: list[str] = []
     turn: str | None = None
+    holder: str | None = None
+    """``held-by``: the home whose lease runs this team heinzel's slot."""
 
 
 class TickDeferred(_Shape):

@@ -148,6 +148,8 @@ class PlannedTurn(BaseModel):
     moved: list[str] = []
     waiting_turn: str | None = None
     woken_by: WokenBy | None = None
+    holder: str | None = None
+    """``held-by``: the roster handle of the home holding a team heinzel's lease."""
 
 
 # -- the graph ----------------------------------------------------------------------------

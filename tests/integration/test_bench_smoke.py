@@ -30,7 +30,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def test_bench_holds_the_known_scripts() -> None:
     """The smoke run covers every script, so none can be missed by a rename."""
-    known = {"store", "cockpit", "feed", "tick", "turn", "agent_turn", "cli"}
+    known = {"store", "cockpit", "feed", "tick", "turn", "agent_turn", "cli", "team"}
     assert {p.stem for p in SCRIPTS} >= known
 
 

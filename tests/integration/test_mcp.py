@@ -103,6 +103,8 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
         "doctor": {},
         "graph": {},
         "heinzel_actions": {"ref": "dig"},
+        "team_status": {},
+        "team_log": {},
     }
     readers = {name for name, op in TOOLS.items() if not op.writes}
     assert readers <= set(calls), readers - set(calls)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
+from hz_kernel import operations as ops
+from hz_kernel.daemon.protocol import Discovery
+from hz_kernel.http_client import HttpClient
 from hz_kernel.team.receipts import DraftPlacedReceipt, TurnFinishedReceipt
+from hz_kernel.tick.report import TickReport
+from tests.support.env import hz_env
 
 HEINZEL = "hz-01JD0000000000000000000000"
 OTHER = "hz-01JD0000000000000000000001"
@@ -94,3 +105,85 @@ def placed(
         asset=asset,
         hash="c" * 64,
     )
+
+
+def team_contract(
+    repo: Path | str, *, schedule: str = "*/10 * * * *", delegates: str = "[theo]"
+) -> str:
+    """A team heinzel that writes nothing (the local model answers ``nothing``): one turn a slot."""
+    return f"""---
+name: team-status
+namespace: team
+hz:
+  schedule: "{schedule}"
+  team:
+    repo: "{repo}"
+    delegates: {delegates}
+---
+# Team status
+
+### Goal
+
+Keep a short note of the team's week.
+"""
+
+
+def team_home(root: Path, handle: str | None, *, tick_seconds: int = 600) -> Path:
+    """A home with ``[team] handle`` (none when None) and the tick interval leases count in."""
+    root.mkdir(parents=True, mode=0o700)
+    lines = [f"[daemon]\ntick_seconds = {tick_seconds}\n"]
+    if handle is not None:
+        lines.append(f'[team]\nhandle = "{handle}"\n')
+    (root / "hz.toml").write_text("".join(lines))
+    return root
+
+
+class TeamDaemon:
+    """A real ``hz`` daemon on a team home whose clock is a file (``HZ_NOW=@file``): the test
+    moves the clock and asks for each tick itself (the loop's own interval, ``tick_seconds``, is
+    long: it ticks once at start). Leases last two intervals of the simulated clock."""
+
+    def __init__(self, home: Path, tick_seconds: int = 600) -> None:
+        self.home = home
+        self.tick_seconds = tick_seconds
+        self.clock = home / "clock"
+        self.pid: int | None = None
+
+    def set_clock(self, moment: datetime) -> None:
+        self.clock.write_text(moment.isoformat().replace("+00:00", "Z"))
+
+    def env(self) -> dict[str, str]:
+        return hz_env(
+            self.home,
+            embedded=False,
+            HZ_NOW=f"@{self.clock}",
+            HZ_TICK_SECONDS=str(self.tick_seconds),
+        )
+
+    def hz(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hz_kernel.cli", *args],
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            timeout=120,
+        )
+
+    def start(self) -> None:
+        started = self.hz("daemon", "start", "--json")
+        assert started.returncode == 0, started.stderr
+        self.pid = int(orjson.loads(started.stdout)["pid"])
+
+    async def tick(self) -> TickReport:
+        discovery = Discovery.model_validate_json((self.home / "daemon.json").read_bytes())
+        async with HttpClient(discovery) as client:
+            return await client.call(ops.TICK, ops.Empty())
+
+    def signal(self, sig: int) -> None:
+        assert self.pid is not None
+        os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)

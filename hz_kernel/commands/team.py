@@ -1,0 +1,375 @@
+"""Team heinzels in the tick: the lease before a turn, receipts after it, and ``hz team``.
+
+A heinzel in the ``team`` namespace is known to the other homes of its team
+repository by a team id made from its name: the same on every home, whatever
+its local id. Each tick, before any turn, this home renews the lease of each
+team heinzel it owns, or, as one of its delegates, takes over a lease that
+expired (``hz_kernel.team.lease``); a slot whose lease another home holds is
+skipped (``held-by``). After the turns, the receipts of what the spines
+recorded since the last tick are queued and the outbox is pushed
+(``hz_kernel.team.state_branch``). Git runs in a worker thread with the
+substrate's timeouts, so the kernel keeps answering while it waits, and an
+unreachable remote leaves an owner running on its unexpired lease only and
+its receipts queued. See ``docs/team.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hz_kernel import api
+from hz_kernel.clock import now_utc, stamp
+from hz_kernel.commands.tick import tick_interval
+from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError
+from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, store_io
+from hz_kernel.store.locks import SpineBusy
+from hz_kernel.team.lease import Lease, acquire_or_renew, read_lease
+from hz_kernel.team.receipts import receipts_from
+from hz_kernel.team.repo import TeamRepo
+from hz_kernel.team.state_branch import StateBranch
+from hz_kernel.tick.report import TickProblem
+from hz_kernel.tick.wakes import PlannedTurn
+
+TEAM_QUERY = """
+SELECT id, name, seq, json_extract(hz, '$.team') AS team,
+       NOT (COALESCE(paused, 0) OR COALESCE(retired, 0) OR COALESCE(damaged, 0)) AS active
+FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL ORDER BY name
+"""
+NO_HANDLE = "HZS113"
+NO_REPO = "HZS114"
+NOT_HELD = "HZS115"
+_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+
+
+def team_id(name: str) -> str:
+    """The id a team heinzel has in its team repository: from its name, the same on every home."""
+    digest = hashlib.sha256(f"hz-team:{name}".encode()).digest()
+    return "hz-" + base64.b32encode(digest).decode().translate(_CROCKFORD)[:26]
+
+
+@dataclass(frozen=True, slots=True)
+class TeamMember:
+    """One team heinzel of this home, with where its lease and receipts live."""
+
+    heinzel: str
+    name: str
+    team_id: str
+    repo: str
+    delegate: bool
+    seq: int
+    active: bool
+
+
+class _Cursor(BaseModel):
+    """How far a heinzel's spine has been turned into queued receipts."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+    seq: int = 0
+    count: int = 0
+
+
+class TeamCommands(KernelCore):
+    """Leases and receipts of this home's team heinzels (``hz team status|log``)."""
+
+    _leases: dict[str, Lease]
+
+    @property
+    def team_leases(self) -> dict[str, Lease]:
+        """Per local heinzel id: the lease in force as this home last saw it."""
+        if not hasattr(self, "_leases"):
+            self._leases = {}
+        return self._leases
+
+    # -- who is in a team --------------------------------------------------------------
+
+    async def team_members(self) -> tuple[list[TeamMember], list[HzError]]:
+        """This home's team heinzels, and one error for each that cannot be placed in a team."""
+        rows = await self.index.fetch("", TEAM_QUERY, ())
+        settings = self.home.settings.team
+        members: list[TeamMember] = []
+        errors: list[HzError] = []
+        for row in rows:
+            spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
+            repo = spec.get("repo") or settings.repo
+            if settings.handle is None:
+                message = "a team heinzel needs this home's roster handle: [team] handle in hz.toml"
+                errors.append(HzError(NO_HANDLE, message, row["name"]))
+                continue
+            if repo is None:
+                message = (
+                    "a team heinzel needs a team repository: hz.team.repo in its contract "
+                    "or [team] repo in hz.toml"
+                )
+                errors.append(HzError(NO_REPO, message, row["name"]))
+                continue
+            members.append(
+                TeamMember(
+                    heinzel=row["id"],
+                    name=row["name"],
+                    team_id=team_id(row["name"]),
+                    repo=repo,
+                    delegate=settings.handle in (spec.get("delegates") or []),
+                    seq=int(row["seq"] or 0),
+                    active=bool(row["active"]),
+                )
+            )
+        return members, errors
+
+    # -- the tick: leases before turns ---------------------------------------------------
+
+    async def team_before_turns(
+        self, plan: list[PlannedTurn], now: datetime, ttl: timedelta
+    ) -> tuple[list[PlannedTurn], list[TickProblem]]:
+        """Renew or take each team heinzel's lease, then keep only the turns this home holds.
+
+        A slot another home holds is skipped (``held-by``, naming it); other
+        work of such a heinzel, or of one whose lease is unknown (no remote,
+        no lease of ours that is still valid), waits (``held-by``, ``no-lease``).
+        """
+        members, errors = await self.team_members()
+        problems = [_problem(error) for error in errors]
+        unplaced = {error.place for error in errors}
+        if not members and not errors:
+            return plan, problems
+        handle = self.home.settings.team.handle
+        runs_here: dict[str, Lease | None] = {}
+        for member in members:
+            if not member.active:
+                continue
+            lease, error = await asyncio.to_thread(self._lease_step, member, now, ttl)
+            if error is not None:
+                problems.append(_problem(error, member.name))
+            if lease is None:
+                self.team_leases.pop(member.heinzel, None)
+            else:
+                self.team_leases[member.heinzel] = lease
+            runs_here[member.heinzel] = lease
+        decided: list[PlannedTurn] = []
+        for item in plan:
+            if item.name in unplaced and item.action in ("run", "resume"):
+                item = item.model_copy(update={"action": "defer", "reason": "no-lease"})
+            elif item.heinzel in runs_here and item.action != "defer":
+                item = _decided(item, runs_here[item.heinzel], handle, now)
+            decided.append(item)
+        return decided, problems
+
+    def _lease_step(
+        self, member: TeamMember, now: datetime, ttl: timedelta
+    ) -> tuple[Lease | None, HzError | None]:
+        """The lease in force after this tick's renewal or takeover (git: in a worker thread).
+
+        A delegate never starts a lease (the owner's first tick does) and takes
+        one over only once it expired. When the remote cannot be reached, the
+        lease is the one this home saw last.
+        """
+        handle = self.home.settings.team.handle
+        assert handle is not None
+        repo = TeamRepo(self.home.root, member.repo)
+        try:
+            if member.delegate:
+                current = read_lease(repo, member.team_id)
+                if current is None or (current.holder != handle and not current.expired(now)):
+                    return current, None
+            return acquire_or_renew(
+                repo, member.team_id, handle=handle, now=now, ttl=ttl
+            ).lease, None
+        except HzError as exc:
+            try:
+                return read_lease(repo, member.team_id, fetch=False), exc
+            except HzError:
+                return None, exc
+
+    async def lease_token(self, heinzel_id: str, row: Mapping[str, Any]) -> int | None:
+        """The fencing token a turn of this heinzel starts under: None outside a team.
+
+        A team heinzel's turn starts only while this home holds its lease
+        (HZS115 otherwise). A kernel that has not ticked yet (``hz heinzel
+        wake`` from the command line) renews or takes the lease first.
+        """
+        if row.get("namespace") != "team":
+            return None
+        now = now_utc()
+        lease = self.team_leases.get(heinzel_id)
+        if lease is None:
+            members, _ = await self.team_members()
+            for member in (m for m in members if m.heinzel == heinzel_id):
+                ttl = timedelta(seconds=2 * tick_interval(self.home.settings))
+                lease, _ = await asyncio.to_thread(self._lease_step, member, now, ttl)
+        handle = self.home.settings.team.handle
+        if lease is None or lease.holder != handle or lease.expired(now):
+            held = (
+                f"{lease.holder} holds it until {stamp(lease.expires)}"
+                if lease is not None and not lease.expired(now)
+                else "the next tick takes it if it is free"
+            )
+            raise HzError(NOT_HELD, f"this home does not hold the lease: {held}", row.get("name"))
+        return lease.token
+
+    # -- the tick: receipts after turns ------------------------------------------------
+
+    async def team_after_turns(self, now: datetime) -> list[TickProblem]:
+        """Queue the receipts of what each team spine recorded since the last tick; push them."""
+        members, _ = await self.team_members()
+        problems: list[TickProblem] = []
+        for member in members:
+            try:
+                await self._queue_receipts(member)
+            except SpineBusy:
+                continue  # another process writes the spine: the next tick queues it
+            except HzError as exc:
+                problems.append(_problem(exc, member.name))
+        for repo in sorted({m.repo for m in members}):
+            state = StateBranch(self.home.root, repo)
+            result = await asyncio.to_thread(state.push_pending, now=now)
+            problems += [
+                TickProblem(code=r.code, message=r.message, place=r.path) for r in result.refused
+            ]
+            if result.error is not None:
+                code, _, message = result.error.partition(": ")
+                problems.append(TickProblem(code=code, message=message, place=repo))
+        return problems
+
+    async def _queue_receipts(self, member: TeamMember) -> None:
+        path = self._cursor_path(member.heinzel)
+        cursor = _read_cursor(path)
+        if member.seq <= cursor.seq:
+            return
+        handle = self.home.settings.team.handle
+        assert handle is not None
+        async with self.holding(member.heinzel) as held:
+            events = list(held.scan.events)
+        if not events:
+            return
+        lease = self.team_leases.get(member.heinzel)
+        token = lease.token if lease is not None and lease.holder == handle else 0
+        receipts = receipts_from(events, heinzel=member.team_id, handle=handle, token=token)
+        StateBranch(self.home.root, member.repo).queue(receipts[cursor.count :])
+        with store_io(path):
+            ensure_private_dir(path.parent)
+            atomic_write(
+                path, _Cursor(seq=events[-1].seq, count=len(receipts)).model_dump_json().encode()
+            )
+
+    def _cursor_path(self, heinzel_id: str) -> Path:
+        return self.home.root / "team" / "cursors" / f"{heinzel_id}.json"
+
+    # -- hz team status | log ----------------------------------------------------------
+
+    async def team_status(self) -> api.TeamStatus:
+        """Who holds each team heinzel's lease and until when, and what waits to be pushed."""
+        members, errors = await self.team_members()
+        handle = self.home.settings.team.handle
+        rows: list[api.TeamLeaseRow] = []
+        for member in members:
+            lease, error = await asyncio.to_thread(self._read_lease, member)
+            rows.append(
+                api.TeamLeaseRow(
+                    name=member.name,
+                    heinzel=member.heinzel,
+                    team_id=member.team_id,
+                    repo=member.repo,
+                    role="delegate" if member.delegate else "owner",
+                    holder=lease.holder if lease else None,
+                    expires=stamp(lease.expires) if lease else None,
+                    token=lease.token if lease else None,
+                    held_here=lease is not None and lease.holder == handle,
+                    error=error,
+                )
+            )
+        pending = {
+            repo: StateBranch(self.home.root, repo).pending()
+            for repo in sorted({m.repo for m in members})
+        }
+        return api.TeamStatus(
+            handle=handle,
+            leases=rows,
+            pending={repo: len(paths) for repo, paths in pending.items()},
+            problems=[error.one_line() for error in errors],
+        )
+
+    def _read_lease(self, member: TeamMember) -> tuple[Lease | None, str | None]:
+        repo = TeamRepo(self.home.root, member.repo)
+        try:
+            return read_lease(repo, member.team_id), None
+        except HzError as exc:
+            try:
+                return read_lease(repo, member.team_id, fetch=False), exc.one_line()
+            except HzError:
+                return None, exc.one_line()
+
+    async def team_log(self) -> api.TeamLog:
+        """The receipts on ``hz/state`` of every team repository this home uses, oldest first."""
+        members, _ = await self.team_members()
+        names = {m.team_id: m.name for m in members}
+        repos = sorted(
+            {m.repo for m in members} | set(filter(None, [self.home.settings.team.repo]))
+        )
+        entries: list[api.TeamReceipt] = []
+        errors: list[str] = []
+        for repo in repos:
+            log, error = await asyncio.to_thread(self._read_receipts, repo)
+            if error is not None:
+                errors.append(error)
+            for receipt in log:
+                fields = receipt.model_dump(mode="json")
+                entries.append(
+                    api.TeamReceipt(name=names.get(receipt.heinzel), repo=repo, receipt=fields)
+                )
+        entries.sort(key=lambda e: (str(e.receipt.get("at")), str(e.receipt.get("kind"))))
+        return api.TeamLog(receipts=entries, errors=errors)
+
+    def _read_receipts(self, repo: str) -> tuple[list[Any], str | None]:
+        state = StateBranch(self.home.root, repo)
+        try:
+            return list(state.read_receipts().receipts), None
+        except HzError as exc:
+            try:
+                return list(state.read_receipts(fetch=False).receipts), exc.one_line()
+            except HzError:
+                return [], exc.one_line()
+
+
+def _decided(
+    item: PlannedTurn, lease: Lease | None, handle: str | None, now: datetime
+) -> PlannedTurn:
+    """A team heinzel's decision as this home may carry it out under ``lease``: the holder
+    decides its slots, so here they are skipped ``held-by`` it, whatever this home planned."""
+    if lease is not None and lease.holder == handle and not lease.expired(now):
+        return item
+    if item.action == "skip" and (lease is None or lease.expired(now)):
+        return item
+    if lease is not None and not lease.expired(now):
+        if item.action in ("run", "skip") and item.wakes:
+            return item.model_copy(
+                update={"action": "skip", "reason": "held-by", "holder": lease.holder}
+            )
+        return item.model_copy(
+            update={"action": "defer", "reason": "held-by", "holder": lease.holder}
+        )
+    return item.model_copy(update={"action": "defer", "reason": "no-lease"})
+
+
+def _read_cursor(path: Path) -> _Cursor:
+    if not path.exists():
+        return _Cursor()
+    try:
+        with store_io(path):
+            return _Cursor.model_validate_json(path.read_bytes())
+    except ValidationError:
+        raise HzError("HZS116", "the receipts cursor is damaged: delete it", str(path)) from None
+
+
+def _problem(error: HzError, name: str | None = None) -> TickProblem:
+    place = f"{name}: {error.place}" if name and error.place else error.place or name
+    return TickProblem(code=error.code, message=error.message, place=place)

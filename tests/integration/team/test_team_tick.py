@@ -1,0 +1,181 @@
+"""Team heinzels in the tick, in-process, with real git: the lease before a turn, the token in
+``turn.started`` and on the receipts, ``held-by`` skips, an owner offline, a stale owner refused."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+
+from hz_kernel.contracts import ContractError, compile_contract
+from hz_kernel.errors import HzError
+from hz_kernel.home import Home
+from hz_kernel.kernel import Kernel
+from hz_kernel.team.state_branch import StateBranch
+from hz_kernel.tick.report import TickReport
+from tests.support.team import make_team_repo, refs, team_contract, team_home
+
+T0 = datetime(2026, 11, 27, 9, 0, 30, tzinfo=UTC)
+TICK = timedelta(minutes=10)
+
+
+def spine(kernel: Kernel, name: str) -> list[dict[str, object]]:
+    (heinzel,) = [p for p in (kernel.home.root / "heinzel").iterdir() if p.name.startswith("hz-")]
+    raw = (heinzel / "session.jsonl").read_bytes()
+    return [orjson.loads(line) for line in raw.splitlines() if line.strip()]
+
+
+def started_tokens(kernel: Kernel) -> list[object]:
+    return [
+        e["data"].get("token") for e in spine(kernel, "team-status") if e["kind"] == "turn.started"
+    ]  # type: ignore[union-attr]
+
+
+async def open_home(
+    root: Path, handle: str | None, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> Kernel:
+    monkeypatch.setenv("HZ_NOW", "2026-11-27T08:00:00Z")
+    kernel = await Kernel.open(Home.resolve(team_home(root, handle)))
+    await kernel.new(text=team_contract(repo))
+    await kernel.approve(ref="team-status")
+    return kernel
+
+
+async def tick(kernel: Kernel, at: datetime, monkeypatch: pytest.MonkeyPatch) -> TickReport:
+    monkeypatch.setenv("HZ_NOW", at.isoformat())
+    return await kernel.tick_once(now=at)
+
+
+@pytest.fixture
+async def homes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Kernel, Kernel, Path]]:
+    repo = make_team_repo(tmp_path)
+    priya = await open_home(tmp_path / "priya", "priya", repo, monkeypatch)
+    theo = await open_home(tmp_path / "theo", "theo", repo, monkeypatch)
+    yield priya, theo, repo
+    await priya.close()
+    await theo.close()
+
+
+def test_a_team_key_needs_the_team_namespace_and_roster_handles(tmp_path: Path) -> None:
+    text = team_contract(tmp_path / "team.git")
+    compiled = compile_contract(text, source="contract")
+    assert compiled.hz.team is not None and compiled.hz.team.delegates == ("theo",)
+
+    with pytest.raises(ContractError) as mine:
+        compile_contract(text.replace("namespace: team", "namespace: me"), source="contract")
+    with pytest.raises(ContractError) as handle:
+        compile_contract(text.replace("[theo]", '["Theo Smith"]'), source="contract")
+
+    assert mine.value.code == "HZC102" and mine.value.place == "contract:6"
+    assert handle.value.code == "HZC101" and "'Theo Smith'" in handle.value.message
+
+
+async def test_the_owner_runs_each_slot_and_the_delegate_skips_it_held_by_the_owner(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, theo, repo = homes
+    main = refs(repo)["refs/heads/main"]
+
+    for slot in range(3):
+        ran = await tick(priya, T0 + slot * TICK, monkeypatch)
+        skipped = await tick(theo, T0 + slot * TICK, monkeypatch)
+        assert [w.name for w in ran.woken] == ["team-status"] and ran.problems == []
+        assert [(s.reason, s.holder) for s in skipped.skipped] == [("held-by", "priya")]
+
+    assert started_tokens(priya) == [1, 1, 1]
+    assert started_tokens(theo) == []
+    held = [e["data"] for e in spine(theo, "team-status") if e["kind"] == "turn.skipped"]
+    assert [(d["reason"], d["holder"]) for d in held] == [("held-by", "priya")] * 3  # type: ignore[index]
+    receipts = (await theo.team_log()).receipts
+    assert [(r.name, r.receipt["kind"], r.receipt["token"]) for r in receipts] == [
+        ("team-status", "turn.finished", 1)
+    ] * 3
+    status = await priya.team_status()
+    assert [(r.holder, r.token, r.held_here) for r in status.leases] == [("priya", 1, True)]
+    assert status.pending == {str(repo): 0}
+    assert refs(repo)["refs/heads/main"] == main
+
+
+async def test_a_home_without_a_handle_defers_its_team_heinzel_with_one_coded_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_team_repo(tmp_path)
+    kernel = await open_home(tmp_path / "nobody", None, repo, monkeypatch)
+    try:
+        report = await tick(kernel, T0, monkeypatch)
+    finally:
+        await kernel.close()
+
+    assert report.woken == [] and [d.reason for d in report.deferred] == ["no-lease"]
+    assert [(p.code, p.place) for p in report.problems] == [("HZS113", "team-status")]
+
+
+async def test_an_owner_offline_runs_on_its_unexpired_lease_and_pushes_once_back(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    away = repo.with_name("away.git")
+    repo.rename(away)
+
+    offline = await tick(priya, T0 + TICK, monkeypatch)
+    expired = await tick(priya, T0 + 3 * TICK, monkeypatch)
+    state = StateBranch(priya.home.root, str(repo))
+    queued = state.pending()
+    away.rename(repo)
+    back = await tick(priya, T0 + 4 * TICK, monkeypatch)
+
+    assert [w.name for w in offline.woken] == ["team-status"]
+    assert {p.code for p in offline.problems} == {"HZS105"}
+    assert expired.woken == [] and [d.reason for d in expired.deferred] == ["no-lease"]
+    assert len(queued) == 1 and back.problems == [] and state.pending() == []
+    log = (await priya.team_log()).receipts
+    assert len(log) == 3 and {r.receipt["token"] for r in log} == {1}
+
+
+async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_owner_is_refused(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    away = repo.with_name("away.git")
+    repo.rename(away)
+    late = await tick(priya, T0 + TICK, monkeypatch)  # runs on its lease; cannot push
+    shutil.move(away, repo)
+
+    waiting = await tick(theo, T0 + TICK, monkeypatch)
+    taken = await tick(theo, T0 + 2 * TICK, monkeypatch)
+    back = await tick(priya, T0 + 2 * TICK + timedelta(seconds=5), monkeypatch)
+
+    assert [w.name for w in late.woken] == ["team-status"]
+    assert [(s.reason, s.holder) for s in waiting.skipped] == [("held-by", "priya")]
+    assert [w.name for w in taken.woken] == ["team-status"] and started_tokens(theo) == [2]
+    assert [(p.code, p.place.endswith(".turn.finished.json")) for p in back.problems] == [
+        ("HZS104", True)
+    ]
+    assert back.woken == [] and [(s.reason, s.holder) for s in back.skipped] == [
+        ("held-by", "theo")
+    ]
+    log = (await priya.team_log()).receipts
+    assert [r.receipt["token"] for r in log] == [1, 2]
+
+
+async def test_a_turn_asked_for_at_a_home_without_the_lease_is_refused_with_the_holder(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, theo, _repo = homes
+    await tick(priya, T0, monkeypatch)
+    await tick(theo, T0, monkeypatch)
+
+    with pytest.raises(HzError) as refused:
+        await theo.wake(ref="team-status")
+
+    assert refused.value.code == "HZS115"
+    assert "priya holds it until 2026-11-27T09:20:30Z" in refused.value.message
+    assert started_tokens(theo) == []
