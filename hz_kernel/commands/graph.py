@@ -16,7 +16,7 @@ from hz_kernel import api
 from hz_kernel.contracts.model import CompiledContract
 from hz_kernel.contracts.versions import ContractVersions
 from hz_kernel.core import KernelCore
-from hz_kernel.errors import HzError
+from hz_kernel.errors import HzError, UsageError
 from hz_kernel.graph import (
     HeinzelFacts,
     Seen,
@@ -42,14 +42,24 @@ class GraphCommands(KernelCore):
         wanted: set[str] = set()
         if heinzel is not None:
             wanted.add(heinzel_node(str((await self.resolve(heinzel))["name"])))
+        asked: dict[str, str] = {}
         if asset is not None:
-            wanted.add(asset_node(asset))
+            ref = asset if asset.startswith("doc:") else f"doc:{asset}"
+            asked[asset_node(ref)] = asset
         if source is not None:
-            wanted.add(source if source.startswith("source:") else f"source:{source}")
+            asked[source if source.startswith("source:") else f"source:{source}"] = source
         facts = await asyncio.to_thread(
             lambda: [self._facts(row) for row in rows],
         )
         graph = build_graph(facts)
+        known = {node.id for node in graph.nodes}
+        for node, spelled in asked.items():
+            if node not in known:
+                what = "asset" if node.startswith("asset:") else "source"
+                raise UsageError(
+                    "HZU010", f"no heinzel reads or writes this {what} (see hz graph)", spelled
+                )
+        wanted |= set(asked)
         return focus(graph, wanted) if wanted else graph
 
     def _facts(self, row: dict[str, Any]) -> HeinzelFacts:

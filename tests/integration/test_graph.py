@@ -126,3 +126,15 @@ def test_hz_graph_filters_and_text_say_declared_and_observed_apart(
         timeout=60,
     )
     assert unknown.returncode == 2 and unknown.stderr.startswith("HZU010: nobody: ")
+    bare = json.loads(_hz(home, "graph", "--asset", "reports/weekly.md#this-week", "--json").stdout)
+    assert bare == by_asset, "an asset is found with or without its doc: prefix"
+    for flag, value in (("--asset", "doc:nothing.md"), ("--source", "source:nothing")):
+        nothing = subprocess.run(
+            [*HZ, "graph", flag, value],
+            capture_output=True,
+            text=True,
+            env=hz_env(home, HZ_NOW=NOW),
+            timeout=60,
+        )
+        assert nothing.returncode == 2, (flag, nothing.stdout)
+        assert nothing.stderr.startswith(f"HZU010: {value}: no heinzel reads or writes this ")
