@@ -8,9 +8,10 @@ hour before). At the deadline, if the draft still waits, the owner is told
 that the reader goes ahead without it, and so is everyone ``escalate``
 names. A reader's turn that finds such a draft waiting parks until the
 deadline when it is less than a day away (resumed early by the approval);
-otherwise, and at the deadline, it proceeds with the last approved text:
-its gather records ``fell_back`` on that input, the model is told, and the
-draft it places says so in a first line hz writes.
+otherwise, and at the deadline, it proceeds with the last approved text
+(or none, before the first approval): its gather records ``fell_back`` on
+that input and the draft it places says so in a first line hz writes (not
+in the model's input, which a model would copy into the draft).
 Nobody but the upstream's owner and the reader's is told anything.
 
 ``docs/flow.md`` is the user's page.
@@ -102,13 +103,21 @@ def when(moment: datetime) -> str:
     return moment.strftime("%a %d %b %H:%M UTC")
 
 
-def fell_back_note(upstream: str, output: str, needed_by: str, now: datetime) -> str:
-    """The line a reader's draft and report carry when it went on without the newer draft."""
+def fell_back_note(
+    upstream: str, output: str, needed_by: str, now: datetime, *, approved: bool = True
+) -> str:
+    """The line a reader's draft carries when it went on without the newer draft: with the
+    text approved before, or with none when nothing was ever approved."""
     passed, upcoming = deadlines(needed_by, now)
     if passed is not None and (upcoming is None or now - passed < upcoming - now):
         due = f"was needed by {when(passed)}"
     else:
         due = f"is needed by {when(upcoming)}" if upcoming else "was needed"
+    if not approved:
+        return (
+            f"Missing input: {upstream}'s {output} {due} and its first draft is not approved "
+            "yet; this goes on without it."
+        )
     return (
         f"Stale input: {upstream}'s {output} {due} and its newer draft is not approved; "
         "this uses the text approved before."

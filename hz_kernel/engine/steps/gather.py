@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from hz_kernel.adapters.sources import SourceRequest, sha256_hex
+from hz_kernel.adapters.sources import FetchResult, SourceRequest, sha256_hex
 from hz_kernel.adapters.sources.heinzel import ApprovedOutputArgs, HeinzelSource
 from hz_kernel.clock import now_utc
 from hz_kernel.contracts import duration_seconds
@@ -69,7 +69,7 @@ async def gather(run: TurnRunner, state: TurnState) -> bool:
                 "moved": fingerprint != (last.get(name) or {}).get("last_fp"),
                 "content": content,
             }
-            note = _fell_back(run, spec, request, now) if spec.needed_by else None
+            note = _fell_back(run, spec, result, now) if spec.needed_by else None
             if note is not None and spec.needed_by is not None:
                 due = upstream_due_soon(spec.needed_by, now)
                 if due is not None:
@@ -78,7 +78,7 @@ async def gather(run: TurnRunner, state: TurnState) -> bool:
                         TurnWaiting(step="gather", until=due, on=on), turn=state.turn
                     )
                     return True
-                item |= {"content": f"[{note}]\n\n{content}", "fell_back": True, "note": note}
+                item |= {"fell_back": True, "note": note}
             gathered.append(item)
     for item in gathered:
         run.body.write("input", **item)
@@ -220,17 +220,20 @@ async def _gather_rejection(run: TurnRunner, state: TurnState, key: str) -> None
 
 
 def _fell_back(
-    run: TurnRunner, spec: InputSpec, request: SourceRequest, now: datetime
+    run: TurnRunner, spec: InputSpec, result: FetchResult, now: datetime
 ) -> str | None:
-    """Why this turn reads an upstream's older approved text (``docs/flow.md``): a newer
-    draft of the output waits for its owner. None when nothing waits."""
+    """Why this turn reads an upstream's older approved text, or none at all
+    (``docs/flow.md``): a newer draft of the output waits for its owner. None when nothing
+    waits."""
+    request = result.request
     adapter = run.sources.adapter_for(request)
     if not isinstance(adapter, HeinzelSource) or spec.needed_by is None:
         return None
     args = request.parse_args(ApprovedOutputArgs)
     if adapter.waiting_since(args, request.describe()) is None:
         return None
-    return fell_back_note(args.heinzel, args.output, spec.needed_by, now)
+    approved = bool(result.facets)
+    return fell_back_note(args.heinzel, args.output, spec.needed_by, now, approved=approved)
 
 
 def _write_requests(run: TurnRunner, state: TurnState) -> None:

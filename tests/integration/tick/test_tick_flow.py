@@ -120,6 +120,7 @@ def test_issue18_item5_an_unapproved_upstream_at_the_deadline_makes_the_reader_s
         "> Stale input: theo-row's theo-row was needed by Fri 30 Oct 12:00 UTC and its newer "
         "draft is not approved; this uses the text approved before." in document
     )
+    assert document.count("Stale input") == 1, "hz writes the line once; the model never sees it"
     (finished,) = [
         e for e in _events(world, report, "turn.finished") if e["ts"].startswith("2026-10-30T15")
     ]
