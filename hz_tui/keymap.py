@@ -300,7 +300,7 @@ GRAPH = [
     Binding(
         "z",
         "toggle_focus",
-        "Only this heinzel",
+        "This heinzel / all",
         id="graph.focus",
         tooltip="Narrow the graph to the highlighted heinzel and its neighbours (again: all)",
     ),

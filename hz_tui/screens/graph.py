@@ -28,11 +28,16 @@ from hz_kernel.errors import HzError
 from hz_tui import display, keymap
 from hz_tui.link import NotConnected
 from hz_tui.rows import Cell, Palette
+from hz_tui.watcher import SpineBatch
 from hz_tui.widgets.key_bar import KeyBar
 
 if TYPE_CHECKING:
     from hz_tui.app import CockpitApp
 
+#: Spine kinds after which the graph may read differently.
+CHANGES_THE_GRAPH = frozenset(
+    {"draft.placed", "turn.finished", "contract.approved", "heinzel.created", "heinzel.renamed"}
+)
 VERBS = {"reads": "reads", "writes": "writes", "depends_on": "needs"}
 #: Fixed columns; "What" takes the width they leave (at least ``WHAT_MIN``).
 COLUMNS = (
@@ -110,7 +115,9 @@ class GraphTable(DataTable[Text]):
         return max([WHAT_MIN, *labels, *vias])
 
     def show(self, graph: api.Graph) -> None:
-        """Fill the table: each heinzel's edges under its name, reads before writes."""
+        """Fill the table: each heinzel's edges under its name, reads before writes. The
+        cursor stays with the heinzel it was on (a narrower or wider graph, a resize)."""
+        was_on = self.highlighted_heinzel()
         self.graph = graph
         width = min(self.room, self._widest(graph))
         if width != self.what_width or not self.columns:
@@ -151,6 +158,8 @@ class GraphTable(DataTable[Text]):
                     height=len(lines),
                 )
                 self.heinzel_of_row.append(heinzel_ids.get(node.id))
+        if was_on in self.heinzel_of_row:
+            self.move_cursor(row=self.heinzel_of_row.index(was_on), scroll=True)
 
     def highlighted_heinzel(self) -> str | None:
         """The heinzel id of the highlighted row's group (None on an empty table)."""
@@ -185,7 +194,15 @@ class GraphScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.title = "hz · graph"
+        self.cockpit.spines_moved.subscribe(self, self.on_spines)
         self.load()
+
+    def on_spines(self, batch: SpineBatch) -> None:
+        """What turns read and wrote changes the graph: ask again when one placed a draft,
+        finished or got a new contract."""
+        kinds = {line.kind for lines in batch.lines.values() for line in lines}
+        if kinds & CHANGES_THE_GRAPH or batch.gone:
+            self.load()
 
     def on_screen_resume(self) -> None:
         self.load()
