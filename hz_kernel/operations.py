@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hz_kernel import overview
 from hz_kernel.store.inbox import REQUEST_ID_PATTERN
+from hz_kernel.vocabulary import ACTION_LINE_MAX, action_line
 
 if TYPE_CHECKING:
     from hz_kernel import api
@@ -295,7 +296,9 @@ class TranscriptRequest(Request):
 
 class ReportRequest(Request):
     ref: str = Field(min_length=1, max_length=200)
-    line: OneLine = Field(min_length=1, max_length=300)
+    line: Annotated[str, AfterValidator(action_line)] = Field(
+        min_length=1, max_length=ACTION_LINE_MAX
+    )
 
 
 class ActionsRequest(Request):

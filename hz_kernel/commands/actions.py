@@ -16,6 +16,7 @@ from typing import Any
 from hz_kernel import api
 from hz_kernel.commands.graph import ContractCache
 from hz_kernel.core import KernelCore
+from hz_kernel.errors import HzError
 from hz_kernel.graph import input_node
 from hz_kernel.store.envelope import Event
 from hz_kernel.store.scan import scan_file
@@ -30,6 +31,12 @@ class ActionCommands(KernelCore):
         """Add the user's line to the heinzel's action log."""
         row = await self.resolve(ref)
         async with self.holding(row["id"]) as held:
+            if held.projection.heinzel["damaged"]:
+                raise HzError(
+                    "HZE001",
+                    "its spine has a broken chain; look with hz heinzel verify, then accept it",
+                    str(row["name"]),
+                )
             await held.append(ActionReported(by="user", line=line))
             return api.Decision(
                 heinzel=held.id, what="report", state=str(held.projection.heinzel["state"])

@@ -63,6 +63,14 @@ async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path
     assert refused.returncode == 1 and refused.stderr.startswith("HZS052: ")
     two_lines = _hz(world.home, "heinzel", "report", "notes-digest", "one\ntwo")
     assert two_lines.returncode == 2 and two_lines.stderr.startswith("HZU101: line: ")
+    for odd, said_why in (
+        ("   ", "must say something"),
+        ("one\u2028two", "U+2028, line separator"),
+        ("abc\u202edef", "U+202E, right-to-left override"),
+        ("zero\u200bwidth", "U+200B, zero width space"),
+    ):
+        refused = _hz(world.home, "heinzel", "report", "notes-digest", odd)
+        assert refused.returncode == 2 and said_why in refused.stderr, (odd, refused.stderr)
 
     listed = _hz(world.home, "heinzel", "actions", "notes-digest", "--json")
     assert listed.returncode == 0, listed.stderr
@@ -84,3 +92,19 @@ async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path
     text = _hz(world.home, "heinzel", "actions", "notes-digest").stdout
     assert "reported by model: read the notes; one fix worth a line" in text
     assert "read  notes (files:notes/**/*.md)" in text
+
+
+def test_a_report_on_a_broken_spine_is_refused_like_a_wake(tmp_path: Path) -> None:
+    """Attack pass: ``hz heinzel report`` appended to a spine whose chain is broken."""
+    world = make_world(tmp_path)
+    contract = tmp_path / "digest.prose.md"
+    contract.write_text(digest_contract())
+    assert _hz(world.home, "heinzel", "new", str(contract)).returncode == 0
+    shown = json.loads(_hz(world.home, "heinzel", "show", "notes-digest", "--json").stdout)
+    spine = world.home / "heinzel" / shown["heinzel"]["id"] / "session.jsonl"
+    lines = spine.read_bytes().splitlines(keepends=True)
+    spine.write_bytes(lines[0] + b"garbage{{{\n" + b"".join(lines[1:]))
+    before = spine.read_bytes()
+    refused = _hz(world.home, "heinzel", "report", "notes-digest", "checked it")
+    assert refused.returncode == 1 and refused.stderr.startswith("HZE001: notes-digest: ")
+    assert spine.read_bytes() == before

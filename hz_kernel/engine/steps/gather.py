@@ -219,9 +219,7 @@ async def _gather_rejection(run: TurnRunner, state: TurnState, key: str) -> None
     state.done.append("gather")
 
 
-def _fell_back(
-    run: TurnRunner, spec: InputSpec, result: FetchResult, now: datetime
-) -> str | None:
+def _fell_back(run: TurnRunner, spec: InputSpec, result: FetchResult, now: datetime) -> str | None:
     """Why this turn reads an upstream's older approved text, or none at all
     (``docs/flow.md``): a newer draft of the output waits for its owner. None when nothing
     waits."""

@@ -9,18 +9,19 @@ never logged twice.
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
 
 from hz_kernel.engine.tools.base import ToolArgs, ToolRegistry, ToolSpec
 from hz_kernel.engine.tools.grant import Grant
-from hz_kernel.vocabulary import ACTION_LINE_MAX
+from hz_kernel.vocabulary import ACTION_LINE_MAX, action_line
 
 
 class ReportArgs(ToolArgs):
-    line: str = Field(
+    line: Annotated[str, AfterValidator(action_line)] = Field(
         min_length=1,
         max_length=ACTION_LINE_MAX,
-        pattern=r"^[^\n\r]+$",
         description="one line: what you did, checked or decided, for the user's action log",
     )
 
