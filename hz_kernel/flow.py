@@ -133,7 +133,10 @@ def flow_notices(
     """The nudges and deadline notices due now that no earlier tick raised.
 
     ``waiting`` maps (upstream name, output) to the upstream's id and when its
-    waiting draft was placed (None: nothing waits). Of several nudge times
+    waiting draft was placed (None: nothing waits). Keys name the draft, not
+    the deadline: one waiting draft brings each nudge once and one deadline
+    notice, however often ``needed_by`` fires, and nothing more after that
+    notice (a clock set back does not nudge again). Of several nudge times
     that have come, only the nearest is raised: a kernel that was off does
     not send the day-before nudge an hour before.
     """
@@ -144,11 +147,12 @@ def flow_notices(
             continue
         seen = known_keys.get(upstream_id, set())
         passed, upcoming = deadlines(need.needed_by, now)
-        if upcoming is not None:
+        late_key = f"flow:late:{need.reader_id}:{need.input}:{placed}"
+        if upcoming is not None and late_key not in seen and stamp(upcoming) > placed:
             come = [s for s in need.nudges if now >= upcoming - timedelta(seconds=s)]
             if come:
                 nearest = min(come)
-                key = f"flow:nudge:{need.reader_id}:{need.input}:{stamp(upcoming)}:{nearest}"
+                key = f"flow:nudge:{need.reader_id}:{need.input}:{placed}:{nearest}"
                 if key not in seen:
                     left = _span(int((upcoming - now).total_seconds()))
                     notice = (
@@ -157,17 +161,15 @@ def flow_notices(
                     )
                     found.append(FlowNotice(upstream_id, key, notice))
         late = passed is not None and (now - passed).total_seconds() < LATE_NEWS_S
-        if late and passed is not None and placed < stamp(passed):
-            key = f"flow:late:{need.reader_id}:{need.input}:{stamp(passed)}"
-            if key not in seen:
-                notice = (
-                    f"{need.reader} needed {need.upstream}'s {need.output} approved by "
-                    f"{when(passed)}; its draft still waits, so {need.reader} goes on with the "
-                    "text approved before and says so."
-                )
-                if need.escalate:
-                    notice += f" Told: {', '.join(need.escalate)}."
-                found.append(FlowNotice(upstream_id, key, notice))
+        if late and passed is not None and placed < stamp(passed) and late_key not in seen:
+            notice = (
+                f"{need.reader} needed {need.upstream}'s {need.output} approved by "
+                f"{when(passed)}; its draft still waits, so {need.reader} goes on with the "
+                "text approved before and says so."
+            )
+            if need.escalate:
+                notice += f" Told: {', '.join(need.escalate)}."
+            found.append(FlowNotice(upstream_id, late_key, notice))
     return found
 
 

@@ -86,7 +86,7 @@ SELECT h.id, (
     WHERE d.heinzel = h.id AND d.output = ? AND d.status = 'pending'
     ORDER BY d.seq DESC LIMIT 1
 ) AS placed
-FROM heinzels AS h WHERE h.name = ? ORDER BY h.id LIMIT 1
+FROM heinzels AS h WHERE h.name = ? AND NOT h.retired ORDER BY h.id LIMIT 1
 """
 FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 

@@ -41,8 +41,9 @@ ORDER BY d.decided_at DESC, d.seq DESC LIMIT 1
 
 
 _WAITING = """
-SELECT placed_at FROM drafts WHERE heinzel = ? AND output = ? AND status = 'pending'
-ORDER BY seq DESC LIMIT 1
+SELECT d.placed_at FROM drafts AS d JOIN heinzels AS h ON h.id = d.heinzel
+WHERE d.heinzel = ? AND d.output = ? AND d.status = 'pending' AND NOT h.retired
+ORDER BY d.seq DESC LIMIT 1
 """
 
 
@@ -107,7 +108,8 @@ class HeinzelSource:
 
     def waiting_since(self, args: ApprovedOutputArgs, place: str) -> str | None:
         """When the upstream placed a draft of ``args.output`` that still waits for the
-        user (None: nothing waits, the approved text is the newest there is)."""
+        user (None: nothing waits, the approved text is the newest there is; a retired
+        upstream's draft waits for no one)."""
         found, _ = self._ask(args, place, _WAITING)
         return None if found is None else str(found[0])
 
