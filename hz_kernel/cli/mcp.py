@@ -34,7 +34,11 @@ async def cmd_mcp(client: KernelClient, args: argparse.Namespace) -> int:
     server = build_server(client)
     # The command line wraps stdout to catch a reader that went away; the wire needs the
     # process's own descriptor.
-    with contextlib.redirect_stdout(sys.__stdout__):
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+    try:
+        with contextlib.redirect_stdout(sys.__stdout__):
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+    except* (BrokenPipeError, ConnectionResetError):
+        # The client went away mid-answer: its session is over, nothing of ours is broken.
+        sys.stderr.write("hz mcp: the client closed the connection\n")
     return 0

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -194,3 +195,39 @@ async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) ->
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         )
         assert foreign.status_code == 403 and foreign.json()["code"] == "HZD031"
+
+
+def test_a_stdio_client_that_goes_away_mid_answer_ends_hz_mcp_cleanly(drafted: Drafted) -> None:
+    """Attack pass: a client that closed its end while hz answered got HZX001 (a traceback's
+    one line, "please report it") and exit 1."""
+    hello = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "gone", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "hz_kernel.cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**drafted.hz_env(), "HZ_EMBEDDED": "1"},
+    )
+    assert served.stdin is not None and served.stdout is not None
+    served.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in hello))
+    served.stdin.flush()
+    assert served.stdout.read(10).startswith(b"{")
+    served.stdout.close()
+    served.stdin.close()
+    assert served.stderr is not None
+    assert served.wait(timeout=60) == 0
+    err = served.stderr.read()
+    assert b"HZX001" not in err
