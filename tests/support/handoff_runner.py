@@ -70,6 +70,10 @@ def main(mode: str, marks: str, *rest: str) -> int:
     if mode == "fail":
         print("cannot write to the repository", file=sys.stderr)
         return 3
+    if mode == "forks":  # starts something that keeps its output open, then is done
+        subprocess.Popen([sys.executable, "-c", f"watched = {os.getppid()}\n{WAIT}"])
+        print(REPORT, flush=True)
+        return 0
     if mode == "flood":
         for number in range(FLOOD_LINES):
             print(f"line {number:05d} of the flood")

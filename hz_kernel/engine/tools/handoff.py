@@ -72,6 +72,8 @@ GRACE_S = 2.0
 """How long a runner has to end after SIGTERM before its process group is killed."""
 DRAIN_S = 5.0
 """How long hz reads on after the runner exited, for output a child of it still writes."""
+EXIT_POLL_S = 0.05
+"""How often the runner's own exit is looked for."""
 WORDS_SHOWN = 300
 
 
@@ -279,7 +281,11 @@ def report_of(
 
 
 async def end_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the runner's process group, SIGKILL what is left after a grace, reap it."""
+    """SIGTERM the runner's process group, SIGKILL what is left after a grace, reap it.
+
+    Reaping waits a grace at most: a process that left the group (``setsid``)
+    may still hold the output pipes, and ``wait`` waits for them too.
+    """
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -288,7 +294,16 @@ async def end_group(process: asyncio.subprocess.Process) -> None:
         except TimeoutError:
             pass
         os.killpg(process.pid, signal.SIGKILL)
-    await process.wait()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(GRACE_S):
+            await process.wait()
+
+
+async def exited(process: asyncio.subprocess.Process) -> None:
+    """Until the runner itself has ended. ``Process.wait`` also waits for its output pipes
+    to close, which a child it left running (a dev server it started) may hold for good."""
+    while process.returncode is None:
+        await asyncio.sleep(EXIT_POLL_S)
 
 
 async def run_runner(
@@ -323,11 +338,13 @@ async def run_runner(
     try:
         try:
             async with asyncio.timeout(timeout_s):
-                await process.wait()
+                await exited(process)
         except TimeoutError:
             timed_out = True
             await end_group(process)
-        await asyncio.wait(readers, timeout=DRAIN_S)
+        _, holding = await asyncio.wait(readers, timeout=DRAIN_S)
+        if holding:  # what the runner left behind still holds its output: it ends with it
+            await end_group(process)
     except BaseException:  # a stop, a drain or hz's own failure: the runner does not go on
         await end_group(process)
         raise

@@ -197,6 +197,25 @@ async def test_a_runner_over_its_time_is_ended_and_the_model_told(tmp_path: Path
     assert all(gone(pid, timeout_s=0.5) for pid in pids["started"] + pids["child"])
 
 
+async def test_a_runner_that_leaves_a_child_holding_its_output_is_done_when_it_exits(
+    tmp_path: Path,
+) -> None:
+    """Attack pass: a runner that started a background process (a dev server) and exited 0
+    was reported as over its time, the turn blocked for the whole timeout."""
+    world = make_world(tmp_path)
+    marks = configure(world.home, "forks", timeout_s=60)
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        report = await _wake(world)
+    assert report.disposition == "drafted"
+    (seen,) = _seen_by_model(stub)
+    assert seen.get("error") is None and handoff_runner.REPORT in str(seen)
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert finished["timed_out"] is False and finished["exit_status"] == 0
+    assert finished["duration_ms"] < 30_000
+    assert marked(marks, lines=1)["started"]
+
+
 async def test_a_runner_that_writes_more_than_its_bound_keeps_its_head_and_tail(
     tmp_path: Path,
 ) -> None:
