@@ -226,7 +226,12 @@ def waiting_line(name: str, report: api.TurnReport) -> str | None:
     if report.status == "waiting":
         if report.reason == "low-memory":
             return f"{name}: queued (low memory): turn{turn} starts once free memory is back"
-        return f"{name}: queued (capacity): turn{turn} starts when a turn slot frees"
+        if report.reason == "capacity":
+            return f"{name}: queued (capacity): turn{turn} starts when a turn slot frees"
+        return (
+            f"{name}: waiting: turn{turn} is parked until what it waits for comes "
+            f"(hz heinzel show {name})"
+        )
     if report.status == "requested":
         return f"{name}: queued behind the running turn{turn}; the turn after it takes the wake"
     return None
