@@ -97,9 +97,13 @@ async def call_operation(
     try:
         request = operation.request.model_validate(arguments or {})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        place = ".".join(str(part) for part in first["loc"]) or name
-        return _failed(f"HZD010: {place}: {field_problem(first)}")
+        # Every problem, not the first: an agent that misnamed an argument ("name" for
+        # "ref") learns both that "ref" is missing and that "name" is not one.
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']) or name}: {field_problem(error)}"
+            for error in exc.errors()[:5]
+        ]
+        return _failed("HZD010: " + "; ".join(problems))
     try:
         answer = await client.call(operation, request)
     except Queued as queued:

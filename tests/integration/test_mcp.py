@@ -134,6 +134,9 @@ async def _refusals_are_coded_tool_errors(client: Client) -> None:
     assert bad.is_error and bad.content[0].text.startswith("HZD010: message: ")
     extra = await client.call_tool("heinzel_list", {"colour": "red"})
     assert extra.is_error and extra.content[0].text.startswith("HZD010: colour: ")
+    misnamed = await client.call_tool("heinzel_show", {"name": "dig"})
+    said = misnamed.content[0].text
+    assert misnamed.is_error and "ref: " in said and "name: " in said, said
 
 
 async def _resources(client: Client, world: Drafted) -> None:
