@@ -292,12 +292,17 @@ class HeinzelScreen(Screen[None]):
             self.notify("No turn is running.")
             return
         step = self.running_step()
-        asked = ConfirmScreen(
-            f"Stop {step}?",
+        about = (
             "The turn ends abandoned; the messages it did not answer come back to the "
-            "composer, unsent.",
-            f"Stop {step}",
+            "composer, unsent."
         )
+        handing_off = any(
+            row.effect == "handoff" and row.status == "started"
+            for row in self.turn_panel.live.effects.values()
+        )
+        if handing_off:
+            about += " The coding agent it handed a task to is stopped too (docs/handoff.md)."
+        asked = ConfirmScreen(f"Stop {step}?", about, f"Stop {step}")
         self.app.push_screen(asked, lambda yes: self.stop_turn() if yes else None)
 
     def running_step(self) -> str:

@@ -15,12 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from hz_kernel import operations as ops
 from hz_kernel import remote
 from hz_kernel.daemon.protocol import Discovery
 from hz_kernel.kernel import Kernel
 from hz_tui.app import CockpitApp
+from hz_tui.screens.confirm import ConfirmScreen
 from hz_tui.transcript import TranscriptModel
 from hz_tui.widgets.effect_ledger import EffectLedger
 from hz_tui.widgets.live_turn import WireTurnPanel
@@ -57,6 +59,11 @@ async def test_the_live_turn_shows_a_running_handoff_and_a_stop_ends_it(tmp_path
                 assert [str(cell) for cell in ledger.get_row_at(0)][::2] == ["handoff", "started"]
                 pids = marked(marks, lines=2)
                 assert not gone(pids["started"][0], timeout_s=0)
+                await pilot.press("K")
+                await until(lambda: isinstance(app.screen, ConfirmScreen))
+                asked = app.screen.query_one("#dialog-about", Static)
+                assert "The coding agent it handed a task to is stopped too" in text_of(asked)
+                await pilot.press("escape")
                 await client.call(ops.STOP, ops.StopRequest(ref=made.id))
                 await until(lambda: panel.live.status == "finished")
                 await pilot.pause(0.2)
