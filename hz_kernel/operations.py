@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hz_kernel import overview
 from hz_kernel.store.inbox import REQUEST_ID_PATTERN
-from hz_kernel.vocabulary import ACTION_LINE_MAX, action_line
+from hz_kernel.terms import ACTION_LINE_MAX, action_line
 
 if TYPE_CHECKING:
     from hz_kernel import api

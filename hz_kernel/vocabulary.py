@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import functools
 import types
-import unicodedata
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from hz_kernel.terms import Cause, Disposition, SkipReason, Step, WokenBy
+from hz_kernel.terms import (
+    ACTION_LINE_MAX,
+    Cause,
+    Disposition,
+    SkipReason,
+    Step,
+    WokenBy,
+)
 
 VOCABULARY_VERSION = 1
 ENVELOPE_VERSION = 1
@@ -397,31 +403,6 @@ class NoticeRaised(EventData):
     kind: ClassVar[str] = "notice.raised"
     key: str
     notice: str = Field(max_length=600)
-
-
-#: The longest line of the action log.
-ACTION_LINE_MAX = 300
-#: Characters an action line may not hold: controls, invisible format characters (bidi
-#: overrides, zero widths), line and paragraph separators, surrogates.
-_UNSHOWN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-
-def action_line(value: str) -> str:
-    """An action-log line as it may be recorded: one visible line, or ValueError saying why.
-
-    What a terminal would break, hide or reorder is refused rather than
-    escaped: the log is read by people and the line is theirs (or the model's)
-    to say again plainly.
-    """
-    if not value.strip():
-        raise ValueError("must say something (it is empty or only spaces)")
-    odd = next((c for c in value if unicodedata.category(c) in _UNSHOWN), None)
-    if odd is not None:
-        raise ValueError(
-            f"must be one line of visible text (it holds U+{ord(odd):04X}, "
-            f"{unicodedata.name(odd, 'a control character').lower()})"
-        )
-    return value
 
 
 class ActionReported(EventData):

@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field
 
 from hz_kernel.engine.tools.base import ToolArgs, ToolRegistry, ToolSpec
 from hz_kernel.engine.tools.grant import Grant
-from hz_kernel.vocabulary import ACTION_LINE_MAX, action_line
+from hz_kernel.terms import ACTION_LINE_MAX, action_line
 
 
 class ReportArgs(ToolArgs):
