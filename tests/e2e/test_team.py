@@ -13,7 +13,6 @@ shows Theo's receipts to her.
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,9 +23,12 @@ from hz_kernel.contracts import render_template
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from tests.support.homes import World, checkout_repo, make_world
-from tests.support.team import TeamDaemon, make_team_repo, refs
+from tests.support.team import TeamDaemon, daemons, make_team_repo, refs
 
 HOUR = 3600
+
+
+__all__ = ["daemons"]
 
 
 def team_weekly_report(world: World, team: Path) -> str:
@@ -55,16 +57,6 @@ async def machine(
     daemon = TeamDaemon(world.home, tick_seconds=HOUR)
     daemon.set_clock(datetime(2026, 10, 26, 9, 0, tzinfo=UTC))
     return world, daemon
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[TeamDaemon]]:
-    started: list[TeamDaemon] = []
-    try:
-        yield started
-    finally:
-        for daemon in started:
-            daemon.kill()
 
 
 def turns_started(world: World) -> list[dict[str, object]]:

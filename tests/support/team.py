@@ -7,10 +7,12 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
+import pytest
 
 from hz_kernel import operations as ops
 from hz_kernel.daemon.protocol import Discovery
@@ -187,3 +189,14 @@ class TeamDaemon:
         if self.pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[TeamDaemon]]:
+    """The team daemons a test starts, killed when it ends however it ends."""
+    started: list[TeamDaemon] = []
+    try:
+        yield started
+    finally:
+        for daemon in started:
+            daemon.kill()

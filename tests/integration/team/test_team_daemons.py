@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,10 +21,13 @@ import pytest
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
-from tests.support.team import TeamDaemon, make_team_repo, refs, team_contract, team_home
+from tests.support.team import TeamDaemon, daemons, make_team_repo, refs, team_contract, team_home
 
 BASE = datetime(2026, 11, 27, 9, 0, 20, tzinfo=UTC)
 SLOT = timedelta(minutes=10)
+
+
+__all__ = ["daemons"]
 
 
 def slot(index: int) -> datetime:
@@ -37,16 +39,6 @@ def tokens(home: Path) -> list[int]:
     (spine,) = (home / "heinzel").glob("hz-*/session.jsonl")
     events = [orjson.loads(line) for line in spine.read_bytes().splitlines() if line.strip()]
     return [e["data"].get("token") for e in events if e["kind"] == "turn.started"]
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[TeamDaemon]]:
-    started: list[TeamDaemon] = []
-    try:
-        yield started
-    finally:
-        for daemon in started:
-            daemon.kill()
 
 
 async def make_home(
