@@ -39,6 +39,7 @@ from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import StateBranch
 from hz_kernel.tick.report import TickProblem
+from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
 
 TEAM_QUERY = """
@@ -343,14 +344,19 @@ class TeamCommands(KernelCore):
 def _decided(
     item: PlannedTurn, lease: Lease | None, handle: str | None, now: datetime
 ) -> PlannedTurn:
-    """A team heinzel's decision as this home may carry it out under ``lease``: the holder
-    decides its slots, so here they are skipped ``held-by`` it, whatever this home planned."""
+    """A team heinzel's decision as this home may carry it out under ``lease``.
+
+    The holder decides its slots, so here they are skipped ``held-by`` it,
+    whatever this home planned. A slot that fired after the holder's last
+    renewal waits instead: the holder may have gone silent before deciding
+    it, and then the home that takes the lease over runs it.
+    """
     if lease is not None and lease.holder == handle and not lease.expired(now):
         return item
     if item.action == "skip" and (lease is None or lease.expired(now)):
         return item
     if lease is not None and not lease.expired(now):
-        if item.action in ("run", "skip") and item.wakes:
+        if item.action in ("run", "skip") and item.wakes and not _undecided(item, lease):
             return item.model_copy(
                 update={"action": "skip", "reason": "held-by", "holder": lease.holder}
             )
@@ -358,6 +364,14 @@ def _decided(
             update={"action": "defer", "reason": "held-by", "holder": lease.holder}
         )
     return item.model_copy(update={"action": "defer", "reason": "no-lease"})
+
+
+def _undecided(item: PlannedTurn, lease: Lease) -> bool:
+    """Whether one of the item's slots fired after the holder last renewed its lease."""
+    renewed = lease.renewed
+    return renewed is not None and any(
+        w.slot is not None and slot_time(w.slot) > renewed for w in item.wakes
+    )
 
 
 def _read_cursor(path: Path) -> _Cursor:

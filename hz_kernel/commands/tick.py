@@ -461,6 +461,7 @@ class TickCommands(KernelCore):
                             reason=item.reason,  # type: ignore[arg-type]
                             keys=keys,
                             due_at=item.due_at,
+                            holder=item.holder,
                         )
                     )
                 elif item.action == "skip":

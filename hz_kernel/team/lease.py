@@ -1,12 +1,14 @@
 """Leases: which home runs a team heinzel, decided by one ref in the team repository.
 
 ``refs/hz/lease/<heinzel-id>`` points to a commit whose tree holds
-``lease.json``: ``{holder, expires, token}``. The holder renews it (same
-token); anyone else takes it over only once it has expired, with the next
-token. Every change is a compare-and-swap push (``--force-with-lease`` with
-the id this home read), so of two homes racing for one expired lease
-exactly one wins and the other reads the winner's lease on its retry.
-Expiry is compared with the clock the caller passes in.
+``lease.json``: ``{holder, expires, token, renewed}``. The holder renews it
+(same token); anyone else takes it over only once it has expired, with the
+next token. ``renewed`` says when the holder last ticked: a slot that fired
+after it is one the holder has not decided yet. Every change is a
+compare-and-swap push (``--force-with-lease`` with the id this home read),
+so of two homes racing for one expired lease exactly one wins and the
+other reads the winner's lease on its retry. Expiry is compared with the
+clock the caller passes in.
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ class Lease(BaseModel):
     holder: str = Field(pattern=HANDLE)
     expires: datetime
     token: int = Field(ge=1)
+    renewed: datetime | None = None
+    """When the holder last renewed or took the lease (None: written before hz kept it)."""
 
-    @field_serializer("expires")
-    def _utc(self, moment: datetime) -> str:
+    @field_serializer("expires", "renewed")
+    def _utc(self, moment: datetime | None) -> str | None:
+        if moment is None:
+            return None
         return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
     def expired(self, now: datetime) -> bool:
@@ -95,7 +101,7 @@ def acquire_or_renew(
                 how, token = "renewed", current.token
             else:
                 how, token = "took-over", current.token + 1
-            lease = _new_lease(handle, now + ttl, token)
+            lease = _new_lease(handle, now, now + ttl, token)
             commit = _commit(repo, heinzel, lease, now=now)
             if repo.push([f"{commit}:{ref}"], {ref: old}):
                 repo.set_mirror(ref, commit)
@@ -103,9 +109,14 @@ def acquire_or_renew(
     raise HzError("HZS110", f"the lease kept changing over {MAX_ATTEMPTS} attempts", heinzel)
 
 
-def _new_lease(handle: str, expires: datetime, token: int) -> Lease:
+def _new_lease(handle: str, now: datetime, expires: datetime, token: int) -> Lease:
     try:
-        return Lease(holder=handle, expires=expires.replace(microsecond=0), token=token)
+        return Lease(
+            holder=handle,
+            expires=expires.replace(microsecond=0),
+            token=token,
+            renewed=now.replace(microsecond=0),
+        )
     except ValidationError:
         raise HzError("HZS112", "not a roster handle (a-z, 0-9, '.', '_', '-')", handle) from None
 

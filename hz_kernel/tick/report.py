@@ -55,6 +55,8 @@ class TickDeferred(_Shape):
     reason: DeferReason
     keys: list[str]
     due_at: datetime
+    holder: str | None = None
+    """``held-by``: the roster handle of the home whose lease decides this slot."""
 
 
 class TickProblem(_Shape):

@@ -44,7 +44,12 @@ def test_renewal_keeps_the_token_and_takeover_waits_for_expiry(tmp_path: Path, t
     assert read_lease(priya, HEINZEL) == taken.lease
     assert refs(team)["refs/heads/main"] == main
     stored = orjson.loads(run_git(team, "cat-file", "blob", f"{lease_ref(HEINZEL)}:lease.json"))
-    assert stored == {"expires": "2026-11-27T09:05:00Z", "holder": "theo", "token": 2}
+    assert stored == {
+        "expires": "2026-11-27T09:05:00Z",
+        "holder": "theo",
+        "renewed": "2026-11-27T09:03:00Z",
+        "token": 2,
+    }
 
 
 def test_a_holder_whose_lease_lapsed_unclaimed_renews_it_with_its_token(

@@ -36,11 +36,15 @@ def started_tokens(kernel: Kernel) -> list[object]:
 
 
 async def open_home(
-    root: Path, handle: str | None, repo: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path,
+    handle: str | None,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    schedule: str = "*/10 * * * *",
 ) -> Kernel:
     monkeypatch.setenv("HZ_NOW", "2026-11-27T08:00:00Z")
     kernel = await Kernel.open(Home.resolve(team_home(root, handle)))
-    await kernel.new(text=team_contract(repo))
+    await kernel.new(text=team_contract(repo, schedule=schedule))
     await kernel.approve(ref="team-status")
     return kernel
 
@@ -154,7 +158,7 @@ async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_own
     back = await tick(priya, T0 + 2 * TICK + timedelta(seconds=5), monkeypatch)
 
     assert [w.name for w in late.woken] == ["team-status"]
-    assert [(s.reason, s.holder) for s in waiting.skipped] == [("held-by", "priya")]
+    assert [(d.reason, d.holder) for d in waiting.deferred] == [("held-by", "priya")]
     assert [w.name for w in taken.woken] == ["team-status"] and started_tokens(theo) == [2]
     assert [(p.code, p.place.endswith(".turn.finished.json")) for p in back.problems] == [
         ("HZS104", True)
@@ -164,6 +168,31 @@ async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_own
     ]
     log = (await priya.team_log()).receipts
     assert [r.receipt["token"] for r in log] == [1, 2]
+
+
+async def test_a_slot_the_owner_went_silent_before_runs_once_at_the_delegate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_team_repo(tmp_path)
+    priya = await open_home(tmp_path / "priya", "priya", repo, monkeypatch, "0 * * * *")
+    theo = await open_home(tmp_path / "theo", "theo", repo, monkeypatch, "0 * * * *")
+    try:
+        # 08:50:30 Priya renews until 09:10:30 and goes silent; the 09:00 slot fires after.
+        await tick(priya, T0 - TICK, monkeypatch)
+        waiting = await tick(theo, T0, monkeypatch)
+        taken = await tick(theo, T0 + TICK, monkeypatch)
+        after = await tick(theo, T0 + 2 * TICK, monkeypatch)
+        back = await tick(priya, T0 + 2 * TICK, monkeypatch)
+    finally:
+        await priya.close()
+        await theo.close()
+
+    assert [(d.reason, d.holder) for d in waiting.deferred] == [("held-by", "priya")]
+    assert waiting.skipped == [] and waiting.woken == []
+    assert [w.name for w in taken.woken] == ["team-status"] and started_tokens(theo) == [2]
+    assert after.woken == [] and back.woken == []
+    assert [(s.reason, s.holder) for s in back.skipped] == [("held-by", "theo")]
+    assert started_tokens(priya) == []
 
 
 async def test_a_turn_asked_for_at_a_home_without_the_lease_is_refused_with_the_holder(
