@@ -34,7 +34,14 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, store_io
 from hz_kernel.store.locks import SpineBusy
-from hz_kernel.team.lease import Lease, acquire_or_renew, read_lease
+from hz_kernel.team.lease import (
+    Lease,
+    acquire_or_renew,
+    claim,
+    mirrored_claim,
+    read_lease,
+    release,
+)
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import StateBranch
@@ -171,8 +178,10 @@ class TeamCommands(KernelCore):
         """The lease in force after this tick's renewal or takeover (git: in a worker thread).
 
         A delegate never starts a lease (the owner's first tick does) and takes
-        one over only once it expired. When the remote cannot be reached, the
-        lease is the one this home saw last.
+        one over only once it expired. An owner that finds a delegate holding
+        its heinzel claims it back; the delegate then releases the lease and
+        leaves it for the owner while the claim is fresh. When the remote
+        cannot be reached, the lease is the one this home saw last.
         """
         handle = self.home.settings.team.handle
         assert handle is not None
@@ -182,9 +191,13 @@ class TeamCommands(KernelCore):
                 current = read_lease(repo, member.team_id)
                 if current is None or (current.holder != handle and not current.expired(now)):
                     return current, None
-            return acquire_or_renew(
-                repo, member.team_id, handle=handle, now=now, ttl=ttl
-            ).lease, None
+                wanted = mirrored_claim(repo, member.team_id)
+                if wanted is not None and wanted.owner != handle and wanted.fresh(now, ttl):
+                    return release(repo, member.team_id, handle=handle, now=now), None
+            outcome = acquire_or_renew(repo, member.team_id, handle=handle, now=now, ttl=ttl)
+            if not member.delegate and not outcome.held:
+                claim(repo, member.team_id, handle=handle, now=now)
+            return outcome.lease, None
         except HzError as exc:
             try:
                 return read_lease(repo, member.team_id, fetch=False), exc

@@ -27,6 +27,7 @@ from hz_kernel.team.receipts import HANDLE, HEINZEL_ID
 from hz_kernel.team.repo import TeamRepo
 
 LEASE_FILE = "lease.json"
+CLAIM_FILE = "claim.json"
 #: CAS rounds before giving up; a loser needs two (its push, then reading the winner).
 MAX_ATTEMPTS = 5
 HEINZEL_ID_RE = re.compile(HEINZEL_ID)
@@ -34,6 +35,10 @@ HEINZEL_ID_RE = re.compile(HEINZEL_ID)
 
 def lease_ref(heinzel: str) -> str:
     return f"refs/hz/lease/{heinzel}"
+
+
+def claim_ref(heinzel: str) -> str:
+    return f"refs/hz/claim/{heinzel}"
 
 
 class Lease(BaseModel):
@@ -54,6 +59,22 @@ class Lease(BaseModel):
 
     def expired(self, now: datetime) -> bool:
         return now >= self.expires
+
+
+class Claim(BaseModel):
+    """The owner's ask, while a delegate holds its heinzel, to have the lease handed back."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+    owner: str = Field(pattern=HANDLE)
+    at: datetime
+
+    @field_serializer("at")
+    def _utc(self, moment: datetime) -> str:
+        return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+    def fresh(self, now: datetime, ttl: timedelta) -> bool:
+        """Whether the owner asked within ``ttl``: a claim its owner stopped making lapses."""
+        return now < self.at + ttl
 
 
 class LeaseOutcome(BaseModel):
@@ -102,11 +123,63 @@ def acquire_or_renew(
             else:
                 how, token = "took-over", current.token + 1
             lease = _new_lease(handle, now, now + ttl, token)
-            commit = _commit(repo, heinzel, lease, now=now)
+            commit = _commit(repo, ref, LEASE_FILE, lease, now=now)
             if repo.push([f"{commit}:{ref}"], {ref: old}):
                 repo.set_mirror(ref, commit)
                 return LeaseOutcome(how=how, lease=lease)
     raise HzError("HZS110", f"the lease kept changing over {MAX_ATTEMPTS} attempts", heinzel)
+
+
+def release(repo: TeamRepo, heinzel: str, *, handle: str, now: datetime) -> Lease | None:
+    """End the lease ``handle`` holds now (same token), for the owner to take over.
+
+    Returns the lease in force afterwards; someone else's lease is left as
+    it is. The release marks ``renewed`` too: every slot that fired until
+    now was this holder's to decide, and it decided to leave them.
+    """
+    ref = lease_ref(heinzel)
+    with repo.locked():
+        for _ in range(MAX_ATTEMPTS):
+            repo.fetch()
+            old, current = mirrored_lease(repo, heinzel)
+            if current is None or current.holder != handle or current.expired(now):
+                return current
+            lease = _new_lease(handle, now, now, current.token)
+            commit = _commit(repo, ref, LEASE_FILE, lease, now=now)
+            if repo.push([f"{commit}:{ref}"], {ref: old}):
+                repo.set_mirror(ref, commit)
+                return lease
+    raise HzError("HZS110", f"the lease kept changing over {MAX_ATTEMPTS} attempts", heinzel)
+
+
+def claim(repo: TeamRepo, heinzel: str, *, handle: str, now: datetime) -> None:
+    """Ask the delegate holding the heinzel to hand it back (the owner, each tick it waits).
+
+    Only the owner writes its claim; a push that loses to an earlier one of
+    its own is left to the next tick.
+    """
+    ref = claim_ref(heinzel)
+    try:
+        document = Claim(owner=handle, at=now.replace(microsecond=0))
+    except ValidationError:
+        raise HzError("HZS112", "not a roster handle (a-z, 0-9, '.', '_', '-')", handle) from None
+    with repo.locked():
+        old = repo.mirrored(ref)
+        commit = _commit(repo, ref, CLAIM_FILE, document, now=now)
+        if repo.push([f"{commit}:{ref}"], {ref: old}):
+            repo.set_mirror(ref, commit)
+
+
+def mirrored_claim(repo: TeamRepo, heinzel: str) -> Claim | None:
+    """The owner's claim at the last fetch, or None (none, or not a claim: then none counts)."""
+    sha = repo.mirrored(claim_ref(heinzel))
+    raw = repo.show(f"{sha}:{CLAIM_FILE}") if sha is not None else None
+    if raw is None:
+        return None
+    try:
+        return Claim.model_validate_json(raw)
+    except ValidationError:
+        return None
 
 
 def _new_lease(handle: str, now: datetime, expires: datetime, token: int) -> Lease:
@@ -133,12 +206,17 @@ def mirrored_lease(repo: TeamRepo, heinzel: str) -> tuple[str | None, Lease | No
         raise HzError("HZS109", "the lease ref does not hold a lease", lease_ref(heinzel)) from None
 
 
-def _commit(repo: TeamRepo, heinzel: str, lease: Lease, *, now: datetime) -> str:
-    document = lease.model_dump(mode="json")
-    lint(document, lease_ref(heinzel))
+def _commit(repo: TeamRepo, ref: str, name: str, model: Lease | Claim, *, now: datetime) -> str:
+    """A parentless commit whose tree holds ``model`` as the one file ``name``."""
+    document = model.model_dump(mode="json")
+    lint(document, ref)
     blob = repo.blob(orjson.dumps(document, option=orjson.OPT_SORT_KEYS))
-    tree = git(repo.git_dir, "mktree", stdin=f"100644 blob {blob}\t{LEASE_FILE}\n".encode())
-    message = f"hz: lease token {lease.token}".encode()
+    tree = git(repo.git_dir, "mktree", stdin=f"100644 blob {blob}\t{name}\n".encode())
+    message = (
+        f"hz: lease token {model.token}"
+        if isinstance(model, Lease)
+        else f"hz: claim by {model.owner}"
+    ).encode()
     done = git(
         repo.git_dir,
         "commit-tree",

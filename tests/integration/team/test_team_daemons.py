@@ -4,9 +4,10 @@ heinzel with a schedule, every clock pinned to a file the test moves one slot at
 Over 20 slots exactly one turn runs per slot (Priya's, the owner); a slot Priya runs while her
 remote is unreachable is pushed at the next tick. Then her daemon runs one slot offline and is
 stopped (SIGSTOP): Theo, the delegate, takes the lease over two intervals after her last renewal;
-woken again (SIGCONT), she sees the newer token, skips the slot (``held-by`` theo) and her queued
-receipt with the old token is refused. ``main`` is never touched. And two daemons ticking at the
-same instant on an expired lease end, round after round, with exactly one holder and one turn.
+woken again (SIGCONT), she sees the newer token, her queued receipt with the old token is refused,
+and she claims her heinzel back: Theo's daemon hands the lease back and hers runs the next slots.
+``main`` is never touched. And two daemons ticking at the same instant on an expired lease end,
+round after round, with exactly one holder and one turn.
 """
 
 from __future__ import annotations
@@ -109,30 +110,35 @@ async def test_two_daemons_run_each_slot_once_and_the_delegate_takes_over_a_stop
     assert [w.name for w in taken.woken] == ["team-status"] and tokens(theo.home) == [2]
 
     # Slot 22: Priya wakes; she sees Theo's newer token and her stale receipt is refused. Theo
-    # has not ticked since the slot fired, so she waits for him; once he ran it, she skips it.
+    # has not ticked since the slot fired, so she waits for him, and claims her heinzel back.
+    # Theo's tick hands the lease back instead of running; Priya takes it over and runs slot 22.
     priya.signal(signal.SIGCONT)
     for daemon in (priya, theo):
         daemon.set_clock(slot(22))
     back = await priya.tick()
-    still = await theo.tick()
+    released = await theo.tick()
     priya.set_clock(slot(22) + timedelta(seconds=5))
-    later = await priya.tick()
+    retaken = await priya.tick()
+    for daemon in (priya, theo):
+        daemon.set_clock(slot(23))
+    owner = await priya.tick()
+    delegate = await theo.tick()
 
     assert back.woken == [] and [(d.reason, d.holder) for d in back.deferred] == [
         ("held-by", "theo")
     ]
     assert [p.code for p in back.problems] == ["HZS104"]
-    assert [w.name for w in still.woken] == ["team-status"]
-    assert later.woken == [] and [(s.reason, s.holder) for s in later.skipped] == [
-        ("held-by", "theo")
-    ]
-    assert tokens(priya.home) == [1] * 21 and tokens(theo.home) == [2, 2]
-    status = orjson.loads(priya.hz("team", "status", "--json").stdout)
+    assert released.woken == [] and [d.reason for d in released.deferred] == ["no-lease"]
+    assert [w.name for w in retaken.woken] == ["team-status"] and retaken.problems == []
+    assert [w.name for w in owner.woken] == ["team-status"]
+    assert [(s.reason, s.holder) for s in delegate.skipped] == [("held-by", "priya")]
+    assert tokens(priya.home) == [1] * 21 + [3, 3] and tokens(theo.home) == [2]
+    status = orjson.loads(theo.hz("team", "status", "--json").stdout)
     assert [(r["holder"], r["token"], r["held_here"]) for r in status["leases"]] == [
-        ("theo", 2, False)
+        ("priya", 3, False)
     ]
     log = orjson.loads(priya.hz("team", "log", "--json").stdout)["receipts"]
-    assert [r["receipt"]["token"] for r in log] == [1] * 20 + [2, 2]
+    assert [r["receipt"]["token"] for r in log] == [1] * 20 + [2, 3, 3]
     assert refs(bare)["refs/heads/main"] == main
 
 

@@ -11,7 +11,14 @@ import orjson
 import pytest
 
 from hz_kernel.errors import HzError
-from hz_kernel.team.lease import acquire_or_renew, lease_ref, read_lease
+from hz_kernel.team.lease import (
+    acquire_or_renew,
+    claim,
+    lease_ref,
+    mirrored_claim,
+    read_lease,
+    release,
+)
 from hz_kernel.team.repo import TeamRepo
 from tests.support.team import HEINZEL, T0, make_team_repo, refs, run_git
 
@@ -61,6 +68,28 @@ def test_a_holder_whose_lease_lapsed_unclaimed_renews_it_with_its_token(
     back = acquire_or_renew(priya, HEINZEL, handle="priya", now=T0 + 10 * TTL, ttl=TTL)
 
     assert (back.how, back.lease.token) == ("renewed", 1)
+
+
+def test_a_claim_lets_the_holder_release_and_the_owner_take_over(
+    tmp_path: Path, team: Path
+) -> None:
+    priya = TeamRepo(tmp_path / "priya", str(team))
+    theo = TeamRepo(tmp_path / "theo", str(team))
+    acquire_or_renew(theo, HEINZEL, handle="theo", now=T0, ttl=TTL)
+    claim(priya, HEINZEL, handle="priya", now=T0 + TTL / 4)
+    claim(priya, HEINZEL, handle="priya", now=T0 + TTL / 2)
+
+    read_lease(theo, HEINZEL)
+    wanted = mirrored_claim(theo, HEINZEL)
+    not_hers = release(priya, HEINZEL, handle="priya", now=T0 + TTL / 2)
+    released = release(theo, HEINZEL, handle="theo", now=T0 + TTL / 2)
+    taken = acquire_or_renew(priya, HEINZEL, handle="priya", now=T0 + TTL / 2, ttl=TTL)
+
+    assert wanted is not None and wanted.owner == "priya" and wanted.at == T0 + TTL / 2
+    assert wanted.fresh(T0 + TTL, TTL) and not wanted.fresh(T0 + TTL / 2 + TTL, TTL)
+    assert not_hers is not None and (not_hers.holder, not_hers.expires) == ("theo", T0 + TTL)
+    assert released is not None and released.expired(T0 + TTL / 2) and released.token == 1
+    assert (taken.how, taken.lease.holder, taken.lease.token) == ("took-over", "priya", 2)
 
 
 def test_a_lease_ref_that_holds_no_lease_is_a_coded_error(tmp_path: Path, team: Path) -> None:
