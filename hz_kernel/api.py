@@ -492,7 +492,7 @@ class Conversation(_Shape):
     skipped: list[str] = []
 
 
-GRAPH_SCHEMA = 1
+GRAPH_SCHEMA = 2
 """The version of ``hz graph --json``'s shape; it changes only when a field changes meaning."""
 
 
@@ -508,7 +508,11 @@ class GraphNode(_Shape):
     kind: Literal["heinzel", "source", "asset"]
     label: str
     heinzel: str | None = None
-    """A heinzel node's id (``hz-…``)."""
+    """A heinzel node's id (``hz-…``) on this home."""
+    team_id: str | None = None
+    """A team heinzel's id on ``hz/state`` (the same on every home)."""
+    readable: bool | None = None
+    """An asset's: whether this home can read the document (else it is a name only)."""
 
 
 class GraphEdge(_Shape):
@@ -518,7 +522,9 @@ class GraphEdge(_Shape):
     ``relation``: ``reads`` (heinzel → source or asset), ``writes`` (heinzel →
     asset), ``depends_on`` (heinzel → the heinzel whose output or asset it reads;
     ``via`` names that asset or output). ``turns`` counts the turns that read
-    it, or the drafts placed; ``last_turn`` is the newest of them.
+    it, or the drafts placed; ``last_turn`` is the newest of them;
+    ``team_turns`` counts those known only from the team state's receipts
+    (turns another home ran).
     """
 
     source: str
@@ -529,6 +535,7 @@ class GraphEdge(_Shape):
     turns: int = 0
     last_turn: str | None = None
     via: str | None = None
+    team_turns: int = 0
 
 
 class Graph(_Shape):

@@ -38,7 +38,7 @@ def render(graph: api.Graph) -> str:
     """Each heinzel with what it reads, writes and needs, one edge a line."""
     if not graph.edges:
         return "nothing reads or writes anything here yet\n"
-    labels = {node.id: node.label for node in graph.nodes}
+    labels = {node.id: _label(node) for node in graph.nodes}
     lines: list[str] = []
     for node in graph.nodes:
         if node.kind != "heinzel":
@@ -46,20 +46,30 @@ def render(graph: api.Graph) -> str:
         mine = [e for e in graph.edges if e.source == node.id]
         if not mine:
             continue
-        lines.append(node.label)
+        elsewhere = node.heinzel is None and node.team_id is not None
+        lines.append(f"{node.label}  (team: runs on another home)" if elsewhere else node.label)
         width = max(len(labels[e.target]) for e in mine)
         for edge in mine:
             target = labels[edge.target]
             via = f" via {edge.via}" if edge.via else ""
-            lines.append(
-                f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {_provenance(edge)}{via}"
-            )
+            known = _provenance(edge, elsewhere)
+            lines.append(f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {known}{via}")
     return "\n".join(lines) + "\n"
 
 
-def _provenance(edge: api.GraphEdge) -> str:
+def _label(node: api.GraphNode) -> str:
+    return f"{node.label} (not readable here)" if node.readable is False else node.label
+
+
+def _provenance(edge: api.GraphEdge, elsewhere: bool) -> str:
     counted = "draft" if edge.relation == "writes" else "turn"
     seen = f"observed in {edge.turns} {counted}{'s' if edge.turns != 1 else ''}"
+    if edge.team_turns:
+        seen += (
+            " on hz/state" if edge.team_turns == edge.turns else f" ({edge.team_turns} on hz/state)"
+        )
+    if elsewhere:
+        return seen
     if edge.declared and edge.observed:
         return f"declared · {seen}" if edge.turns else "declared · observed"
     if edge.declared:
