@@ -299,6 +299,8 @@ class ReportRequest(Request):
     line: Annotated[str, AfterValidator(action_line)] = Field(
         min_length=1, max_length=ACTION_LINE_MAX
     )
+    request_id: RequestId | None = None
+    """Retrying with the same id records the line once."""
 
 
 class ActionsRequest(Request):

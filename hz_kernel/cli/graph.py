@@ -82,6 +82,9 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = hsub.add_parser("report", help='add a line to a heinzel\'s action log: NAME "line"')
     p.add_argument("name")
     p.add_argument("line")
+    p.add_argument(
+        "--request-id", help="an id of your own: retried with it, the line is added once"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_report)
 
@@ -94,7 +97,8 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 @writes
 async def cmd_report(client: KernelClient, args: argparse.Namespace) -> int:
-    decided = await client.call(ops.REPORT, ops.ReportRequest(ref=args.name, line=args.line))
+    request = ops.ReportRequest(ref=args.name, line=args.line, request_id=args.request_id)
+    decided = await client.call(ops.REPORT, request)
     if args.json:
         emit_json(decided)
     else:

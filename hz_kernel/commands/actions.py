@@ -27,8 +27,9 @@ from hz_kernel.vocabulary import ActionReported
 class ActionCommands(KernelCore):
     """``heinzel.report`` and ``heinzel.actions``."""
 
-    async def report(self, *, ref: str, line: str) -> api.Decision:
-        """Add the user's line to the heinzel's action log."""
+    async def report(self, *, ref: str, line: str, request_id: str | None = None) -> api.Decision:
+        """Add the user's line to the heinzel's action log; a retried request (the same
+        ``request_id``, kept as the line's key) finds its line there and adds none."""
         row = await self.resolve(ref)
         async with self.holding(row["id"]) as held:
             if held.projection.heinzel["damaged"]:
@@ -37,7 +38,11 @@ class ActionCommands(KernelCore):
                     "its spine has a broken chain; look with hz heinzel verify, then accept it",
                     str(row["name"]),
                 )
-            await held.append(ActionReported(by="user", line=line))
+            key = None if request_id is None else f"{held.id}@report:{request_id}"
+            if key is None or not any(
+                e.key == key for e in held.scan.events if e.kind == ActionReported.kind
+            ):
+                await held.append(ActionReported(by="user", line=line), key=key)
             return api.Decision(
                 heinzel=held.id, what="report", state=str(held.projection.heinzel["state"])
             )
