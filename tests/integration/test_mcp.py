@@ -198,6 +198,74 @@ async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) ->
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         )
         assert foreign.status_code == 403 and foreign.json()["code"] == "HZD031"
+        _malformed_posts_are_coded_and_the_daemon_serves_on(discovery)
+
+
+#: Messages that are no JSON-RPC message, and the JSON-RPC error code each gets.
+MALFORMED = [
+    (b"not json", -32700),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600),
+    (b"[1, 2]", -32600),
+]
+
+
+def _coded(answer: dict[str, Any], code: int) -> None:
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+    assert answer["error"]["code"] == code, answer
+    assert answer["error"]["message"].startswith("HZD138: "), answer
+    assert "\n" not in answer["error"]["message"]
+
+
+def _malformed_posts_are_coded_and_the_daemon_serves_on(discovery: dict[str, Any]) -> None:
+    headers = {
+        "Authorization": f"Bearer {discovery['token']}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    url = f"{discovery['address']}/mcp"
+    for body, code in MALFORMED:
+        refused = httpx.post(url, headers=headers, content=body)
+        assert refused.status_code == 400, refused.text
+        _coded(refused.json(), code)
+    listed = httpx.post(
+        url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    )
+    assert listed.status_code == 200, listed.text
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == set(TOOLS)
+
+
+def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
+    drafted: Drafted,
+) -> None:
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "sloppy", "version": "1"},
+        },
+    }
+    lines = [
+        *(body for body, _ in MALFORMED),
+        json.dumps(hello).encode(),
+        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
+    ]
+    served = subprocess.run(
+        [sys.executable, "-m", "hz_kernel.cli", "mcp"],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        env={**drafted.hz_env(), "HZ_EMBEDDED": "1"},
+        timeout=60,
+    )
+    assert served.returncode == 0, served.stderr
+    answers = [json.loads(line) for line in served.stdout.splitlines()]
+    for answer, (_, code) in zip(answers, MALFORMED, strict=False):
+        _coded(answer, code)
+    assert [a.get("id") for a in answers[len(MALFORMED) :]] == [1, 2]
+    assert {t["name"] for t in answers[-1]["result"]["tools"]} == set(TOOLS)
 
 
 def test_a_stdio_client_that_goes_away_mid_answer_ends_hz_mcp_cleanly(drafted: Drafted) -> None:
