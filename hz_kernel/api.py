@@ -551,20 +551,29 @@ class ActionEntry(_Shape):
 
     ``what``: ``read`` (a turn's gather read an input: its ``name``, the
     ``ref`` of what it reads and the content's ``fingerprint``), ``wrote`` (a
-    draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``)
-    or ``reported`` (a ``line`` the model's ``report`` tool or the user wrote).
-    ``by`` is ``hz`` for what hz recorded itself.
+    draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``),
+    ``handed_off`` (a task handed to a coding agent: the runner as ``name``,
+    its report's hash as ``fingerprint``, the transcript's hash, how it
+    exited and what it cost; never the task or the report) or ``reported`` (a
+    ``line`` the model's ``report`` tool or the user wrote). ``by`` is ``hz``
+    for what hz recorded itself. The command line's ``--json`` and the MCP
+    tool both answer with this model (inside ``ActionLog``).
     """
 
     seq: int
     at: str
     turn: str | None = None
-    what: Literal["read", "wrote", "reported"]
+    what: Literal["read", "wrote", "handed_off", "reported"]
     by: Literal["hz", "model", "user"]
     name: str | None = None
     ref: str | None = None
     fingerprint: str | None = None
     line: str | None = None
+    transcript_hash: str | None = None
+    exit_status: int | None = None
+    usd: float | None = None
+    """A handoff's cost, when its runner reported one."""
+    tokens: int | None = None
 
 
 class ActionLog(_Shape):

@@ -109,7 +109,7 @@ async def cmd_report(client: KernelClient, args: argparse.Namespace) -> int:
 async def cmd_actions(client: KernelClient, args: argparse.Namespace) -> int:
     log = await client.call(ops.ACTIONS, ops.ActionsRequest(ref=args.name, limit=args.limit))
     if args.json:
-        emit_json([entry.model_dump(mode="json") for entry in log.items])
+        emit_json(log.model_dump(mode="json"))
         return 0
     if not log.items:
         sys.stdout.write(f"{log.name} has no actions yet\n")
@@ -123,6 +123,9 @@ def _action_line(entry: api.ActionEntry) -> str:
     if entry.what == "reported":
         return f"{when}  reported by {entry.by}: {entry.line}"
     mark = f"  {entry.fingerprint[:12]}" if entry.fingerprint else ""
+    if entry.what == "handed_off":
+        cost = f", {entry.usd:.4f} USD" if entry.usd is not None else ""
+        return f"{when}  handed off to {entry.name} (exit {entry.exit_status}{cost}){mark}"
     if entry.what == "wrote":
         return f"{when}  wrote {entry.ref}{mark}"
     what = f"{entry.name} ({entry.ref})" if entry.ref else str(entry.name)

@@ -2,7 +2,8 @@
 
 hz writes most of it itself, as a turn's steps go: the inputs its gather
 step read (by name and fingerprint; the ref comes from the contract version
-the turn ran under) and the drafts it placed (asset and hash). Beside them
+the turn ran under), the drafts it placed (asset and hash) and the tasks it
+handed to a coding agent (runner, hashes, exit status, cost). Beside them
 stand the lines the model's ``report`` tool and ``hz heinzel report`` add
 (``action.reported``). All of it is read from the spine, where every line
 passed the same lint: no content, no e-mail address.
@@ -55,9 +56,17 @@ class ActionCommands(KernelCore):
         contracts = ContractCache(heinzel_dir)
         entries: list[api.ActionEntry] = []
         versions: dict[str, int] = {}
+        handoffs: dict[str, int] = {}  # each handoff's entry, by effect key: its cost follows
         for event in events:
             if event.kind == "turn.started" and event.turn:
                 versions[event.turn] = int(event.data.get("contract_version") or 0)
+            if event.kind == "handoff.finished":
+                handoffs[str(event.data.get("key"))] = len(entries)
+            elif event.kind == "usage" and event.data.get("purpose") == "handoff":
+                place = handoffs.get(str(event.key))
+                if place is not None:
+                    cost = {"usd": event.data.get("usd"), "tokens": event.data.get("tokens")}
+                    entries[place] = entries[place].model_copy(update=cost)
             entries.extend(_entries(event, contracts.get(versions.get(event.turn or ""))))
         return api.ActionLog(heinzel=str(row["id"]), name=str(row["name"]), items=entries[-limit:])
 
@@ -67,6 +76,19 @@ def _entries(event: Event, contract: Any) -> list[api.ActionEntry]:
     if event.kind == "action.reported":
         data = event.data
         return [api.ActionEntry(**at, what="reported", by=data["by"], line=data["line"])]
+    if event.kind == "handoff.finished":
+        data = event.data
+        return [
+            api.ActionEntry(
+                **at,
+                what="handed_off",
+                by="hz",
+                name=str(data["runner"]),
+                fingerprint=data.get("report_hash"),
+                transcript_hash=data.get("transcript_hash"),
+                exit_status=data.get("exit_status"),
+            )
+        ]
     if event.kind == "draft.placed":
         data = event.data
         return [

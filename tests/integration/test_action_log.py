@@ -77,7 +77,9 @@ async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path
 
     listed = _hz(world.home, "heinzel", "actions", "notes-digest", "--json")
     assert listed.returncode == 0, listed.stderr
-    entries = json.loads(listed.stdout)
+    log = json.loads(listed.stdout)
+    assert (log["heinzel"], log["name"]) == (made.id, "notes-digest")
+    entries = log["items"]
     summary = [(e["what"], e["by"], e["name"] or e["ref"] or e["line"]) for e in entries]
     assert summary == [
         ("read", "hz", "notes"),
@@ -128,7 +130,8 @@ def test_a_report_retried_with_its_request_id_is_logged_once(tmp_path: Path) -> 
     bad = _hz(world.home, "heinzel", "report", "notes-digest", "x", "--request-id", "a b")
     assert bad.returncode == 2 and bad.stderr.startswith("HZ"), bad.stderr
     log = json.loads(_hz(world.home, "heinzel", "actions", "notes-digest", "--json").stdout)
-    assert [e["line"] for e in log if e["what"] == "reported"] == ["checked it", "checked it"]
+    lines = [e["line"] for e in log["items"] if e["what"] == "reported"]
+    assert lines == ["checked it", "checked it"]
 
 
 async def test_a_queued_report_delivered_again_after_a_crash_is_logged_once(

@@ -114,6 +114,11 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
         assert data, name
     listed = _data(await client.call_tool("heinzel_list", {}))
     assert [item["name"] for item in listed["items"]] == ["dig"]
+    actions = world.hz("heinzel", "actions", "dig", "--json")
+    assert actions.returncode == 0, actions.stderr
+    logged = _data(await client.call_tool("heinzel_actions", {"ref": "dig"}))
+    assert logged == json.loads(actions.stdout), "the action log reads the same on both heads"
+    assert {e["what"] for e in logged["items"]} >= {"read", "wrote"}
     drafts = _data(await client.call_tool("drafts", {}))
     assert [d["key"] for d in drafts["items"]] == [key]
 

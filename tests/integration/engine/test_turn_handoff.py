@@ -108,6 +108,28 @@ async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> N
     spine = (world.home / "heinzel" / heinzel / "session.jsonl").read_text()
     for text in (handoff_runner.WORK_LINE, handoff_runner.REPORT, "Rename the heading"):
         assert text not in spine
+    listed = world.hz("heinzel", "actions", "fixer", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (handed,) = [e for e in json.loads(listed.stdout)["items"] if e["what"] == "handed_off"]
+    assert handed | {"seq": 0, "at": ""} == {
+        "seq": 0,
+        "at": "",
+        "turn": report.turn,
+        "what": "handed_off",
+        "by": "hz",
+        "name": "script",
+        "ref": None,
+        "fingerprint": finished["report_hash"],
+        "line": None,
+        "transcript_hash": finished["transcript_hash"],
+        "exit_status": 0,
+        "usd": 0.25,
+        "tokens": 1200,
+    }
+    assert (
+        "handed off to script (exit 0, 0.2500 USD)"
+        in world.hz("heinzel", "actions", "fixer").stdout
+    )
 
 
 @pytest.mark.parametrize(
