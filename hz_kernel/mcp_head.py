@@ -66,8 +66,11 @@ def tool_name(operation: ops.Operation[Any, Any]) -> str:
     return operation.name.replace(".", "_")
 
 
-#: Every tool, by name: the operations table, nothing more and nothing less.
-TOOLS: dict[str, ops.Operation[Any, Any]] = {tool_name(op): op for op in ops.OPERATIONS.values()}
+#: Every tool, by name: the operations table, nothing more and nothing less (but what only
+#: the cockpit's own windows use, which the table marks).
+TOOLS: dict[str, ops.Operation[Any, Any]] = {
+    tool_name(op): op for op in ops.OPERATIONS.values() if not op.cockpit_only
+}
 
 
 def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
@@ -80,7 +83,7 @@ def describe_tool(name: str, operation: ops.Operation[Any, Any]) -> types.Tool:
     """One operation as an MCP tool, with hints on whether it changes state."""
     return types.Tool(
         name=name,
-        description=f"{operation.summary} (hz operation {operation.name}).",
+        description=ops.describe(operation),
         input_schema=_schema(operation.request, "input"),
         output_schema=_schema(operation.response, "output"),
         annotations=types.ToolAnnotations(

@@ -125,7 +125,14 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
 
 async def _tools_are_the_operations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    assert {t.name for t in tools} == {op.name.replace(".", "_") for op in OPERATIONS.values()}
+    served = {op.name.replace(".", "_") for op in OPERATIONS.values() if not op.cockpit_only}
+    assert {t.name for t in tools} == served
+    assert "composer_save" not in served, "the cockpit's own composer is no tool"
+    for tool in tools:
+        assert tool.description is not None
+        assert ". Arguments: " in tool.description and ". Returns " in tool.description
+        for argument in tool.input_schema.get("properties", {}):
+            assert f"{argument}" in tool.description, (tool.name, argument)
     by_name = {t.name: t for t in tools}
     assert by_name["heinzel_list"].annotations.read_only_hint is True
     assert by_name["approve"].annotations.read_only_hint is False
