@@ -59,7 +59,7 @@ class GraphCommands(TeamCommands):
             lambda: [self._facts(row) for row in rows],
         )
         await self._team_facts(facts)
-        graph = build_graph(facts, readable=self._readable)
+        graph = await asyncio.to_thread(lambda: build_graph(facts, readable=self._readable))
         known = {node.id for node in graph.nodes}
         for node, spelled in asked.items():
             if node not in known:
