@@ -553,7 +553,8 @@ async def recover(
     )
     if ended is None:  # the body is gone: nothing to rebuild it from
         raise HzError(INTERRUPTED, "the runner ended, but its report is gone", NAME)
-    await account(ended, call, recorded)
+    if "finished" in ended:  # an older hz's record has no accounting to rebuild
+        await account(ended, call, recorded)
     return answer(ended)
 
 
