@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -265,19 +266,31 @@ def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
         b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
         b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
     ]
-    served = subprocess.run(
+    served = subprocess.Popen(
         [sys.executable, "-m", "hz_kernel.cli", "mcp"],
-        input=b"\n".join(lines) + b"\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         env={**drafted.hz_env(), "HZ_EMBEDDED": "1"},
-        timeout=60,
     )
-    assert served.returncode == 0, served.stderr
-    answers = [json.loads(line) for line in served.stdout.splitlines()]
+    assert served.stdin is not None and served.stdout is not None
+    watchdog = threading.Timer(60, served.kill)  # a hung hz fails the test, never hangs it
+    watchdog.start()
+    try:
+        served.stdin.write(b"\n".join(lines) + b"\n")
+        served.stdin.flush()
+        # Every answer is read before stdin closes: at its end hz mcp stops serving.
+        answers = [json.loads(served.stdout.readline()) for _ in range(len(MALFORMED) + 2)]
+        served.stdin.close()
+        assert served.wait(timeout=60) == 0
+    finally:
+        watchdog.cancel()
+        served.kill()
     for answer, (_, code) in zip(answers, MALFORMED, strict=False):
         _coded(answer, code)
-    assert [a.get("id") for a in answers[len(MALFORMED) :]] == [1, 2]
-    assert {t["name"] for t in answers[-1]["result"]["tools"]} == set(TOOLS)
+    served_on = {a["id"]: a for a in answers[len(MALFORMED) :]}
+    assert set(served_on) == {1, 2}
+    assert {t["name"] for t in served_on[2]["result"]["tools"]} == set(TOOLS)
 
 
 def test_a_stdio_client_that_goes_away_mid_answer_ends_hz_mcp_cleanly(drafted: Drafted) -> None:
