@@ -492,7 +492,7 @@ class Conversation(_Shape):
     skipped: list[str] = []
 
 
-GRAPH_SCHEMA = 1
+GRAPH_SCHEMA = 2
 """The version of ``hz graph --json``'s shape; it changes only when a field changes meaning."""
 
 
@@ -508,7 +508,11 @@ class GraphNode(_Shape):
     kind: Literal["heinzel", "source", "asset"]
     label: str
     heinzel: str | None = None
-    """A heinzel node's id (``hz-…``)."""
+    """A heinzel node's id (``hz-…``) on this home."""
+    team_id: str | None = None
+    """A team heinzel's id on ``hz/state`` (the same on every home)."""
+    readable: bool | None = None
+    """An asset's: whether this home can read the document (else it is a name only)."""
 
 
 class GraphEdge(_Shape):
@@ -518,7 +522,9 @@ class GraphEdge(_Shape):
     ``relation``: ``reads`` (heinzel → source or asset), ``writes`` (heinzel →
     asset), ``depends_on`` (heinzel → the heinzel whose output or asset it reads;
     ``via`` names that asset or output). ``turns`` counts the turns that read
-    it, or the drafts placed; ``last_turn`` is the newest of them.
+    it, or the drafts placed; ``last_turn`` is the newest of them;
+    ``team_turns`` counts those known only from the team state's receipts
+    (turns another home ran).
     """
 
     source: str
@@ -529,6 +535,7 @@ class GraphEdge(_Shape):
     turns: int = 0
     last_turn: str | None = None
     via: str | None = None
+    team_turns: int = 0
 
 
 class Graph(_Shape):
@@ -544,20 +551,29 @@ class ActionEntry(_Shape):
 
     ``what``: ``read`` (a turn's gather read an input: its ``name``, the
     ``ref`` of what it reads and the content's ``fingerprint``), ``wrote`` (a
-    draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``)
-    or ``reported`` (a ``line`` the model's ``report`` tool or the user wrote).
-    ``by`` is ``hz`` for what hz recorded itself.
+    draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``),
+    ``handed_off`` (a task handed to a coding agent: the runner as ``name``,
+    its report's hash as ``fingerprint``, the transcript's hash, how it
+    exited and what it cost; never the task or the report) or ``reported`` (a
+    ``line`` the model's ``report`` tool or the user wrote). ``by`` is ``hz``
+    for what hz recorded itself. The command line's ``--json`` and the MCP
+    tool both answer with this model (inside ``ActionLog``).
     """
 
     seq: int
     at: str
     turn: str | None = None
-    what: Literal["read", "wrote", "reported"]
+    what: Literal["read", "wrote", "handed_off", "reported"]
     by: Literal["hz", "model", "user"]
     name: str | None = None
     ref: str | None = None
     fingerprint: str | None = None
     line: str | None = None
+    transcript_hash: str | None = None
+    exit_status: int | None = None
+    usd: float | None = None
+    """A handoff's cost, when its runner reported one."""
+    tokens: int | None = None
 
 
 class ActionLog(_Shape):

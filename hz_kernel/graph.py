@@ -6,7 +6,9 @@ write (its ``publishes`` assets); its spine shows what its turns did read
 contract version each turn ran under) and write (``draft.placed``). The two
 are kept apart on every edge, so a reader sees both what was promised and
 what happened. A heinzel that reads an asset another one writes, or another
-one's approved output, depends on it.
+one's approved output, depends on it. A team heinzel's drafts that another
+home placed are known from the receipts on the team repository's ``hz/state``:
+they count as observed, and apart (``team_turns``).
 
 Everything here is a pure function of those facts; ``commands.graph`` reads
 them from the home.
@@ -14,7 +16,7 @@ them from the home.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hz_kernel import api
@@ -38,13 +40,19 @@ class Seen:
 class HeinzelFacts:
     """What the graph needs of one heinzel: its contract now and what its spine shows."""
 
-    id: str
+    id: str | None
+    """Its id on this home; None for a team heinzel only another home has."""
     name: str
     contract: CompiledContract | None
     reads: dict[str, Seen] = field(default_factory=dict)
     """Observed reads, by the node they read (``input_node``)."""
     writes: dict[str, Seen] = field(default_factory=dict)
     """Observed drafts placed, by asset node."""
+    turns: set[str] = field(default_factory=set)
+    """The turns this home's spine has."""
+    team_id: str | None = None
+    team_writes: dict[str, Seen] = field(default_factory=dict)
+    """Drafts placed in turns another home ran, by asset node (from ``hz/state``)."""
 
 
 def heinzel_node(name: str) -> str:
@@ -82,17 +90,25 @@ class _Edge:
     via: str | None = None
     declared: bool = False
     seen: Seen | None = None
+    team: Seen | None = None
+
+    @property
+    def observed(self) -> bool:
+        return self.seen is not None or self.team is not None
 
     def model(self) -> api.GraphEdge:
+        both = [s for s in (self.seen, self.team) if s is not None]
+        lasts = [s.last_turn for s in both if s.last_turn is not None]
         return api.GraphEdge(
             source=self.source,
             target=self.target,
             relation=self.relation,  # type: ignore[arg-type]
             declared=self.declared,
-            observed=self.seen is not None,
-            turns=self.seen.turns if self.seen else 0,
-            last_turn=self.seen.last_turn if self.seen else None,
+            observed=self.observed,
+            turns=sum(s.turns for s in both),
+            last_turn=max(lasts, default=None),
             via=self.via,
+            team_turns=self.team.turns if self.team else 0,
         )
 
 
@@ -111,11 +127,11 @@ class _Edges:
         return [e for e in self.by_key.values() if e.relation == relation]
 
 
-def build_graph(heinzels: Iterable[HeinzelFacts]) -> api.Graph:
-    """Every heinzel's reads and writes, and who depends on whom through them."""
-    facts = sorted(heinzels, key=lambda h: (h.name, h.id))
+def build_graph(heinzels: Iterable[HeinzelFacts], *, readable: Callable[[str], bool]) -> api.Graph:
+    """Every heinzel's reads and writes, and who depends on whom through them; ``readable``
+    says whether this home can read an asset's document (by its ``doc:`` ref)."""
+    facts = sorted(heinzels, key=lambda h: (h.name, h.id or ""))
     edges = _Edges()
-    names = {h.name: h.id for h in facts}
     for heinzel in facts:
         me = heinzel_node(heinzel.name)
         declared = heinzel.contract.inputs.values() if heinzel.contract else ()
@@ -131,8 +147,10 @@ def build_graph(heinzels: Iterable[HeinzelFacts]) -> api.Graph:
             edges.get(me, node, relation, via).seen = seen
         for node, seen in heinzel.writes.items():
             edges.get(me, node, "writes").seen = seen
+        for node, seen in heinzel.team_writes.items():
+            edges.get(me, node, "writes").team = seen
     _through_assets(edges)
-    nodes = _nodes(edges, names)
+    nodes = _nodes(edges, facts, readable)
     ordered = sorted(edges.by_key.values(), key=lambda e: (e.source, e.relation, e.target, e.via))
     return api.Graph(nodes=nodes, edges=[e.model() for e in ordered])
 
@@ -160,15 +178,19 @@ def _through_assets(edges: _Edges) -> None:
             via = read.target.removeprefix("asset:")
             dependency = edges.get(read.source, write.source, "depends_on", via)
             dependency.declared = read.declared and write.declared
-            if read.seen is not None and write.seen is not None:
+            if read.seen is not None and write.observed:
                 dependency.seen = Seen(read.seen.turns, read.seen.last_turn)
 
 
-def _nodes(edges: _Edges, names: Mapping[str, str]) -> list[api.GraphNode]:
+def _nodes(
+    edges: _Edges, facts: list[HeinzelFacts], readable: Callable[[str], bool]
+) -> list[api.GraphNode]:
     seen: dict[str, api.GraphNode] = {}
-    for name, heinzel_id in names.items():
-        node = heinzel_node(name)
-        seen[node] = api.GraphNode(id=node, kind="heinzel", label=name, heinzel=heinzel_id)
+    for heinzel in facts:
+        node = heinzel_node(heinzel.name)
+        seen[node] = api.GraphNode(
+            id=node, kind="heinzel", label=heinzel.name, heinzel=heinzel.id, team_id=heinzel.team_id
+        )
     for edge in edges.by_key.values():
         for node in (edge.source, edge.target):
             if node not in seen:
@@ -177,7 +199,7 @@ def _nodes(edges: _Edges, names: Mapping[str, str]) -> list[api.GraphNode]:
                     id=node,
                     kind=kind,  # type: ignore[arg-type]
                     label=label,
-                    heinzel=names.get(label) if kind == "heinzel" else None,
+                    readable=readable(label) if kind == "asset" else None,
                 )
     order = {"heinzel": 0, "source": 1, "asset": 2}
     return sorted(seen.values(), key=lambda n: (order[n.kind], n.id))

@@ -9,7 +9,8 @@ The holder's next tick, or the next kernel that ticks, carries it out with
 ``deliver_queued`` and then removes the request, so it runs once; should a
 crash fall between the two, the commands that can queue are idempotent by
 their own state and keys (a stop with no turn, a pause of a paused heinzel,
-a retry keyed by its request id). ``chat`` and ``wake`` queue by themselves
+a retry or a report keyed by its request id, which queuing gives it when the
+caller did not). ``chat`` and ``wake`` queue by themselves
 (``status: queued``) and are delivered as turns by the tick.
 """
 
@@ -82,16 +83,22 @@ class Queued(Exception):
 def queue(
     home: Home, heinzel_id: str, operation: Operation[Any, Any], request: Any
 ) -> InboxRequest:
-    """Admit ``operation`` with ``request`` to the heinzel's inbox, for the next tick."""
+    """Admit ``operation`` with ``request`` to the heinzel's inbox, for the next tick; a
+    request that takes a request id and has none gets the inbox request's, so delivering it
+    again after a crash does nothing twice."""
     from ulid import ULID  # its import reads its own metadata: not on every start's path
 
+    request_id = str(ULID())
+    arguments = request.model_dump(mode="json")
+    if "request_id" in arguments and arguments["request_id"] is None:
+        arguments["request_id"] = request_id
     stored, _ = Inbox(home.heinzel_dir(heinzel_id)).admit(
         InboxRequest(
-            request_id=str(ULID()),
+            request_id=request_id,
             heinzel=heinzel_id,
             kind="operation",
             operation=operation.name,
-            arguments=request.model_dump(mode="json"),
+            arguments=arguments,
         )
     )
     return stored

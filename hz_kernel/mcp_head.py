@@ -13,18 +13,26 @@ kernel's coded line, never a protocol failure.
 Resources: each draft waiting for review (``hz://draft/<key>``, its text
 as placed) and any turn's transcript (``hz://transcript/<heinzel>/<turn>``,
 JSON), both read through the same operations as every other head.
+
+A message that is not JSON, or not a JSON-RPC message, is answered with one
+JSON-RPC error whose message is a coded line (``HZD138``), over stdio
+(``Refusing``) and HTTP (``daemon.mcp_endpoint``) alike, and the server goes
+on serving.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+import anyio
 import mcp_types as types
 import orjson
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from hz_kernel import operations as ops
@@ -32,6 +40,9 @@ from hz_kernel.client import KernelClient
 from hz_kernel.daemon.protocol import PROTOCOL_VERSION
 from hz_kernel.errors import HzError, field_problem
 from hz_kernel.held import Queued
+
+if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 #: The name an MCP client shows for this server.
 SERVER_NAME = "hz"
@@ -47,13 +58,19 @@ _INSTRUCTIONS = (
 )
 
 
+MALFORMED = "HZD138"
+
+
 def tool_name(operation: ops.Operation[Any, Any]) -> str:
     """The MCP tool of an operation: its wire name with ``_`` for ``.``."""
     return operation.name.replace(".", "_")
 
 
-#: Every tool, by name: the operations table, nothing more and nothing less.
-TOOLS: dict[str, ops.Operation[Any, Any]] = {tool_name(op): op for op in ops.OPERATIONS.values()}
+#: Every tool, by name: the operations table, nothing more and nothing less (but what only
+#: the cockpit's own windows use, which the table marks).
+TOOLS: dict[str, ops.Operation[Any, Any]] = {
+    tool_name(op): op for op in ops.OPERATIONS.values() if not op.cockpit_only
+}
 
 
 def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
@@ -66,7 +83,7 @@ def describe_tool(name: str, operation: ops.Operation[Any, Any]) -> types.Tool:
     """One operation as an MCP tool, with hints on whether it changes state."""
     return types.Tool(
         name=name,
-        description=f"{operation.summary} (hz operation {operation.name}).",
+        description=ops.describe(operation),
         input_schema=_schema(operation.request, "input"),
         output_schema=_schema(operation.response, "output"),
         annotations=types.ToolAnnotations(
@@ -170,6 +187,87 @@ _TEMPLATES = [
         mime_type="application/json",
     ),
 ]
+
+
+def refusal(exc: Exception, place: str) -> types.JSONRPCError:
+    """The answer to a message the SDK could not read (``exc``, from parsing it as JSON-RPC):
+    a parse error or an invalid request, its message one coded line, the id unknown (null)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if not errors or errors[0]["type"] == "json_invalid":
+        why = errors[0]["msg"] if errors else type(exc).__name__
+        code, message = types.PARSE_ERROR, f"the message is not JSON ({why})"
+    else:
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        message = (
+            "the message is not a JSON-RPC 2.0 request, notification or response "
+            f"({where + ': ' if where else ''}{first['msg']})"
+        )
+        code = types.INVALID_REQUEST
+    line = HzError(MALFORMED, message[:300], place).one_line()
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=line)
+    )
+
+
+def read_message(raw: bytes, place: str) -> types.JSONRPCError | None:
+    """Why ``raw`` is no JSON-RPC message (the coded answer), or None when it is one."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
+    except ValidationError as exc:
+        return refusal(exc, place)
+    return None
+
+
+class Refusing:
+    """A transport's read stream whose unreadable messages (the exceptions the transport
+    passes on) are answered on ``write`` with a coded error and never reach the server,
+    which would otherwise drop them without a word."""
+
+    def __init__(
+        self,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+        place: str,
+    ) -> None:
+        self.read = read
+        self.write = write
+        self.place = place
+
+    @property
+    def last_context(self) -> object:
+        """The sender's context of the last message, as the server's dispatcher reads it."""
+        return getattr(self.read, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self.read.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self.write.send(SessionMessage(refusal(item, self.place)))
+
+    async def aclose(self) -> None:
+        await self.read.aclose()
+
+    def __aiter__(self) -> Refusing:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Refusing:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 def build_server(client: KernelClient) -> Server[Any]:

@@ -38,7 +38,7 @@ def render(graph: api.Graph) -> str:
     """Each heinzel with what it reads, writes and needs, one edge a line."""
     if not graph.edges:
         return "nothing reads or writes anything here yet\n"
-    labels = {node.id: node.label for node in graph.nodes}
+    labels = {node.id: _label(node) for node in graph.nodes}
     lines: list[str] = []
     for node in graph.nodes:
         if node.kind != "heinzel":
@@ -46,20 +46,30 @@ def render(graph: api.Graph) -> str:
         mine = [e for e in graph.edges if e.source == node.id]
         if not mine:
             continue
-        lines.append(node.label)
+        elsewhere = node.heinzel is None and node.team_id is not None
+        lines.append(f"{node.label}  (team: runs on another home)" if elsewhere else node.label)
         width = max(len(labels[e.target]) for e in mine)
         for edge in mine:
             target = labels[edge.target]
             via = f" via {edge.via}" if edge.via else ""
-            lines.append(
-                f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {_provenance(edge)}{via}"
-            )
+            known = _provenance(edge, elsewhere)
+            lines.append(f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {known}{via}")
     return "\n".join(lines) + "\n"
 
 
-def _provenance(edge: api.GraphEdge) -> str:
+def _label(node: api.GraphNode) -> str:
+    return f"{node.label} (not readable here)" if node.readable is False else node.label
+
+
+def _provenance(edge: api.GraphEdge, elsewhere: bool) -> str:
     counted = "draft" if edge.relation == "writes" else "turn"
     seen = f"observed in {edge.turns} {counted}{'s' if edge.turns != 1 else ''}"
+    if edge.team_turns:
+        seen += (
+            " on hz/state" if edge.team_turns == edge.turns else f" ({edge.team_turns} on hz/state)"
+        )
+    if elsewhere:
+        return seen
     if edge.declared and edge.observed:
         return f"declared · {seen}" if edge.turns else "declared · observed"
     if edge.declared:
@@ -72,6 +82,9 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = hsub.add_parser("report", help='add a line to a heinzel\'s action log: NAME "line"')
     p.add_argument("name")
     p.add_argument("line")
+    p.add_argument(
+        "--request-id", help="an id of your own: retried with it, the line is added once"
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_report)
 
@@ -84,7 +97,8 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 @writes
 async def cmd_report(client: KernelClient, args: argparse.Namespace) -> int:
-    decided = await client.call(ops.REPORT, ops.ReportRequest(ref=args.name, line=args.line))
+    request = ops.ReportRequest(ref=args.name, line=args.line, request_id=args.request_id)
+    decided = await client.call(ops.REPORT, request)
     if args.json:
         emit_json(decided)
     else:
@@ -95,7 +109,7 @@ async def cmd_report(client: KernelClient, args: argparse.Namespace) -> int:
 async def cmd_actions(client: KernelClient, args: argparse.Namespace) -> int:
     log = await client.call(ops.ACTIONS, ops.ActionsRequest(ref=args.name, limit=args.limit))
     if args.json:
-        emit_json([entry.model_dump(mode="json") for entry in log.items])
+        emit_json(log.model_dump(mode="json"))
         return 0
     if not log.items:
         sys.stdout.write(f"{log.name} has no actions yet\n")
@@ -109,6 +123,9 @@ def _action_line(entry: api.ActionEntry) -> str:
     if entry.what == "reported":
         return f"{when}  reported by {entry.by}: {entry.line}"
     mark = f"  {entry.fingerprint[:12]}" if entry.fingerprint else ""
+    if entry.what == "handed_off":
+        cost = f", {entry.usd:.4f} USD" if entry.usd is not None else ""
+        return f"{when}  handed off to {entry.name} (exit {entry.exit_status}{cost}){mark}"
     if entry.what == "wrote":
         return f"{when}  wrote {entry.ref}{mark}"
     what = f"{entry.name} ({entry.ref})" if entry.ref else str(entry.name)

@@ -2,7 +2,8 @@
 
 hz writes most of it itself, as a turn's steps go: the inputs its gather
 step read (by name and fingerprint; the ref comes from the contract version
-the turn ran under) and the drafts it placed (asset and hash). Beside them
+the turn ran under), the drafts it placed (asset and hash) and the tasks it
+handed to a coding agent (runner, hashes, exit status, cost). Beside them
 stand the lines the model's ``report`` tool and ``hz heinzel report`` add
 (``action.reported``). All of it is read from the spine, where every line
 passed the same lint: no content, no e-mail address.
@@ -27,8 +28,9 @@ from hz_kernel.vocabulary import ActionReported
 class ActionCommands(KernelCore):
     """``heinzel.report`` and ``heinzel.actions``."""
 
-    async def report(self, *, ref: str, line: str) -> api.Decision:
-        """Add the user's line to the heinzel's action log."""
+    async def report(self, *, ref: str, line: str, request_id: str | None = None) -> api.Decision:
+        """Add the user's line to the heinzel's action log; a retried request (the same
+        ``request_id``, kept as the line's key) finds its line there and adds none."""
         row = await self.resolve(ref)
         async with self.holding(row["id"]) as held:
             if held.projection.heinzel["damaged"]:
@@ -37,7 +39,11 @@ class ActionCommands(KernelCore):
                     "its spine has a broken chain; look with hz heinzel verify, then accept it",
                     str(row["name"]),
                 )
-            await held.append(ActionReported(by="user", line=line))
+            key = None if request_id is None else f"{held.id}@report:{request_id}"
+            if key is None or not any(
+                e.key == key for e in held.scan.events if e.kind == ActionReported.kind
+            ):
+                await held.append(ActionReported(by="user", line=line), key=key)
             return api.Decision(
                 heinzel=held.id, what="report", state=str(held.projection.heinzel["state"])
             )
@@ -50,9 +56,17 @@ class ActionCommands(KernelCore):
         contracts = ContractCache(heinzel_dir)
         entries: list[api.ActionEntry] = []
         versions: dict[str, int] = {}
+        handoffs: dict[str, int] = {}  # each handoff's entry, by effect key: its cost follows
         for event in events:
             if event.kind == "turn.started" and event.turn:
                 versions[event.turn] = int(event.data.get("contract_version") or 0)
+            if event.kind == "handoff.finished":
+                handoffs[str(event.data.get("key"))] = len(entries)
+            elif event.kind == "usage" and event.data.get("purpose") == "handoff":
+                place = handoffs.get(str(event.key))
+                if place is not None:
+                    cost = {"usd": event.data.get("usd"), "tokens": event.data.get("tokens")}
+                    entries[place] = entries[place].model_copy(update=cost)
             entries.extend(_entries(event, contracts.get(versions.get(event.turn or ""))))
         return api.ActionLog(heinzel=str(row["id"]), name=str(row["name"]), items=entries[-limit:])
 
@@ -62,6 +76,19 @@ def _entries(event: Event, contract: Any) -> list[api.ActionEntry]:
     if event.kind == "action.reported":
         data = event.data
         return [api.ActionEntry(**at, what="reported", by=data["by"], line=data["line"])]
+    if event.kind == "handoff.finished":
+        data = event.data
+        return [
+            api.ActionEntry(
+                **at,
+                what="handed_off",
+                by="hz",
+                name=str(data["runner"]),
+                fingerprint=data.get("report_hash"),
+                transcript_hash=data.get("transcript_hash"),
+                exit_status=data.get("exit_status"),
+            )
+        ]
     if event.kind == "draft.placed":
         data = event.data
         return [

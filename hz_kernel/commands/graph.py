@@ -3,19 +3,24 @@
 The contract each heinzel has now declares; its spine's turns observed
 (``hz_kernel.graph``). A heinzel whose contract or spine cannot be read
 still appears, with what could be read: one bad heinzel never hides the
-others. The files are read in a worker thread.
+others. With team heinzels or a ``[team] repo``, the drafts other homes
+placed come from the receipts on ``hz/state`` as this home last fetched it
+(every tick of a home with team heinzels fetches; the graph itself never
+waits for the network). The files are read in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from hz_kernel import api
+from hz_kernel.commands.team import TeamCommands, team_id
 from hz_kernel.contracts.model import CompiledContract
 from hz_kernel.contracts.versions import ContractVersions
-from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.graph import (
     HeinzelFacts,
@@ -28,9 +33,11 @@ from hz_kernel.graph import (
 )
 from hz_kernel.store.scan import scan_file
 from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.team.receipts import AnyReceipt, DraftPlacedReceipt
+from hz_kernel.team.state_branch import StateBranch
 
 
-class GraphCommands(KernelCore):
+class GraphCommands(TeamCommands):
     """``graph``."""
 
     async def graph(
@@ -51,7 +58,8 @@ class GraphCommands(KernelCore):
         facts = await asyncio.to_thread(
             lambda: [self._facts(row) for row in rows],
         )
-        graph = build_graph(facts)
+        await self._team_facts(facts)
+        graph = await asyncio.to_thread(lambda: build_graph(facts, readable=self._readable))
         known = {node.id for node in graph.nodes}
         for node, spelled in asked.items():
             if node not in known:
@@ -61,6 +69,51 @@ class GraphCommands(KernelCore):
                 )
         wanted |= set(asked)
         return focus(graph, wanted) if wanted else graph
+
+    async def _team_facts(self, facts: list[HeinzelFacts]) -> None:
+        """Add the drafts other homes placed for team heinzels (a heinzel only they have gets
+        a node of its own, named when a contract here names it, else by its team id)."""
+        members, _ = await self.team_members()
+        repos = {m.repo for m in members} | set(filter(None, [self.home.settings.team.repo]))
+        if not repos:
+            return
+        logs = await asyncio.to_thread(lambda: [self._cached_receipts(r) for r in sorted(repos)])
+        local = {f.id: f for f in facts}
+        by_team = {m.team_id: local[m.heinzel] for m in members if m.heinzel in local}
+        for team, heinzel in by_team.items():
+            heinzel.team_id = team
+        names = {f.name for f in facts}
+        upstreams = {
+            team_id(str(spec.args["heinzel"])): str(spec.args["heinzel"])
+            for f in facts
+            if f.contract is not None
+            for spec in f.contract.inputs.values()
+            if spec.source == "heinzel"
+        }
+        for receipt in (r for log in logs for r in log):
+            if not isinstance(receipt, DraftPlacedReceipt) or receipt.turn is None:
+                continue
+            heinzel = by_team.get(receipt.heinzel)
+            if heinzel is None:
+                name = upstreams.get(receipt.heinzel)
+                label = name if name is not None and name not in names else receipt.heinzel
+                heinzel = HeinzelFacts(id=None, name=label, contract=None, team_id=receipt.heinzel)
+                by_team[receipt.heinzel] = heinzel
+                facts.append(heinzel)
+            if receipt.turn in heinzel.turns:
+                continue
+            node = asset_node(unquote(receipt.asset))
+            heinzel.team_writes.setdefault(node, Seen()).add(receipt.turn)
+
+    def _cached_receipts(self, repo: str) -> list[AnyReceipt]:
+        try:
+            return StateBranch(self.home.root, repo).cached_receipts().receipts
+        except HzError:
+            return []
+
+    def _readable(self, ref: str) -> bool:
+        path = self.home.settings.documents.resolve(ref.removeprefix("doc:").partition("#")[0])
+        return path.is_file() and os.access(path, os.R_OK)
 
     def _facts(self, row: dict[str, Any]) -> HeinzelFacts:
         heinzel_dir = self.home.heinzel_dir(str(row["id"]))
@@ -78,6 +131,7 @@ class GraphCommands(KernelCore):
         for event in events:
             if event.kind == "turn.started" and event.turn:
                 version_of[event.turn] = int(event.data.get("contract_version") or 0)
+                facts.turns.add(event.turn)
             elif event.kind == "step.done" and event.data.get("step") == "gather":
                 contract = versions.get(version_of.get(event.turn or ""))
                 if contract is None:

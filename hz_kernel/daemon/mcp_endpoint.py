@@ -10,7 +10,9 @@ response, as the operations are. A stateless server has nothing to push, so
 the route takes POST only: a GET is refused at once (405, as MCP allows)
 instead of holding an event stream that never carries an event. The SDK's
 own logging is kept to warnings: it logs a line per request at info, which
-would let any MCP client flood the daemon's log.
+would let any MCP client flood the daemon's log. A body that is not a
+JSON-RPC message is answered here, 400 with one coded JSON-RPC error
+(``HZD138``, as over stdio), before the SDK would answer it in its own words.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from hz_kernel.client import KernelClient
 
@@ -43,7 +45,14 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = await self._started()
-        await manager.asgi_app(scope, receive, send)
+        from hz_kernel.mcp_head import read_message
+
+        body = await _body(receive)
+        refused = read_message(body, f"POST {MCP_PATH}")
+        if refused is not None:
+            await _answer(send, 400, refused.model_dump_json(by_alias=True).encode())
+            return
+        await manager.asgi_app(scope, _replay(body, receive), send)
 
     async def _started(self) -> StreamableHTTPSessionManager:
         if self._manager is None:
@@ -80,3 +89,34 @@ class McpEndpoint:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given again first."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -123,17 +123,28 @@ class StateBranch:
         with self.repo.locked():
             if fetch:
                 self.repo.fetch()
-            tip = self.repo.mirrored(STATE_BRANCH)
-            if tip is None:
-                return ReceiptLog(receipts=[])
-            files = self.repo.files(tip, "receipts/")
-            receipts: list[AnyReceipt] = []
-            unreadable: list[str] = []
-            for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
-                try:
-                    receipts.append(parse_receipt(raw))
-                except ValidationError:
-                    unreadable.append(path)
+            return self._mirrored_receipts()
+
+    def cached_receipts(self) -> ReceiptLog:
+        """The receipts as this home last fetched them, without waiting for the cache's lock
+        (a flush may hold it for a minute) and without creating the cache: the mirror's refs
+        move atomically and the objects they name never change."""
+        if not (self.repo.git_dir / "HEAD").exists():
+            return ReceiptLog(receipts=[])
+        return self._mirrored_receipts()
+
+    def _mirrored_receipts(self) -> ReceiptLog:
+        tip = self.repo.mirrored(STATE_BRANCH)
+        if tip is None:
+            return ReceiptLog(receipts=[])
+        files = self.repo.files(tip, "receipts/")
+        receipts: list[AnyReceipt] = []
+        unreadable: list[str] = []
+        for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
+            try:
+                receipts.append(parse_receipt(raw))
+            except ValidationError:
+                unreadable.append(path)
         receipts.sort(key=lambda r: (r.at, r.path))
         return ReceiptLog(receipts=receipts, unreadable=unreadable)
 

@@ -55,7 +55,10 @@ EMPTY = (
 
 
 def known_from(edge: api.GraphEdge) -> str:
-    """The edge's provenance in a few words: declared, observed, or both."""
+    """The edge's provenance in a few words: declared, observed, or both; an edge known only
+    from the team's receipts (another home's turns) says so."""
+    if edge.team_turns and edge.team_turns == edge.turns and not edge.declared:
+        return "from hz/state"
     if edge.declared and edge.observed:
         return "declared · observed"
     if edge.declared:

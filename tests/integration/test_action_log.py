@@ -16,9 +16,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hz_kernel import operations as ops
+from hz_kernel.held import deliver_queued, queue
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.bodies import read_body
+from hz_kernel.store.inbox import Inbox
 from tests.support.env import hz_env
 from tests.support.homes import digest_contract, make_world
 from tests.support.openai_stub import OpenAIStub, ToolCall
@@ -74,7 +77,9 @@ async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path
 
     listed = _hz(world.home, "heinzel", "actions", "notes-digest", "--json")
     assert listed.returncode == 0, listed.stderr
-    entries = json.loads(listed.stdout)
+    log = json.loads(listed.stdout)
+    assert (log["heinzel"], log["name"]) == (made.id, "notes-digest")
+    entries = log["items"]
     summary = [(e["what"], e["by"], e["name"] or e["ref"] or e["line"]) for e in entries]
     assert summary == [
         ("read", "hz", "notes"),
@@ -108,3 +113,43 @@ def test_a_report_on_a_broken_spine_is_refused_like_a_wake(tmp_path: Path) -> No
     refused = _hz(world.home, "heinzel", "report", "notes-digest", "checked it")
     assert refused.returncode == 1 and refused.stderr.startswith("HZE001: notes-digest: ")
     assert spine.read_bytes() == before
+
+
+def test_a_report_retried_with_its_request_id_is_logged_once(tmp_path: Path) -> None:
+    """The user's report, like a chat or a wake, takes a request id: a retry (the client
+    never heard the answer) finds its line and adds none; another id is another line."""
+    world = make_world(tmp_path)
+    contract = tmp_path / "digest.prose.md"
+    contract.write_text(digest_contract())
+    assert _hz(world.home, "heinzel", "new", str(contract)).returncode == 0
+    for request_id, line in (("r1", "checked it"), ("r1", "checked it"), ("r2", "checked it")):
+        said = _hz(
+            world.home, "heinzel", "report", "notes-digest", line, "--request-id", request_id
+        )
+        assert said.returncode == 0, said.stderr
+    bad = _hz(world.home, "heinzel", "report", "notes-digest", "x", "--request-id", "a b")
+    assert bad.returncode == 2 and bad.stderr.startswith("HZ"), bad.stderr
+    log = json.loads(_hz(world.home, "heinzel", "actions", "notes-digest", "--json").stdout)
+    lines = [e["line"] for e in log["items"] if e["what"] == "reported"]
+    assert lines == ["checked it", "checked it"]
+
+
+async def test_a_queued_report_delivered_again_after_a_crash_is_logged_once(
+    tmp_path: Path,
+) -> None:
+    """A report queued for a spine another process held gets the inbox request's id: if a
+    crash comes between carrying it out and removing it, the next delivery adds no line."""
+    world = make_world(tmp_path)
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        made = await kernel.new(text=digest_contract())
+        request = ops.ReportRequest(ref=made.id, line="moved the section by hand")
+        stored = queue(kernel.home, made.id, ops.REPORT, request)
+        assert stored.arguments["request_id"] == stored.request_id
+        assert await deliver_queued(kernel, {made.id}) == []
+        Inbox(kernel.home.heinzel_dir(made.id)).admit(stored)  # as if the removal never came
+        assert await deliver_queued(kernel, {made.id}) == []
+        log = await kernel.actions(ref=made.id)
+    finally:
+        await kernel.close()
+    assert [e.line for e in log.items if e.what == "reported"] == ["moved the section by hand"]

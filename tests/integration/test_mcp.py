@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -114,13 +115,25 @@ async def _read_tools_answer(client: Client, world: Drafted) -> None:
         assert data, name
     listed = _data(await client.call_tool("heinzel_list", {}))
     assert [item["name"] for item in listed["items"]] == ["dig"]
+    actions = world.hz("heinzel", "actions", "dig", "--json")
+    assert actions.returncode == 0, actions.stderr
+    logged = _data(await client.call_tool("heinzel_actions", {"ref": "dig"}))
+    assert logged == json.loads(actions.stdout), "the action log reads the same on both heads"
+    assert {e["what"] for e in logged["items"]} >= {"read", "wrote"}
     drafts = _data(await client.call_tool("drafts", {}))
     assert [d["key"] for d in drafts["items"]] == [key]
 
 
 async def _tools_are_the_operations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    assert {t.name for t in tools} == {op.name.replace(".", "_") for op in OPERATIONS.values()}
+    served = {op.name.replace(".", "_") for op in OPERATIONS.values() if not op.cockpit_only}
+    assert {t.name for t in tools} == served
+    assert "composer_save" not in served, "the cockpit's own composer is no tool"
+    for tool in tools:
+        assert tool.description is not None
+        assert ". Arguments: " in tool.description and ". Returns " in tool.description
+        for argument in tool.input_schema.get("properties", {}):
+            assert f"{argument}" in tool.description, (tool.name, argument)
     by_name = {t.name: t for t in tools}
     assert by_name["heinzel_list"].annotations.read_only_hint is True
     assert by_name["approve"].annotations.read_only_hint is False
@@ -198,6 +211,86 @@ async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) ->
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         )
         assert foreign.status_code == 403 and foreign.json()["code"] == "HZD031"
+        _malformed_posts_are_coded_and_the_daemon_serves_on(discovery)
+
+
+#: Messages that are no JSON-RPC message, and the JSON-RPC error code each gets.
+MALFORMED = [
+    (b"not json", -32700),
+    (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600),
+    (b"[1, 2]", -32600),
+]
+
+
+def _coded(answer: dict[str, Any], code: int) -> None:
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None, answer
+    assert answer["error"]["code"] == code, answer
+    assert answer["error"]["message"].startswith("HZD138: "), answer
+    assert "\n" not in answer["error"]["message"]
+
+
+def _malformed_posts_are_coded_and_the_daemon_serves_on(discovery: dict[str, Any]) -> None:
+    headers = {
+        "Authorization": f"Bearer {discovery['token']}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    url = f"{discovery['address']}/mcp"
+    for body, code in MALFORMED:
+        refused = httpx.post(url, headers=headers, content=body)
+        assert refused.status_code == 400, refused.text
+        _coded(refused.json(), code)
+    listed = httpx.post(
+        url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    )
+    assert listed.status_code == 200, listed.text
+    assert {t["name"] for t in listed.json()["result"]["tools"]} == set(TOOLS)
+
+
+def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
+    drafted: Drafted,
+) -> None:
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "sloppy", "version": "1"},
+        },
+    }
+    lines = [
+        *(body for body, _ in MALFORMED),
+        json.dumps(hello).encode(),
+        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
+    ]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "hz_kernel.cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**drafted.hz_env(), "HZ_EMBEDDED": "1"},
+    )
+    assert served.stdin is not None and served.stdout is not None
+    watchdog = threading.Timer(60, served.kill)  # a hung hz fails the test, never hangs it
+    watchdog.start()
+    try:
+        served.stdin.write(b"\n".join(lines) + b"\n")
+        served.stdin.flush()
+        # Every answer is read before stdin closes: at its end hz mcp stops serving.
+        answers = [json.loads(served.stdout.readline()) for _ in range(len(MALFORMED) + 2)]
+        served.stdin.close()
+        assert served.wait(timeout=60) == 0
+    finally:
+        watchdog.cancel()
+        served.kill()
+    for answer, (_, code) in zip(answers, MALFORMED, strict=False):
+        _coded(answer, code)
+    served_on = {a["id"]: a for a in answers[len(MALFORMED) :]}
+    assert set(served_on) == {1, 2}
+    assert {t["name"] for t in served_on[2]["result"]["tools"]} == set(TOOLS)
 
 
 def test_a_stdio_client_that_goes_away_mid_answer_ends_hz_mcp_cleanly(drafted: Drafted) -> None:

@@ -90,10 +90,14 @@ class ToolSpec:
     action: Callable[[ToolArgs], str] | None = None
     """The line a successful call adds to the heinzel's action log (``action.reported``)."""
     perform: Callable[[ToolArgs, Grant, EffectCall], Awaitable[str]] | None = None
-    recover: Callable[[int, Sequence[dict[str, Any]]], str] | None = None
-    """For a tool that performs: the result of call ``n`` rebuilt from the body records it
+    recover: (
+        Callable[[EffectCall, Sequence[dict[str, Any]], frozenset[str]], Awaitable[str]] | None
+    ) = None
+    """For a tool that performs: the result of the call rebuilt from the body records it
     wrote (since the step's context), when its effect was done before a crash cut the call
-    short; raises ``HzError`` as the call would have. Without it such a call is interrupted."""
+    short; raises ``HzError`` as the call would have. It is given the spine kinds already
+    under the effect's key, and may append what the crash kept from the spine. Without it
+    such a call is interrupted."""
 
     def __post_init__(self) -> None:
         if (self.run is None) == (self.perform is None):

@@ -415,11 +415,11 @@ async def hand_off(args: ToolArgs, grant: Grant, call: EffectCall) -> str:
                 usage=usage,
             )
             ended = ended_record(ran, call)
-            transcript_hash = await done(ended, ran, call)
+            await done(ended, call)
         except Exception:
             await call.append(EffectInterrupted(key=call.key, effect=NAME))
             raise
-    await account(ran, call, transcript_hash)
+    await account(ended, call, frozenset())
     return answer(ended)
 
 
@@ -461,7 +461,33 @@ def stopped(
 
 
 def ended_record(ran: Ran, call: EffectCall) -> dict[str, Any]:
-    """The ``handoff`` body record of a run that ended: enough to answer the call again."""
+    """The ``handoff`` body record of a run that ended: enough to answer the call again, and
+    to account for it (``finished``, ``usage``) if a crash comes before the spine has."""
+    transcript = ran.captured.text()
+    finished = HandoffFinished(
+        key=call.key,
+        runner=ran.runner,
+        exit_status=ran.status,
+        timed_out=ran.timed_out,
+        duration_ms=ran.duration_ms,
+        transcript_hash=sha256_hex(transcript),
+        transcript_size=ran.captured.size,
+        transcript_cut=ran.captured.cut,
+        report_hash=sha256_hex(ran.report),
+        report_size=len(ran.report.encode()),
+        priced=ran.usage is not None and ran.usage.usd is not None,
+    )
+    usage = (
+        None
+        if ran.usage is None
+        else Usage(
+            purpose="handoff",
+            tokens=ran.usage.tokens or 0,
+            tokens_cached=ran.usage.tokens_cached,
+            usd=ran.usage.usd or 0.0,
+            priced=None if ran.usage.usd is not None else False,
+        )
+    )
     return {
         "call": call.call,
         "runner": ran.runner,
@@ -473,44 +499,25 @@ def ended_record(ran: Ran, call: EffectCall) -> dict[str, Any]:
         "tail": ran.captured.tail_text(),
         "stderr": ran.stderr.text(),
         "report": ran.report,
+        "finished": finished.model_dump(mode="json"),
+        "usage": None if usage is None else usage.model_dump(mode="json"),
     }
 
 
-async def done(ended: dict[str, Any], ran: Ran, call: EffectCall) -> str:
-    """The run's end into the body, durable, then ``effect.done``; the transcript's hash."""
-    transcript_hash = sha256_hex(ran.captured.text())
+async def done(ended: dict[str, Any], call: EffectCall) -> None:
+    """The run's end into the body, durable, then ``effect.done`` with the transcript's hash."""
     call.record(ENDED, ended, True)
-    await call.append(EffectDone(key=call.key, hash=transcript_hash))
-    return transcript_hash
+    await call.append(EffectDone(key=call.key, hash=str(ended["finished"]["transcript_hash"])))
 
 
-async def account(ran: Ran, call: EffectCall, transcript_hash: str) -> None:
-    """What the run left in the spine: hashes, sizes, exit status, duration and cost."""
-    await call.append(
-        HandoffFinished(
-            key=call.key,
-            runner=ran.runner,
-            exit_status=ran.status,
-            timed_out=ran.timed_out,
-            duration_ms=ran.duration_ms,
-            transcript_hash=transcript_hash,
-            transcript_size=ran.captured.size,
-            transcript_cut=ran.captured.cut,
-            report_hash=sha256_hex(ran.report),
-            report_size=len(ran.report.encode()),
-            priced=ran.usage is not None and ran.usage.usd is not None,
-        )
-    )
-    if ran.usage is not None:
-        await call.append(
-            Usage(
-                purpose="handoff",
-                tokens=ran.usage.tokens or 0,
-                tokens_cached=ran.usage.tokens_cached,
-                usd=ran.usage.usd or 0.0,
-                priced=None if ran.usage.usd is not None else False,
-            )
-        )
+async def account(ended: Mapping[str, Any], call: EffectCall, recorded: frozenset[str]) -> None:
+    """What the run leaves in the spine: hashes, sizes, exit status, duration and cost, from
+    its body record; each only if the spine does not have it yet (``recorded``: the kinds
+    under the effect's key), so a resume after a crash completes the accounting once."""
+    if "handoff.finished" not in recorded:
+        await call.append(HandoffFinished.model_validate(ended["finished"]))
+    if ended["usage"] is not None and "usage" not in recorded:
+        await call.append(Usage.model_validate(ended["usage"]))
 
 
 def answer(ended: Mapping[str, Any]) -> str:
@@ -533,15 +540,21 @@ def answer(ended: Mapping[str, Any]) -> str:
     return report or "(the runner reported nothing)"
 
 
-def recover(call: int, records: Sequence[Mapping[str, Any]]) -> str:
+async def recover(
+    call: EffectCall, records: Sequence[Mapping[str, Any]], recorded: frozenset[str]
+) -> str:
     """The result of a call whose runner had ended (``effect.done``) when a crash came before
-    the result was recorded: rebuilt from its ``handoff`` body record, never run again."""
+    the result was recorded: rebuilt from its ``handoff`` body record, never run again; the
+    ``handoff.finished`` and cost the crash kept from the spine are recorded first, so the
+    spend caps count what the runner cost."""
     ended = next(
-        (r for r in reversed(records) if r.get("type") == ENDED and r.get("call") == call),
+        (r for r in reversed(records) if r.get("type") == ENDED and r.get("call") == call.call),
         None,
     )
     if ended is None:  # the body is gone: nothing to rebuild it from
         raise HzError(INTERRUPTED, "the runner ended, but its report is gone", NAME)
+    if "finished" in ended:  # an older hz's record has no accounting to rebuild
+        await account(ended, call, recorded)
     return answer(ended)
 
 

@@ -130,7 +130,11 @@ class ToolJournal:
         self.effects: dict[str, Event] = {}
         """Effects begun in this step and not settled, by key."""
         self.effects_done: set[str] = set()
+        self.keyed: dict[str, set[str]] = {}
+        """The spine kinds recorded under each effect key of this step."""
         for event in scope(run.held.scan.events, state.turn):
+            if event.key is not None:
+                self.keyed.setdefault(event.key, set()).add(event.kind)
             if event.kind == ToolStarted.kind:
                 self.started[int(event.data["call"])] = event
             elif event.kind in (ToolFinished.kind, ToolInterrupted.kind):
@@ -210,8 +214,10 @@ class ToolJournal:
             and self._effect_key(spec, number) in (self.effects_done)
         ):
             record = {"call": number, "call_id": call_id, "tool": spec.name}
+            recorded = frozenset(self.keyed.get(self._effect_key(spec, number), ()))
             try:
-                _result_into(record, spec.recover(number, self.records))
+                effect = self._effect_call(spec, number)
+                _result_into(record, await spec.recover(effect, self.records, recorded))
             except HzError as exc:
                 record.update(error=exc.code, message=exc.one_line())
             self._write(RESULT, record)

@@ -108,6 +108,28 @@ async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> N
     spine = (world.home / "heinzel" / heinzel / "session.jsonl").read_text()
     for text in (handoff_runner.WORK_LINE, handoff_runner.REPORT, "Rename the heading"):
         assert text not in spine
+    listed = world.hz("heinzel", "actions", "fixer", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (handed,) = [e for e in json.loads(listed.stdout)["items"] if e["what"] == "handed_off"]
+    assert handed | {"seq": 0, "at": ""} == {
+        "seq": 0,
+        "at": "",
+        "turn": report.turn,
+        "what": "handed_off",
+        "by": "hz",
+        "name": "script",
+        "ref": None,
+        "fingerprint": finished["report_hash"],
+        "line": None,
+        "transcript_hash": finished["transcript_hash"],
+        "exit_status": 0,
+        "usd": 0.25,
+        "tokens": 1200,
+    }
+    assert (
+        "handed off to script (exit 0, 0.2500 USD)"
+        in world.hz("heinzel", "actions", "fixer").stdout
+    )
 
 
 @pytest.mark.parametrize(
@@ -300,6 +322,36 @@ async def test_a_kill_after_the_runner_ended_answers_from_its_record_never_runni
     assert finished["found_on_resume"] is True and finished.get("error") is None
     kinds = world.kinds(heinzel)
     assert "tool.interrupted" not in kinds and "effect.interrupted" not in kinds
+
+
+@pytest.mark.parametrize("point", ["effect.done", "handoff.finished"])
+async def test_a_kill_before_the_handoff_s_cost_is_recorded_records_it_on_resume_once(
+    tmp_path: Path, point: str
+) -> None:
+    """Killed after ``effect.done`` (or ``handoff.finished``) but before the runner's cost is in
+    the spine: the resume records ``handoff.finished`` and ``usage`` from the body's record,
+    each once, so the spend caps count what the runner cost; the runner does not run again."""
+    world = make_world(tmp_path)
+    marks = configure(world.home, "report")
+    with OpenAIStub([HANDOFF, ToolCall("draft", DRAFT)]) as stub:
+        heinzel = await _make(world, handoff_contract(stub.spec()))
+        crashed = world.hz("heinzel", "wake", "fixer", "--request-id", "r1", check=False,
+                           HZ_CRASH_AT=point)  # fmt: skip
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert "usage" not in world.kinds(heinzel)
+        report = await _wake(world, request_id="r1")
+    assert report.disposition == "drafted"
+    assert len(marked(marks)["started"]) == 1
+    (seen,) = _seen_by_model(stub)
+    assert seen["result"].endswith(handoff_runner.REPORT)
+    (done,) = _events(world, heinzel, "effect.done")
+    (finished,) = _events(world, heinzel, "handoff.finished")
+    assert finished["key"] == done["key"] and finished["transcript_hash"] == done["hash"]
+    assert finished["exit_status"] == 0 and finished["priced"] is True
+    (usage,) = _events(world, heinzel, "usage")
+    assert usage == {"purpose": "handoff", "tokens": 1200, "tokens_cached": 0, "usd": 0.25}
+    kinds = world.kinds(heinzel)
+    assert kinds.index("handoff.finished") < kinds.index("usage") < kinds.index("tool.finished")
 
 
 async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) -> None:

@@ -1,0 +1,131 @@
+"""Issue 18 item 3, with team state: ``hz graph`` shows what other homes' team heinzels wrote.
+
+Priya's home runs the team heinzel ``weekly-report`` and pushes its receipts
+to the team repository (real git, a bare repository on disk); so does a team
+heinzel Theo's home has never heard of. Theo's home reads Priya's report
+through a ``heinzel`` input. After a fetch (``hz team log``), Theo's graph has
+weekly-report writing its section, observed on ``hz/state`` only, and the
+unknown heinzel by its team id; the documents, which Theo's home cannot read,
+are names only.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hz_kernel.commands.team import team_id
+from hz_kernel.team.receipts import DraftPlacedReceipt
+from hz_kernel.team.state_branch import StateBranch
+from tests.support.env import hz_env
+from tests.support.team import T0, make_team_repo
+
+HZ = [sys.executable, "-m", "hz_kernel.cli"]
+NOW = "2026-11-27T10:00:00Z"
+READER = """---
+name: exec-summary
+description: "Three lines from the team's weekly report."
+hz:
+  inputs:
+    weekly:
+      source: heinzel
+      method: approved_output
+      args: {heinzel: weekly-report, output: weekly-report}
+  requires: [heinzels:read, documents:write]
+  publishes:
+    - capability: documents.place_draft
+      asset: "doc:reports/leadership.md#checkout"
+  approvers: [owner]
+  agent:
+    model: local
+---
+# Executive summary
+
+### Goal
+
+Three lines on what the team shipped this week.
+"""
+
+
+def _placed(heinzel: str, turn: str, asset: str) -> DraftPlacedReceipt:
+    return DraftPlacedReceipt(
+        heinzel=heinzel,
+        turn=turn,
+        token=1,
+        at="2026-11-27T09:00:01.000000Z",
+        key_fp="d" * 64,
+        asset=asset,
+        hash="c" * 64,
+    )
+
+
+def _hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [*HZ, *args], capture_output=True, text=True, env=hz_env(home, HZ_NOW=NOW), timeout=120
+    )
+    assert done.returncode == 0, (args, done.stderr)
+    return done
+
+
+def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path) -> None:
+    team = make_team_repo(tmp_path)
+    weekly, hidden = team_id("weekly-report"), team_id("plans")
+    priya = StateBranch(tmp_path / "priya", str(team))
+    priya.queue(
+        [
+            _placed(weekly, "01JDTURN01", "doc:reports/weekly.md#this-week"),
+            _placed(weekly, "01JDTURN02", "doc:reports/weekly.md#this-week"),
+            _placed(hidden, "01JDTURN03", "doc:private/plans%20q4.md"),
+        ]
+    )
+    assert priya.push_pending(now=T0).error is None
+    theo = tmp_path / "theo"
+    theo.mkdir(mode=0o700)
+    (tmp_path / "docs").mkdir()
+    (theo / "hz.toml").write_text(
+        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
+    )
+    (tmp_path / "reader.prose.md").write_text(READER)
+    _hz(theo, "heinzel", "new", str(tmp_path / "reader.prose.md"))
+    _hz(theo, "approve", "exec-summary")
+
+    before = json.loads(_hz(theo, "graph", "--json").stdout)
+    assert {n["id"] for n in before["nodes"] if n["team_id"]} == set(), "nothing fetched yet"
+    _hz(theo, "team", "log")
+    graph = json.loads(_hz(theo, "graph", "--json").stdout)
+
+    assert graph["schema_version"] == 2
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    assert nodes["heinzel:weekly-report"] == {
+        "id": "heinzel:weekly-report",
+        "kind": "heinzel",
+        "label": "weekly-report",
+        "heinzel": None,
+        "team_id": weekly,
+        "readable": None,
+    }
+    assert nodes[f"heinzel:{hidden}"]["team_id"] == hidden, "an unnamed one goes by its team id"
+    assert nodes["asset:doc:reports/weekly.md#this-week"]["readable"] is False
+    assert nodes["asset:doc:private/plans q4.md"]["readable"] is False
+    edges = {(e["source"], e["relation"], e["target"]): e for e in graph["edges"]}
+    wrote = edges[("heinzel:weekly-report", "writes", "asset:doc:reports/weekly.md#this-week")]
+    assert (wrote["declared"], wrote["observed"]) == (False, True)
+    assert (wrote["turns"], wrote["team_turns"], wrote["last_turn"]) == (2, 2, "01JDTURN02")
+    needs = edges[("heinzel:exec-summary", "depends_on", "heinzel:weekly-report")]
+    assert needs["declared"] and needs["via"] == "weekly-report" and needs["team_turns"] == 0
+    assert (f"heinzel:{hidden}", "writes", "asset:doc:private/plans q4.md") in edges
+
+    text = _hz(theo, "graph").stdout
+    assert "weekly-report  (team: runs on another home)\n" in text
+    wrote_line = (
+        "writes doc:reports/weekly.md#this-week (not readable here)  observed in 2 drafts on hz/"
+    )
+    assert wrote_line in text
+
+    (tmp_path / "docs" / "reports").mkdir()
+    (tmp_path / "docs" / "reports" / "weekly.md").write_text("# Weekly\n")
+    again = json.loads(_hz(theo, "graph", "--json").stdout)
+    readable = {n["id"]: n["readable"] for n in again["nodes"]}
+    assert readable["asset:doc:reports/weekly.md#this-week"] is True

@@ -1,0 +1,29 @@
+"""Issue 18 item 1: every MCP tool says what it does, takes and answers, from the table alone."""
+
+from __future__ import annotations
+
+from hz_kernel import operations as ops
+from hz_kernel.mcp_head import TOOLS
+
+
+def test_every_argument_of_every_tool_is_described_and_no_shared_meaning_is_unused() -> None:
+    used: set[str] = set()
+    for name, operation in TOOLS.items():
+        request = operation.request
+        request.model_rebuild()
+        for argument, field in request.model_fields.items():
+            if not field.description:
+                assert argument in ops.ARGUMENTS, (name, argument)
+                used.add(argument)
+        described = ops.describe(operation)
+        assert operation.summary and operation.returns, name
+        assert described.startswith(operation.summary) and "``" not in described, name
+    assert set(ops.ARGUMENTS) == used
+
+
+def test_only_the_cockpit_s_own_operations_are_no_tools() -> None:
+    hidden = {op.name for op in ops.OPERATIONS.values() if op.cockpit_only}
+    assert hidden == {"composer.get", "composer.save", "composer.sent"}
+    assert set(TOOLS) == {
+        op.name.replace(".", "_") for op in ops.OPERATIONS.values() if not op.cockpit_only
+    }
