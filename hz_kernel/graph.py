@@ -16,7 +16,7 @@ them from the home.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hz_kernel import api
@@ -127,10 +127,17 @@ class _Edges:
         return [e for e in self.by_key.values() if e.relation == relation]
 
 
-def build_graph(heinzels: Iterable[HeinzelFacts], *, readable: Callable[[str], bool]) -> api.Graph:
+def build_graph(
+    heinzels: Iterable[HeinzelFacts],
+    *,
+    readable: Callable[[str], bool],
+    renamed: Mapping[str, str] | None = None,
+) -> api.Graph:
     """Every heinzel's reads and writes, and who depends on whom through them; ``readable``
-    says whether this home can read an asset's document (by its ``doc:`` ref)."""
+    says whether this home can read an asset's document (by its ``doc:`` ref), ``renamed``
+    what a name no heinzel has now was renamed to (a reader may still name the old one)."""
     facts = sorted(heinzels, key=lambda h: (h.name, h.id or ""))
+    now_named = {heinzel_node(old): heinzel_node(new) for old, new in (renamed or {}).items()}
     edges = _Edges()
     for heinzel in facts:
         me = heinzel_node(heinzel.name)
@@ -138,13 +145,13 @@ def build_graph(heinzels: Iterable[HeinzelFacts], *, readable: Callable[[str], b
         for spec in declared:
             node, via = input_node(spec)
             relation = "depends_on" if via is not None else "reads"
-            edges.get(me, node, relation, via).declared = True
+            edges.get(me, now_named.get(node, node), relation, via).declared = True
         for asset in heinzel.contract.assets if heinzel.contract else ():
             edges.get(me, asset_node(asset), "writes").declared = True
         for node, seen in heinzel.reads.items():
             via = _output_of(heinzel.contract, node)
             relation = "depends_on" if node.startswith("heinzel:") else "reads"
-            edges.get(me, node, relation, via).seen = seen
+            edges.get(me, now_named.get(node, node), relation, via).seen = seen
         for node, seen in heinzel.writes.items():
             edges.get(me, node, "writes").seen = seen
         for node, seen in heinzel.team_writes.items():

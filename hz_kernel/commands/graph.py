@@ -59,7 +59,11 @@ class GraphCommands(TeamCommands):
             lambda: [self._facts(row) for row in rows],
         )
         await self._team_facts(facts)
-        graph = await asyncio.to_thread(lambda: build_graph(facts, readable=self._readable))
+        names = {str(row["id"]): str(row["name"]) for row in rows}
+        renamed = {old: names[id_] for old, id_ in self.index.former_names().items()}
+        graph = await asyncio.to_thread(
+            lambda: build_graph(facts, readable=self._readable, renamed=renamed)
+        )
         known = {node.id for node in graph.nodes}
         for node, spelled in asked.items():
             if node not in known:

@@ -83,10 +83,12 @@ from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
 FLOW_WAITING_QUERY = """
 SELECT h.id, (
     SELECT d.placed_at FROM drafts AS d
-    WHERE d.heinzel = h.id AND d.output = ? AND d.status = 'pending'
+    WHERE d.heinzel = h.id AND d.output = ?1 AND d.status = 'pending'
     ORDER BY d.seq DESC LIMIT 1
 ) AS placed
-FROM heinzels AS h WHERE h.name = ? AND NOT h.retired ORDER BY h.id LIMIT 1
+FROM heinzels AS h
+WHERE (h.name = ?2 OR EXISTS (SELECT 1 FROM json_each(h.aliases) WHERE value = ?2))
+AND NOT h.retired ORDER BY h.name != ?2, h.id LIMIT 1
 """
 FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 
@@ -375,7 +377,7 @@ class TickCommands(KernelCore):
         )
         clock = self.slot_clock(zone or self.home.settings.heinzel.timezone)
         busy = self._busy(rows)
-        reads = upstreams(rows, settings.documents.resolve)
+        reads = upstreams(rows, settings.documents.resolve, self.index.former_names)
         watches = watched(rows, reads, leave_out=busy)
         groups = group_watches(chain.from_iterable(watches.values()))
         slots = {row.id: slot for row in rows if (slot := due_slot(row, clock, now)) is not None}

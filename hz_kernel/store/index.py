@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 #: 4: a line whose types do not fit its kind is damage (``verify`` trusts a sound row to say so);
 #: an older index may have folded such a line as sound.
 #: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,7 @@ HEINZELS = Table(
         "render_on_schedule",
         "inputs",
         "hz",
+        "aliases",
         "created_at",
         "paused",
         "retired",
@@ -121,7 +122,7 @@ HEINZELS = Table(
         "last_hash",
     ),
     ("id",),
-    frozenset({"assets", "inputs", "hz", "waiting_on"}),
+    frozenset({"assets", "inputs", "hz", "aliases", "waiting_on"}),
 )
 TURNS = Table(
     "turns",
@@ -815,6 +816,21 @@ class Index(IndexQueries):
         """USD recorded on ``day`` across all heinzels (the writer's cap check, cheap)."""
         row = self._one("SELECT COALESCE(SUM(usd), 0) FROM costs WHERE day = ?", (day,))
         return float(row[0]) if row else 0.0
+
+    def former_names(self) -> dict[str, str]:
+        """Each name a heinzel had before a rename and that no heinzel has now: its id."""
+        try:
+            rows = self.writer.execute(
+                "SELECT value, h.id FROM heinzels AS h, json_each(h.aliases) "
+                "WHERE h.aliases IS NOT NULL AND value NOT IN (SELECT name FROM heinzels) "
+                "ORDER BY h.id"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        named: dict[str, str] = {}
+        for name, heinzel_id in rows:
+            named.setdefault(str(name), str(heinzel_id))
+        return named
 
     async def set_damaged(self, heinzel_id: str, damaged: bool) -> None:
         with self._transaction() as w:

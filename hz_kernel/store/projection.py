@@ -46,6 +46,7 @@ class Projection:
             "render_on_schedule": "always",
             "inputs": {},
             "hz": {},
+            "aliases": None,
             "created_at": None,
             "paused": 0,
             "retired": 0,
@@ -260,7 +261,11 @@ def _created(p: Projection, e: Event, d: dict[str, Any]) -> None:
 
 
 def _renamed(p: Projection, e: Event, d: dict[str, Any]) -> None:
-    p.heinzel["name"] = d.get("name", p.heinzel["name"])
+    """The new name; the old one stays an alias, so readers that name it keep finding it."""
+    row = p.heinzel
+    previous, name = d.get("previous") or row["name"], d.get("name", row["name"])
+    aliases = [a for a in dict.fromkeys([*(row["aliases"] or ()), previous]) if a != name]
+    row["name"], row["aliases"] = name, aliases or None
 
 
 def _flag(name: str, value: int) -> Callable[[Projection, Event, dict[str, Any]], None]:

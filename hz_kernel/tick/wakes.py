@@ -158,13 +158,17 @@ _READS_OTHERS = frozenset({"heinzel", "document"})
 
 
 def upstreams(
-    rows: Iterable[HeinzelRow], resolve: Callable[[str], Path]
+    rows: Iterable[HeinzelRow],
+    resolve: Callable[[str], Path],
+    former_names: Callable[[], Mapping[str, str]] = dict,
 ) -> dict[str, dict[str, str]]:
     """Per heinzel, per input: the heinzel whose output that input reads.
 
     An input reads another heinzel when it names it (source ``heinzel``) or
     when it is a ``document`` input on a file another heinzel publishes to
     (same file, and the same section unless the input takes the whole file).
+    A name no heinzel has now is looked up among the names heinzels had
+    before a rename (``former_names``, asked only then).
     """
     rows = list(rows)
     readers = [
@@ -177,6 +181,7 @@ def upstreams(
     if not readers:
         return {}
     by_name = {r.name: r.id for r in rows}
+    looked_up = False
     resolved = lru_cache(maxsize=None)(resolve)
     publishers: dict[Path, list[tuple[str, str | None]]] = {}
     for row in rows:
@@ -187,7 +192,10 @@ def upstreams(
     for row, name, spec in readers:
         args = spec.get("args") or {}
         if spec.get("source") == "heinzel":
-            upstream = by_name.get(str(args.get("heinzel")))
+            named = str(args.get("heinzel"))
+            if named not in by_name and not looked_up:
+                by_name, looked_up = {**former_names(), **by_name}, True
+            upstream = by_name.get(named)
         else:
             on_file = publishers.get(resolved(str(args.get("path"))), [])
             upstream = _publisher(on_file, args.get("anchor"), reader=row.id)

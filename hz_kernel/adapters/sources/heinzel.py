@@ -31,7 +31,12 @@ from hz_kernel.store.bodies import read_body
 
 FACET = "approved"
 
-_UPSTREAM = "SELECT id, json_extract(hz, '$.outputs') FROM heinzels WHERE name = ? ORDER BY id"
+#: The heinzel a name means: the one that has it now, else one that had it before a rename.
+_UPSTREAM = """
+SELECT id, json_extract(hz, '$.outputs') FROM heinzels
+WHERE name = ?1 OR EXISTS (SELECT 1 FROM json_each(aliases) WHERE value = ?1)
+ORDER BY name != ?1, id
+"""
 _LATEST = """
 SELECT d.key, d.asset, d.output_fp, k.turn FROM drafts AS d
 LEFT JOIN keys AS k ON k.heinzel = d.heinzel AND k.key = d.heinzel || '@approval:' || d.key

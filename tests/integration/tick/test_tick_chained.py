@@ -100,6 +100,26 @@ def test_issue12_item6_an_unknown_upstream_or_output_is_a_coded_problem(world: W
     }
 
 
+def test_a_reader_keeps_its_upstream_when_the_upstream_is_renamed(world: World) -> None:
+    """The reader's contract names the upstream's old name: its wake on the upstream's
+    approval, its turn and the graph still find the upstream under its new name."""
+    made(world, "top", contract("top", inputs={"notes": FILES}), NOW)
+    made(world, "reader", contract("reader", inputs=_reads("top")), NOW)
+    _tick(world)
+    world.hz("heinzel", "rename", "top", "summit", HZ_NOW=NOW)
+    document = world.root / "top.md"
+    edited = [line for line in document.read_text().splitlines() if "DRAFT" not in line]
+    document.write_text("\n".join(edited) + "\n")
+
+    approved = _tick(world)
+    graph = json.loads(world.hz("graph", "--json", HZ_NOW=NOW).stdout)
+
+    assert approved["problems"] == [] and "reader" in _woken(approved)
+    edges = {(e["source"], e["relation"], e["target"]) for e in graph["edges"]}
+    assert ("heinzel:reader", "depends_on", "heinzel:summit") in edges
+    assert not any(e[2] == "heinzel:top" for e in edges)
+
+
 async def test_issue12_item6_the_approved_text_outlives_its_body_only_while_the_document_keeps_it(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
