@@ -145,6 +145,9 @@ class KernelCore:
         """The team lease's fencing token a turn starts under (``TeamCommands``); None here."""
         return None
 
+    async def check_lease(self, heinzel_id: str, token: int, name: str) -> None:
+        """Refuse a team turn's effects once its lease is gone (``TeamCommands``); none here."""
+
     async def session(self, heinzel_id: str) -> HeldSession:
         """This kernel's hold on a heinzel's spine, opened (and indexed) on first use."""
         held = self.sessions.get(heinzel_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,6 +27,7 @@ from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
+from ulid import ULID
 
 from hz_kernel import api
 from hz_kernel.clock import now_utc, stamp
@@ -35,6 +37,8 @@ from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, store_io
 from hz_kernel.store.locks import SpineBusy
 from hz_kernel.team.lease import (
+    HOME_ID,
+    SHARED_HANDLE,
     Lease,
     acquire_or_renew,
     claim,
@@ -57,6 +61,7 @@ FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL ORDER BY
 NO_HANDLE = "HZS113"
 NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
+LEASE_LOST = "HZS121"
 _CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 
 
@@ -156,6 +161,8 @@ class TeamCommands(KernelCore):
             if not member.active:
                 continue
             lease, error = await asyncio.to_thread(self._lease_step, member, now, ttl)
+            if lease is not None and lease.holder == handle and not self._ours(lease):
+                lease = None  # another home that shares this handle: never ours to run
             if error is not None:
                 problems.append(_problem(error, member.name))
             if lease is None:
@@ -185,24 +192,89 @@ class TeamCommands(KernelCore):
         """
         handle = self.home.settings.team.handle
         assert handle is not None
-        repo = TeamRepo(self.home.root, member.repo)
         try:
+            repo = TeamRepo(self.home.root, member.repo)
+            home = self.team_home_id()
             if member.delegate:
                 current = read_lease(repo, member.team_id)
                 if current is None or (current.holder != handle and not current.expired(now)):
                     return current, None
                 wanted = mirrored_claim(repo, member.team_id)
-                if wanted is not None and wanted.owner != handle and wanted.fresh(now, ttl):
+                if (
+                    wanted is not None
+                    and wanted.owner != handle
+                    and wanted.owner == (current.owner or wanted.owner)
+                    and wanted.fresh(now, ttl)
+                ):
                     return release(repo, member.team_id, handle=handle, now=now), None
-            outcome = acquire_or_renew(repo, member.team_id, handle=handle, now=now, ttl=ttl)
+            outcome = acquire_or_renew(
+                repo, member.team_id, handle=handle, now=now, ttl=ttl, home=home
+            )
             if not member.delegate and not outcome.held:
                 claim(repo, member.team_id, handle=handle, now=now)
             return outcome.lease, None
         except HzError as exc:
+            if exc.code == SHARED_HANDLE:
+                return None, exc
             try:
-                return read_lease(repo, member.team_id, fetch=False), exc
+                return read_lease(
+                    TeamRepo(self.home.root, member.repo), member.team_id, fetch=False
+                ), exc
             except HzError:
                 return None, exc
+
+    async def check_lease(self, heinzel_id: str, token: int, name: str) -> None:
+        """Refuse to act for a turn whose lease ran out while it ran (HZS121).
+
+        A turn fenced only at its receipts would still place its draft here
+        after another home took the slot over (a machine that slept mid-turn).
+        So before its first effect, the turn must still hold the lease it
+        started under, as this home knows it now (renewed first when this
+        kernel has not ticked).
+        """
+        lease = self.team_leases.get(heinzel_id)
+        if lease is None or lease.expired(now_utc()):
+            members, _ = await self.team_members()
+            for member in (m for m in members if m.heinzel == heinzel_id):
+                ttl = timedelta(seconds=2 * tick_interval(self.home.settings))
+                lease, _ = await asyncio.to_thread(self._lease_step, member, now_utc(), ttl)
+        if lease is None or not self._ours(lease) or lease.expired(now_utc()):
+            raise HzError(
+                LEASE_LOST,
+                "the team lease ran out while this turn ran: it places nothing (the home "
+                "holding the lease runs the slot)",
+                name,
+            )
+        if lease.token != token:
+            raise HzError(
+                LEASE_LOST,
+                f"the team lease changed hands while this turn ran (token {token}, now "
+                f"{lease.token}): it places nothing",
+                name,
+            )
+
+    def _ours(self, lease: Lease) -> bool:
+        """Whether this home holds ``lease``: its handle, and not another home's sharing it."""
+        return lease.holder == self.home.settings.team.handle and lease.home in (
+            None,
+            self.team_home_id(),
+        )
+
+    def team_home_id(self) -> str:
+        """This home's own id in leases (minted once), which tells it from a home that shares
+        its handle."""
+        known: str | None = getattr(self, "_home_id", None)
+        if known is not None:
+            return known
+        path = self.home.root / "team" / "home-id"
+        with store_io(path):
+            minted = path.read_text().strip() if path.exists() else ""
+            if not re.fullmatch(HOME_ID, minted):
+                ensure_private_dir(path.parent)
+                minted = str(ULID())
+                atomic_write(path, minted.encode())
+        self._home_id = minted
+        return minted
 
     async def lease_token(self, heinzel_id: str, row: Mapping[str, Any]) -> int | None:
         """The fencing token a turn of this heinzel starts under: None outside a team.
@@ -220,8 +292,7 @@ class TeamCommands(KernelCore):
             for member in (m for m in members if m.heinzel == heinzel_id):
                 ttl = timedelta(seconds=2 * tick_interval(self.home.settings))
                 lease, _ = await asyncio.to_thread(self._lease_step, member, now, ttl)
-        handle = self.home.settings.team.handle
-        if lease is None or lease.holder != handle or lease.expired(now):
+        if lease is None or not self._ours(lease) or lease.expired(now):
             held = (
                 f"{lease.holder} holds it until {stamp(lease.expires)}"
                 if lease is not None and not lease.expired(now)

@@ -30,6 +30,9 @@ LEASE_FILE = "lease.json"
 CLAIM_FILE = "claim.json"
 #: CAS rounds before giving up; a loser needs two (its push, then reading the winner).
 MAX_ATTEMPTS = 5
+#: A home's own id (a ULID it mints once), told apart from its handle.
+HOME_ID = r"^[0-9A-HJKMNP-TV-Z]{26}$"
+SHARED_HANDLE = "HZS120"
 HEINZEL_ID_RE = re.compile(HEINZEL_ID)
 
 
@@ -50,6 +53,10 @@ class Lease(BaseModel):
     token: int = Field(ge=1)
     renewed: datetime | None = None
     """When the holder last renewed or took the lease (None: written before hz kept it)."""
+    owner: str | None = Field(default=None, pattern=HANDLE)
+    """Who took the first lease, the heinzel's owner: only its claim gets the lease back."""
+    home: str | None = Field(default=None, pattern=HOME_ID)
+    """Which home holds it under ``holder``: two homes that share a handle are caught."""
 
     @field_serializer("expires", "renewed")
     def _utc(self, moment: datetime | None) -> str | None:
@@ -98,13 +105,21 @@ def read_lease(repo: TeamRepo, heinzel: str, *, fetch: bool = True) -> Lease | N
 
 
 def acquire_or_renew(
-    repo: TeamRepo, heinzel: str, *, handle: str, now: datetime, ttl: timedelta
+    repo: TeamRepo,
+    heinzel: str,
+    *,
+    handle: str,
+    now: datetime,
+    ttl: timedelta,
+    home: str | None = None,
 ) -> LeaseOutcome:
     """Renew the lease ``handle`` holds, take one that is absent or expired, or say who holds it.
 
-    Renewal keeps the token; a takeover raises it by one. Raises ``GitFailed``
-    (HZS105) when the remote cannot be reached, HZS110 when the lease kept
-    changing under every attempt.
+    Renewal keeps the token; a takeover raises it by one. ``home`` tells this
+    home from another that uses the same handle: a valid lease such a home
+    holds is refused (HZS120), an expired one taken over like anyone's.
+    Raises ``GitFailed`` (HZS105) when the remote cannot be reached, HZS110
+    when the lease kept changing under every attempt.
     """
     if not HEINZEL_ID_RE.match(heinzel):
         raise HzError("HZS040", "not a heinzel id", heinzel)
@@ -115,14 +130,27 @@ def acquire_or_renew(
             old, current = mirrored_lease(repo, heinzel)
             if current is not None and current.holder != handle and not current.expired(now):
                 return LeaseOutcome(how="held-by", lease=current)
+            shared = (
+                current is not None
+                and current.holder == handle
+                and None not in (current.home, home)
+                and current.home != home
+            )
+            if shared and current is not None and not current.expired(now):
+                raise HzError(
+                    SHARED_HANDLE,
+                    f"another home holds this lease under the handle {handle!r}: give "
+                    "each home its own [team] handle in hz.toml",
+                    heinzel,
+                )
             if current is None:
                 how: Literal["acquired", "renewed", "took-over"] = "acquired"
-                token = 1
-            elif current.holder == handle:
-                how, token = "renewed", current.token
+                token, owner = 1, handle
+            elif current.holder == handle and not shared:
+                how, token, owner = "renewed", current.token, current.owner
             else:
-                how, token = "took-over", current.token + 1
-            lease = _new_lease(handle, now, now + ttl, token)
+                how, token, owner = "took-over", current.token + 1, current.owner
+            lease = _new_lease(handle, now, now + ttl, token, owner=owner, home=home)
             commit = _commit(repo, ref, LEASE_FILE, lease, now=now)
             if repo.push([f"{commit}:{ref}"], {ref: old}):
                 repo.set_mirror(ref, commit)
@@ -144,7 +172,12 @@ def release(repo: TeamRepo, heinzel: str, *, handle: str, now: datetime) -> Leas
             old, current = mirrored_lease(repo, heinzel)
             if current is None or current.holder != handle or current.expired(now):
                 return current
-            lease = _new_lease(handle, now, now, current.token)
+            lease = current.model_copy(
+                update={
+                    "expires": now.replace(microsecond=0),
+                    "renewed": now.replace(microsecond=0),
+                }
+            )
             commit = _commit(repo, ref, LEASE_FILE, lease, now=now)
             if repo.push([f"{commit}:{ref}"], {ref: old}):
                 repo.set_mirror(ref, commit)
@@ -182,13 +215,23 @@ def mirrored_claim(repo: TeamRepo, heinzel: str) -> Claim | None:
         return None
 
 
-def _new_lease(handle: str, now: datetime, expires: datetime, token: int) -> Lease:
+def _new_lease(
+    handle: str,
+    now: datetime,
+    expires: datetime,
+    token: int,
+    *,
+    owner: str | None,
+    home: str | None,
+) -> Lease:
     try:
         return Lease(
             holder=handle,
             expires=expires.replace(microsecond=0),
             token=token,
             renewed=now.replace(microsecond=0),
+            owner=owner,
+            home=home,
         )
     except ValidationError:
         raise HzError("HZS112", "not a roster handle (a-z, 0-9, '.', '_', '-')", handle) from None

@@ -28,13 +28,17 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+@[^/:]+:")
 
 
 def normalise(remote: str) -> str:
-    """A URL (``file://``, ``ssh://``, ``user@host:path``) as given; a path made absolute."""
+    """A URL (``file://``, ``ssh://``, ``user@host:path``) as given; a path made absolute.
+
+    Links in the path are kept, not followed: the repository keeps its
+    identity (and its cache) while a link to it is broken or loops.
+    """
     remote = remote.strip()
     if not remote:
         raise HzError("HZS111", "the team repository is empty: give a path or a URL", "team.repo")
     if _URL.match(remote):
         return remote
-    return str(Path(remote).expanduser().resolve())
+    return os.path.abspath(os.path.expanduser(remote))
 
 
 class TeamRepo:

@@ -62,6 +62,12 @@ async def act(run: TurnRunner, state: TurnState) -> bool:
     """Perform the outcome's effects through the ledger; True when the turn now waits."""
     outcome = state.outcome
     assert outcome is not None
+    token = state.started.data.get("token")
+    visible = (DraftOutcome, AmendmentOutcome, QuestionOutcome)
+    if token is not None and isinstance(outcome, visible) and not state.effects_started:
+        await run.kernel.check_lease(
+            run.held.id, int(token), str(run.held.projection.heinzel["name"])
+        )
     if isinstance(outcome, DraftOutcome):
         decided = _decided_pending(run, state)
         if decided is not None:

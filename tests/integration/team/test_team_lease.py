@@ -54,6 +54,8 @@ def test_renewal_keeps_the_token_and_takeover_waits_for_expiry(tmp_path: Path, t
     assert stored == {
         "expires": "2026-11-27T09:05:00Z",
         "holder": "theo",
+        "home": None,
+        "owner": "priya",
         "renewed": "2026-11-27T09:03:00Z",
         "token": 2,
     }
