@@ -361,8 +361,12 @@ class KernelCore:
         return [p.id for p in projections] + contradicted
 
     async def resolve(self, ref: str) -> dict[str, Any]:
-        """The index row of a heinzel named by id or name (``HZU010`` when unknown)."""
+        """The index row of a heinzel named by id or name (``HZU010`` when unknown); a name
+        no heinzel has now names the one that had it before a rename."""
         row = await self.index.heinzel(ref)
+        if row is None:
+            renamed = self.index.former_names().get(ref)
+            row = await self.index.heinzel(renamed) if renamed is not None else None
         if row is None:
             raise UsageError("HZU010", "no heinzel with that name or id", ref[:80])
         return row

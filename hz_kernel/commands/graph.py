@@ -47,8 +47,6 @@ class GraphCommands(TeamCommands):
             "heinzels", "SELECT id, name, contract_version FROM heinzels ORDER BY name, id"
         )
         wanted: set[str] = set()
-        if heinzel is not None:
-            wanted.add(heinzel_node(str((await self.resolve(heinzel))["name"])))
         asked: dict[str, str] = {}
         if asset is not None:
             ref = asset if asset.startswith("doc:") else f"doc:{asset}"
@@ -65,6 +63,8 @@ class GraphCommands(TeamCommands):
             lambda: build_graph(facts, readable=self._readable, renamed=renamed)
         )
         known = {node.id for node in graph.nodes}
+        if heinzel is not None:
+            wanted.add(await self._heinzel_node(heinzel, graph))
         for node, spelled in asked.items():
             if node not in known:
                 what = "asset" if node.startswith("asset:") else "source"
@@ -73,6 +73,18 @@ class GraphCommands(TeamCommands):
                 )
         wanted |= set(asked)
         return focus(graph, wanted) if wanted else graph
+
+    async def _heinzel_node(self, ref: str, graph: api.Graph) -> str:
+        """The node of the heinzel ``ref`` names: one of this home's, by name, id or a name it
+        had before a rename, or one only other homes run, by its name or team id."""
+        for node in graph.nodes:
+            if (
+                node.kind == "heinzel"
+                and node.heinzel is None
+                and ref in (node.label, node.team_id)
+            ):
+                return node.id
+        return heinzel_node(str((await self.resolve(ref))["name"]))
 
     async def _team_facts(self, facts: list[HeinzelFacts]) -> None:
         """Add the drafts other homes placed for team heinzels (a heinzel only they have gets

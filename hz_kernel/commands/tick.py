@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -81,7 +82,7 @@ from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
 
 #: An upstream by name, and when its newest waiting draft of one output was placed.
 FLOW_WAITING_QUERY = """
-SELECT h.id, (
+SELECT h.id, h.name, (
     SELECT d.placed_at FROM drafts AS d
     WHERE d.heinzel = h.id AND d.output = ?1 AND d.status = 'pending'
     ORDER BY d.seq DESC LIMIT 1
@@ -289,10 +290,15 @@ class TickCommands(KernelCore):
         if not needs:
             return [], []
         waiting: dict[tuple[str, str], tuple[str, str | None]] = {}
+        named: list[Need] = []
         for need in needs:
             found = await self.index.fetch("", FLOW_WAITING_QUERY, (need.output, need.upstream))
             if found:
+                # The upstream by the name it has now: the reader may name it as it was.
+                need = dataclasses.replace(need, upstream=str(found[0]["name"]))
                 waiting[need.upstream, need.output] = (found[0]["id"], found[0]["placed"])
+            named.append(need)
+        needs = named
         known: dict[str, set[str]] = {}
         for row in await self.index.fetch("", FLOW_NOTICES_QUERY):
             known.setdefault(row["heinzel"], set()).add(row["key"])
