@@ -4,6 +4,8 @@
 ``refs/heads/hz/*`` (the ``hz/state`` branch) and ``refs/hz/*`` (leases)
 into ``refs/mirror/…``; it never fetches, checks out or pushes ``main`` or
 any other branch. One process at a time works in it (an ``flock``).
+Discovery's ``team:`` hints list the default branch's files from another
+cache beside it (``inventory``), fetched shallowly.
 """
 
 from __future__ import annotations

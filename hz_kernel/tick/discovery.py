@@ -30,7 +30,7 @@ from hz_kernel.adapters.sources.files import MAX_MATCHES, matching, segment_matc
 from hz_kernel.contracts.compile import compile_contract
 from hz_kernel.contracts.model import TEAM_HINT, ContractError, InputSpec
 from hz_kernel.contracts.parse import load_frontmatter, split_frontmatter
-from hz_kernel.store.fsutil import atomic_write, read_nofollow
+from hz_kernel.store.fsutil import atomic_write, is_regular_file, read_nofollow
 
 _WILDCARDS = frozenset("*?[")
 _ESCAPED = re.compile(r"\[([*?\[])\]")
@@ -195,6 +195,10 @@ def _rewritten(split: Any, name: str, spec: dict[str, Any]) -> str | None:
 # -- what the job remembers ------------------------------------------------------------------
 
 
+def discovery_path(heinzel_root: Path) -> Path:
+    return heinzel_root / "discovery.json"
+
+
 class DiscoveryState(BaseModel):
     """``<home>/heinzel/discovery.json``: the local day the job last ran, and the wakes it
     owes (heinzel, key) until a turn took them. The spines are the record; the job rebuilds
@@ -207,6 +211,8 @@ class DiscoveryState(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> DiscoveryState:
+        if not is_regular_file(path):
+            return cls()
         try:
             return cls.model_validate_json(read_nofollow(path))
         except (OSError, ValueError):
