@@ -112,6 +112,16 @@ class AmendmentDeclined(EventData):
     sources: list[str] = []
 
 
+class SourceDiscovered(EventData):
+    """The daily discovery job found a new source under one of the contract's ``discover``
+    hints: an absolute path, or ``team:`` and a path in the team repository. Recorded once per
+    source and heinzel, with the key of the one wake it brings (``docs/discovery.md``)."""
+
+    kind: ClassVar[str] = "source.discovered"
+    source: str = Field(max_length=4096)
+    hint: str = Field(max_length=512)
+
+
 class ContractAmended(EventData):
     kind: ClassVar[str] = "contract.amended"
     version: int

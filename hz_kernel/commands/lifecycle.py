@@ -36,6 +36,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, open_regular, read_nofollow
 from hz_kernel.store.session import HeldSession
+from hz_kernel.tick.discovery import input_identity
 from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
     AmendmentDeclined,
@@ -381,13 +382,25 @@ class LifecycleCommands(KernelCore):
         async with self.holding(row["id"]) as held:
             _, proposed = Proposals(held.dir).read(proposal)
             current = _current_contract(held)
-            added = sorted(set(proposed.inputs) - set(current.inputs)) if current else []
-            await held.append(AmendmentDeclined(proposal=proposal, sources=added))
+            added = self._added_sources(current, proposed) if current else {}
+            sources = [*sorted(added), *sorted(path for path in added.values() if path)]
+            await held.append(AmendmentDeclined(proposal=proposal, sources=sources))
             return api.Decision(
                 heinzel=held.id, what="amendment", declined=True, state=_state(held)
             )
 
     # -- amending ------------------------------------------------------------------------
+
+    def _added_sources(
+        self, current: CompiledContract, proposed: CompiledContract
+    ) -> dict[str, str | None]:
+        """The inputs ``proposed`` adds, each with the file it reads when it reads one file
+        (a source discovery may have found, and a decline names)."""
+        resolve = self.home.settings.documents.resolve
+        return {
+            name: input_identity(proposed.inputs[name], resolve)
+            for name in sorted(set(proposed.inputs) - set(current.inputs))
+        }
 
     async def amend(
         self,
@@ -408,12 +421,22 @@ class LifecycleCommands(KernelCore):
                     "HZU035", "approve the first contract before amending it", row["name"]
                 )
             zone = user_zone(self.home.settings.heinzel.timezone)
-            check = check_amendment(current, proposed, by=by, zone=zone)
+            sources = self._added_sources(current, proposed)
+            hints = set(current.hz.discover)
+            found = held.projection.discovered
+            discovered = frozenset(
+                name for name, path in sources.items() if path and found.get(path) in hints
+            )
+            check = check_amendment(current, proposed, by=by, zone=zone, discovered=discovered)
             added = set(proposed.assets) - set(current.assets)
             await self._check_assets_free(added, held.id, source)
             if by == "heinzel":
-                declined = _declined_sources(held)
-                again = sorted(set(proposed.inputs) - set(current.inputs) & declined)
+                declined = held.projection.declined
+                again = sorted(
+                    path or name
+                    for name, path in sources.items()
+                    if name in declined or path in declined
+                )
                 if again:
                     raise ContractError(
                         "HZC051",
@@ -516,14 +539,6 @@ def _current_contract(held: HeldSession) -> CompiledContract | None:
     if version is None:
         return None
     return ContractVersions(held.dir).read(int(version))[1]
-
-
-def _declined_sources(held: HeldSession) -> set[str]:
-    declined: set[str] = set()
-    for event in held.scan.events:
-        if event.kind == "amendment.declined":
-            declined.update(str(s) for s in event.data.get("sources", []))
-    return declined
 
 
 def template_list() -> api.TemplateList:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from itertools import chain
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -39,6 +39,8 @@ from hz_kernel.adapters.sources import default_registry
 from hz_kernel.adapters.sources.base import as_utc
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.config import Settings
+from hz_kernel.contracts import InputSpec
+from hz_kernel.contracts.model import TEAM_HINT
 from hz_kernel.core import KernelCore
 from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
@@ -49,7 +51,16 @@ from hz_kernel.store.locks import FileLock, SpineBusy
 from hz_kernel.store.pruning import DailyPrune
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME
+from hz_kernel.team.repo import TeamRepo
 from hz_kernel.tick.cache import SourceCache
+from hz_kernel.tick.discovery import (
+    DiscoveryState,
+    discovered_key,
+    discovery_path,
+    folder_sources,
+    input_identity,
+    team_sources,
+)
 from hz_kernel.tick.failures import FailureLedger, failures_path
 from hz_kernel.tick.fetching import (
     SourceFetcher,
@@ -67,10 +78,12 @@ from hz_kernel.tick.report import (
     TickSkipped,
     TickWoken,
 )
+from hz_kernel.tick.schedule import user_zone
 from hz_kernel.tick.wakes import (
     HeinzelRow,
     PlannedTurn,
     TickInputs,
+    capped,
     due_slot,
     heights,
     plan_tick,
@@ -78,7 +91,7 @@ from hz_kernel.tick.wakes import (
     upstreams,
     watched,
 )
-from hz_kernel.vocabulary import NoticeRaised, SkipReason, WokenBy
+from hz_kernel.vocabulary import NoticeRaised, SkipReason, SourceDiscovered, WokenBy
 
 #: An upstream by name, and when its newest waiting draft of one output was placed.
 FLOW_WAITING_QUERY = """
@@ -129,14 +142,31 @@ SELECT (
 (SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
 EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed,
 EXISTS (SELECT 1 FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL)
-  AS has_team
+  AS has_team,
+EXISTS (SELECT 1 FROM heinzels WHERE contract_version IS NOT NULL
+                                 AND instr(hz, '"discover":["')) AS has_hints
 """
 """Everything a tick plans from, in one statement and one row: the heinzels that have a
 contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
 already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
-cap today, and whether any heinzel is in a team (only then does a tick run git). Whether a
+cap today, whether any heinzel is in a team (only then does a tick run git) and whether any
+has ``discover`` hints (only then does the daily discovery job look). Whether a
 turn ran under the current contract is one seek in ``turns_by_version`` per heinzel, however
 many turns it has had."""
+
+DISCOVER_QUERY = """
+SELECT id, name, namespace, hz FROM heinzels
+WHERE contract_version IS NOT NULL
+  AND NOT (COALESCE(paused, 0) OR COALESCE(retired, 0) OR COALESCE(damaged, 0))
+  AND json_array_length(json_extract(hz, '$.discover')) > 0
+ORDER BY name
+"""
+"""The heinzels the daily discovery job looks for sources for."""
+AMENDING_QUERY = """
+SELECT id FROM heinzels
+WHERE pending_amendment IS NOT NULL AND id IN (SELECT value FROM json_each(?))
+"""
+"""Which of these heinzels has an amendment waiting for the user (its discovered wakes wait)."""
 
 DONE_KEYS_QUERY = """
 SELECT k.heinzel, k.key FROM json_each(?) AS j
@@ -254,7 +284,9 @@ class TickCommands(KernelCore):
             fetcher = self._source_fetcher()
             fetches = fetcher.fetches
             queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
-            plan, staged, spent, noticed, observed, needs = await self._plan(moment, zone)
+            plan, staged, spent, noticed, observed, needs = await self._plan(
+                moment, zone, discover=True
+            )
             team: list[TickProblem] = []
             teamed = isinstance(self, TeamWork) and self.has_team
             if teamed:
@@ -367,7 +399,7 @@ class TickCommands(KernelCore):
         return self._ledger
 
     async def _plan(
-        self, now: datetime, zone: str | None
+        self, now: datetime, zone: str | None, *, discover: bool = False
     ) -> tuple[list[PlannedTurn], Staged, float, bool, list[TickProblem], list[Need]]:
         settings = self.home.settings
         day = now.date().isoformat()
@@ -375,6 +407,7 @@ class TickCommands(KernelCore):
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
         self.has_team = bool(found["has_team"])
         rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
+        discovery = await self._discover(now) if discover and found["has_hints"] else []
         ledger = self.failure_ledger()
         ledger.keep_only({r.id for r in rows})
         backing_off = ledger.backing_off(now)
@@ -406,8 +439,11 @@ class TickCommands(KernelCore):
             max_wakes=settings.heinzel.max_wakes_per_tick,
             backing_off=backing_off,
             undelivered=undelivered(self.home.heinzel_root),
+            discovered=await self._owed_discoveries(now),
         )
         ctx.done_keys = await self._done_keys(ctx.candidates())
+        if ctx.discovered:
+            self._forget_taken(ctx)
         stuck = [
             key
             for key in staged.from_cache
@@ -428,7 +464,129 @@ class TickCommands(KernelCore):
             if row.active and '"needed_by"' in row.inputs_json
             for need in needs_of(row.id, row.name, row.inputs)
         ]
-        return plan_tick(ctx), staged, spent, noticed, readers + observed, needs
+        return plan_tick(ctx), staged, spent, noticed, discovery + readers + observed, needs
+
+    # -- discovery -------------------------------------------------------------------------
+
+    async def _discover(self, now: datetime) -> list[TickProblem]:
+        """The daily discovery job (``docs/discovery.md``): once per local day of the user's
+        zone, remembered in ``discovery.json`` so a restart or another tick that day does not
+        run it again. Each new source under a heinzel's ``discover`` hints is recorded once
+        (``source.discovered``) and owes the heinzel one ``discovered`` wake. A hint that
+        cannot be expanded (a missing folder, an unreachable team repository) is a problem
+        of this tick, named; the job goes on with the other hints and heinzels."""
+        path = discovery_path(self.home.heinzel_root)
+        state = DiscoveryState.load(path)
+        zone = user_zone(self.home.settings.heinzel.timezone)
+        day = now.astimezone(zone).date().isoformat()
+        if state.day == day:
+            return []
+        problems: list[TickProblem] = []
+        inventories: dict[str, list[str] | HzError] = {}
+        owed = dict.fromkeys(state.owed)
+        for row in await self.index.fetch("", DISCOVER_QUERY):
+            try:
+                found = await self._discover_for(row, inventories, problems)
+            except Exception as exc:
+                problems.append(_problem(exc, heinzel=row["id"], name=row["name"]))
+                continue
+            owed = {entry: None for entry in owed if entry[0] != row["id"]}
+            owed.update(dict.fromkeys(found))
+        DiscoveryState(day=day, owed=list(owed)).save(path)
+        return problems
+
+    async def _discover_for(
+        self,
+        row: dict[str, Any],
+        inventories: dict[str, list[str] | HzError],
+        problems: list[TickProblem],
+    ) -> list[tuple[str, str]]:
+        """Record the new sources of one heinzel; every wake it is owed (rebuilt from its
+        spine, so an owed wake a lost ``discovery.json`` forgot comes back)."""
+        hz = orjson.loads(row["hz"])
+        resolve = self.home.settings.documents.resolve
+        reading = {
+            input_identity(InputSpec.model_validate(spec), resolve)
+            for spec in (hz.get("inputs") or {}).values()
+        }
+        async with self.holding(row["id"]) as held:
+            projection = held.projection
+            seen = reading | set(projection.discovered) | projection.declined
+            for hint in hz.get("discover") or []:
+                try:
+                    sources = await self._hint_sources(str(hint), row, hz, inventories)
+                except HzError as exc:
+                    problems.append(
+                        TickProblem(
+                            code=exc.code,
+                            message=f"discovery passed over the hint {hint!r}: {exc.message}",
+                            place=f"{row['name']}: {exc.place}" if exc.place else row["name"],
+                            heinzel=row["id"],
+                        )
+                    )
+                    continue
+                for source in sources:
+                    if source not in seen:
+                        seen.add(source)
+                        key = discovered_key(held.id, source)
+                        await held.append(SourceDiscovered(source=source, hint=str(hint)), key=key)
+            keys = (discovered_key(held.id, source) for source in projection.discovered)
+            return [(held.id, key) for key in keys if key not in projection.keys]
+
+    async def _hint_sources(
+        self,
+        hint: str,
+        row: dict[str, Any],
+        hz: dict[str, Any],
+        inventories: dict[str, list[str] | HzError],
+    ) -> list[str]:
+        """What one hint finds now. Git and the folder walk run in a worker thread: a slow
+        disk or remote does not stop the kernel answering."""
+        if not hint.startswith(TEAM_HINT):
+            return await asyncio.to_thread(
+                folder_sources, hint, self.home.settings.documents.resolve
+            )
+        repo = (hz.get("team") or {}).get("repo") or self.home.settings.team.repo
+        if row["namespace"] != "team" or not repo:
+            raise HzError(
+                "HZS114",
+                "a team: hint needs a team repository: hz.team.repo or [team] repo in hz.toml",
+                hint,
+            )
+        if repo not in inventories:
+            try:
+                inventories[repo] = await asyncio.to_thread(
+                    TeamRepo(self.home.root, repo).inventory
+                )
+            except HzError as exc:
+                inventories[repo] = exc
+        listed = inventories[repo]
+        if isinstance(listed, HzError):
+            raise listed
+        return team_sources(hint, listed)
+
+    async def _owed_discoveries(self, now: datetime) -> dict[str, list[Wake]]:
+        """The ``discovered`` wakes owed, by heinzel, but none for a heinzel whose amendment
+        waits for the user: its proposals come one at a time."""
+        owed = DiscoveryState.load(discovery_path(self.home.heinzel_root)).owed
+        if not owed:
+            return {}
+        ids = sorted({heinzel for heinzel, _ in owed})
+        rows = await self.index.fetch("", AMENDING_QUERY, (orjson.dumps(ids).decode(),))
+        amending = {r["id"] for r in rows}
+        found: dict[str, list[Wake]] = {}
+        for heinzel, key in owed:
+            if heinzel not in amending:
+                found.setdefault(heinzel, []).append(Wake(cause="discovered", key=key, due_at=now))
+        return found
+
+    def _forget_taken(self, ctx: TickInputs) -> None:
+        """Drop the owed wakes a turn took (their keys finished or were skipped)."""
+        path = discovery_path(self.home.heinzel_root)
+        state = DiscoveryState.load(path)
+        left = [entry for entry in state.owed if entry not in ctx.done_keys]
+        if len(left) != len(state.owed):
+            DiscoveryState(day=state.day, owed=left).save(path)
 
     async def _observe_drafts(self, rows: list[HeinzelRow], now: datetime) -> list[TickProblem]:
         """Approvals made in the documents, one heinzel at a time: one failure stays its own."""
@@ -457,7 +615,7 @@ class TickCommands(KernelCore):
         capped_at: list[PlannedTurn] = []
         for item in plan:
             if spent >= cap and (item.action == "resume" or (item.action == "run" and item.wakes)):
-                item = _capped(item)
+                item = capped(item)
             keys = [w.key for w in item.wakes]
             try:
                 if item.action == "defer":
@@ -673,13 +831,6 @@ def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) ->
         place=name,
         heinzel=heinzel,
     )
-
-
-def _capped(item: PlannedTurn) -> PlannedTurn:
-    """The day's cap was reached during this tick: a turn is skipped, a resume waits."""
-    if item.action == "resume":
-        return item.model_copy(update={"action": "defer", "reason": "cap"})
-    return item.model_copy(update={"action": "skip", "reason": "cap"})
 
 
 def _woken(item: PlannedTurn, turn: str | None) -> TickWoken:

@@ -47,6 +47,7 @@ class _Changes:
         self.widens: list[str] = []
         self.narrows: list[str] = []
         self.neutral: list[str] = []
+        self.discovered: list[str] = []
 
     def either(self, widens: bool, change: str) -> None:
         (self.widens if widens else self.narrows).append(change)
@@ -58,11 +59,15 @@ def check_amendment(
     *,
     by: Author,
     zone: tzinfo | None = None,
+    discovered: frozenset[str] = frozenset(),
 ) -> AmendmentCheck:
     """Classify ``proposed`` against ``current``; refuse any widening written by the heinzel.
 
     ``zone`` is the zone the home reads schedules in (None: unknown, judged
-    as strictly as a zone with daylight saving).
+    as strictly as a zone with daylight saving). ``discovered`` names the
+    proposed inputs that read a source hz discovered under one of the
+    contract's own ``discover`` hints: adding one still widens (the user
+    approves it), but the heinzel may propose it, as the user wrote the hint.
     """
     for field in ("name", "namespace"):
         before, after = getattr(current, field), getattr(proposed, field)
@@ -75,7 +80,7 @@ def check_amendment(
             )
     changes = _Changes()
     _compare_requires(current, proposed, changes)
-    _compare_inputs(current.hz.inputs, proposed.hz.inputs, changes)
+    _compare_inputs(current.hz.inputs, proposed.hz.inputs, changes, discovered)
     _compare_publishes(current, proposed, changes)
     _compare_agent(current, proposed, changes)
     _compare_approvers(current, proposed, changes)
@@ -90,11 +95,12 @@ def check_amendment(
         from_fingerprint=current.fingerprint,
         to_fingerprint=proposed.fingerprint,
     )
-    if by == "heinzel" and check.widening:
+    forbidden = [change for change in check.widens if change not in changes.discovered]
+    if by == "heinzel" and forbidden:
         raise ContractError(
             "HZC050",
             "a heinzel may not widen its own contract ("
-            + "; ".join(check.widens)
+            + "; ".join(forbidden)
             + "); the user has to write or approve this amendment",
             current.name,
         )
@@ -112,10 +118,18 @@ def _compare_requires(
 
 
 def _compare_inputs(
-    before: dict[str, InputSpec], after: dict[str, InputSpec], changes: _Changes
+    before: dict[str, InputSpec],
+    after: dict[str, InputSpec],
+    changes: _Changes,
+    discovered: frozenset[str],
 ) -> None:
     for name in sorted(after.keys() - before.keys()):
-        changes.widens.append(f'inputs: adds "{name}"')
+        if name in discovered:
+            change = f'inputs: adds "{name}", a discovered source'
+            changes.discovered.append(change)
+        else:
+            change = f'inputs: adds "{name}"'
+        changes.widens.append(change)
     for name in sorted(before.keys() - after.keys()):
         changes.narrows.append(f'inputs: drops "{name}"')
     for name in sorted(before.keys() & after.keys()):

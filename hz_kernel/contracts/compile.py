@@ -27,6 +27,7 @@ from hz_kernel.contracts.model import (
     PUBLISH_CAPABILITIES,
     SOURCE_CAPABILITY,
     SOURCES,
+    TEAM_HINT,
     ArgsModel,
     CompiledContract,
     ContractBody,
@@ -89,6 +90,7 @@ def compile_contract(text: str, *, source: str) -> CompiledContract:
             "hz.team belongs to a heinzel in the team namespace: add namespace: team",
             at(source, located.line(("hz", "team"), prefer_key=True)),
         )
+    _check_hints(hz, namespace, located, source)
     parsed = parse_body(split.body, split.body_first_line, source)
     goal = parsed.body.section("Goal")
     if goal is None:
@@ -124,8 +126,9 @@ def intent_fingerprint(hz: HzTable, body: ContractBody) -> str:
         if _collapse(section.text)
     )
     table = hz.model_dump(mode="json")
-    if hz.team is None:
-        del table["team"]  # a key added later: contracts without it keep their fingerprint
+    for later in ("team", "discover"):  # keys added later: contracts without them keep
+        if not table[later]:  # their fingerprint
+            del table[later]
     if hz.schedule is not None:
         table["schedule"] = cron_shape(hz.schedule).canonical()
     material = {
@@ -317,6 +320,28 @@ def _cross_checks(name: str, hz: HzTable, located: Located, source: str) -> None
                 at(source, line),
             )
         seen[asset] = line
+
+
+def _check_hints(hz: HzTable, namespace: str, located: Located, source: str) -> None:
+    """A ``team:`` hint needs a team heinzel; a folder hint needs ``files:read``, since what it
+    finds is proposed as a ``files`` input (the user grants that by writing the hint)."""
+    for index, hint in enumerate(located.value["hz"].get("discover") or []):
+        place = at(source, located.line(("hz", "discover", index)))
+        if str(hint).startswith(TEAM_HINT):
+            if namespace != "team":
+                raise ContractError(
+                    "HZC106",
+                    f"the discover hint {shown(hint)} reads the team repository's files: it "
+                    "belongs to a heinzel in the team namespace (add namespace: team)",
+                    place,
+                )
+        elif "files:read" not in hz.requires:
+            raise ContractError(
+                "HZC107",
+                f"the discover hint {shown(hint)} finds files this heinzel would read: "
+                "add files:read to hz.requires",
+                place,
+            )
 
 
 # --- turning pydantic's errors into contract errors -----------------------------------------

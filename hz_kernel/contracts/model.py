@@ -542,6 +542,32 @@ class TeamSpec(FrozenModel):
     ] = ()
 
 
+#: A ``discover`` hint with this prefix matches paths in the team repository's inventory.
+TEAM_HINT = "team:"
+MAX_HINTS = 20
+
+
+def _discover_hint(value: str) -> str:
+    if not value.strip() or _CONTROL_OR_NEWLINE.search(value) or len(value) > 512:
+        raise fail("HZC105", "a discover hint is a glob on one line, up to 512 characters")
+    team = value.startswith(TEAM_HINT)
+    pattern = value.removeprefix(TEAM_HINT)
+    if ".." in pattern.split("/"):
+        raise fail("HZC105", f"the discover hint {shown(value)} may not climb out with '..'")
+    if not pattern.strip("/") or pattern.endswith("/"):
+        raise fail("HZC105", f"the discover hint {shown(value)} names no files")
+    if team and pattern.startswith(("/", "~")):
+        raise fail(
+            "HZC105",
+            f"the discover hint {shown(value)} is relative to the team repository's root, "
+            "like team:docs/**/*.md",
+        )
+    return value
+
+
+DiscoverHint = Annotated[str, AfterValidator(_discover_hint)]
+
+
 class HzTable(FrozenModel):
     """The machine part of a contract, normalised: defaults filled, sets sorted."""
 
@@ -554,6 +580,11 @@ class HzTable(FrozenModel):
     approvers: Annotated[tuple[Approver, ...], AfterValidator(_approvers)] = ("owner",)
     agent: AgentSpec = Field(default_factory=AgentSpec)
     team: TeamSpec | None = None
+    discover: Annotated[tuple[DiscoverHint, ...], AfterValidator(_sorted_unique)] = Field(
+        default=(), max_length=MAX_HINTS
+    )
+    """Globs over the user's folders (or ``team:`` globs over the team repository's files)
+    whose new files hz offers this heinzel to read (``docs/discovery.md``)."""
 
 
 # --- the body and the whole contract --------------------------------------------------------

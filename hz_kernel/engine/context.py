@@ -83,7 +83,7 @@ class Context:
 
     ``instructions`` is ``parts`` joined by a blank line; ``labels`` names each
     of ``messages`` (``summary``, ``history``, ``last_approved``, ``approval``,
-    ``steering``, ``situation``, ``inputs``).
+    ``steering``, ``situation``, ``discovered``, ``inputs``).
     """
 
     instructions: str
@@ -179,6 +179,8 @@ def event_line(event: Event) -> str | None:
         return f"{when} the contract became version {data.get('version')}"
     if event.kind == "amendment.declined":
         return f"{when} the user declined a proposed amendment"
+    if event.kind == "source.discovered":
+        return f"{when} hz discovered {escape_body(str(data.get('source')))}"
     if event.kind == "question.asked":
         return f"{when} you asked: {data.get('question')}"
     return None
@@ -196,6 +198,7 @@ def build_context(
     requests: Sequence[str] = (),
     approved_text: str | None = None,
     extra: Sequence[str] = (),
+    discovered: Sequence[str] = (),
     keep_turns: int = 5,
     situation: Situation | None = None,
     turn: str | None = None,
@@ -250,6 +253,7 @@ def build_context(
     messages.extend(("request", render_steering(text)) for text in requests)
     if situation is not None:
         messages.append(("situation", situation.render()))
+    messages.extend(("discovered", text) for text in discovered)
     if inputs is not None:
         messages.append(("inputs", render_inputs(inputs, output=output)))
     return Context(

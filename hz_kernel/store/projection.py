@@ -83,6 +83,11 @@ class Projection:
         self.requests: dict[str, Row] = {}
         self.costs: dict[tuple[str, str], Row] = {}
         self.notices: dict[str, Row] = {}
+        self.discovered: dict[str, str] = {}
+        """Sources the discovery job found for this heinzel, with the hint that found each (not
+        in the index: only the job and an amendment read them, from the open spine)."""
+        self.declined: set[str] = set()
+        """Sources (input names, discovered paths) the user declined in an amendment."""
         self.dirty: set[tuple[str, Any]] = set()
         self._row_key = ("heinzel", heinzel_id)
         self._slot_prefix = f"{heinzel_id}@"
@@ -311,10 +316,15 @@ def _amendment_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
 
 
 def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.declined.update(str(source) for source in d.get("sources") or [])
     pk = d.get("proposal")
     if pk in p.amendments:
         p._touch("amendments", p.amendments, pk)["status"] = "declined"
     p._repend("pending_amendment", p.amendments, pk)
+
+
+def _source_discovered(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.discovered[str(d.get("source"))] = str(d.get("hint"))
 
 
 def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -614,6 +624,7 @@ _HANDLERS: dict[str, Callable[[Projection, Event, dict[str, Any]], None]] = {
     "contract.amended": _contract_amended,
     "amendment.proposed": _amendment_proposed,
     "amendment.declined": _amendment_declined,
+    "source.discovered": _source_discovered,
     "turn.started": _turn_started,
     "step.done": _step_done,
     "attempt.started": _attempt,

@@ -4,6 +4,8 @@
 ``refs/heads/hz/*`` (the ``hz/state`` branch) and ``refs/hz/*`` (leases)
 into ``refs/mirror/…``; it never fetches, checks out or pushes ``main`` or
 any other branch. One process at a time works in it (an ``flock``).
+Discovery's ``team:`` hints list the default branch's files from another
+cache beside it (``inventory``), fetched shallowly.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from hz_kernel.team.git import GitFailed, complaint, git
 MIRROR = "refs/mirror"
 STATE_BRANCH = "refs/heads/hz/state"
 FETCH_REFSPECS = (f"+refs/heads/hz/*:{MIRROR}/heads/hz/*", f"+refs/hz/*:{MIRROR}/hz/*")
+#: Where the remote's default branch is fetched for discovery (in its own cache).
+INVENTORY = "refs/inventory/HEAD"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+@[^/:]+:")
 
 
@@ -81,6 +85,19 @@ class TeamRepo:
             self.git_dir, "rev-parse", "--verify", "--quiet", f"{MIRROR}/{ref[5:]}", check=False
         )
         return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+    def inventory(self) -> list[str]:
+        """The paths of the files on the remote's default branch, for discovery's ``team:``
+        hints. Fetched shallowly into a cache of its own (``<repo-id>.inventory.git``), so the
+        cache of hz's refs never holds the team's history; nothing is ever pushed from it."""
+        cache = self.team_dir / f"{self.id}.inventory.git"
+        if not (cache / "HEAD").exists():
+            with store_io(self.team_dir):
+                ensure_private_dir(self.team_dir)
+            git(self.team_dir, "init", "--quiet", "--bare", str(cache))
+        git(cache, "fetch", "--quiet", "--depth=1", "--no-tags", self.remote, f"+HEAD:{INVENTORY}")
+        listed = git(cache, "ls-tree", "-r", "-z", "--name-only", INVENTORY).stdout
+        return sorted(path.decode(errors="replace") for path in filter(None, listed.split(b"\0")))
 
     def blob(self, data: bytes) -> str:
         """Store ``data`` in the cache; its object id (the same bytes are the same blob)."""

@@ -18,7 +18,10 @@ Rules, in the order they apply:
   (``nothing-moved``), unless no turn has yet run under the contract's
   current version (a new approved version renders once); if an input could
   not be fetched the slot waits;
-* with the day's spending at the cap, turns are skipped (``cap``);
+* with the day's spending at the cap, turns are skipped (``cap``); a ``discovered``
+  wake waits instead, as it comes once per source;
+* a ``discovered`` wake has a turn of its own, when nothing else is due, one source a
+  turn, none while an amendment of the heinzel waits for the user (``tick.discovery``);
 * a heinzel whose work failed is left alone until its retry time
   (``backoff``, see ``hz_kernel.tick.failures``);
 * a heinzel whose inbox holds a request no turn has taken (admitted while
@@ -381,6 +384,8 @@ class TickInputs:
     backing_off: set[str] = field(default_factory=set)
     undelivered: set[str] = field(default_factory=set)
     """Heinzels whose inbox is marked as holding requests no turn has taken yet."""
+    discovered: dict[str, list[Wake]] = field(default_factory=dict)
+    """Per heinzel, the ``discovered`` wakes owed, oldest first (``tick.discovery``)."""
 
     def candidates(self) -> set[tuple[str, str]]:
         """Every (heinzel, key) this tick might wake with, before knowing which are done."""
@@ -390,6 +395,7 @@ class TickInputs:
                 found.update((row.id, w.key) for w in stale_wakes(row, self.now))
             if row.active and row.never_ran:
                 found.add((row.id, created_key(row.id)))
+        found.update((h, w.key) for h, wakes in self.discovered.items() for w in wakes)
         return found
 
 
@@ -428,6 +434,11 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
     wakes += moved
     if row.valid_for:
         wakes += [w for w in stale_wakes(row, ctx.now) if (row.id, w.key) not in ctx.done_keys]
+    if not wakes:
+        # A discovered source has a turn of its own, one at a time: its proposal never takes
+        # the place of a slot's draft, and the user decides each.
+        owed = ctx.discovered.get(row.id, ())
+        wakes += [w for w in owed if (row.id, w.key) not in ctx.done_keys][:1]
     if wakes and row.never_ran and (row.id, created_key(row.id)) not in ctx.done_keys:
         # A heinzel's first turn says so (``created``) after what woke it, whose key stays
         # first (a draft's key names it); one with nothing to read yet still sleeps, as any
@@ -449,10 +460,19 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
             **base, action="skip", reason="nothing-moved", wakes=wakes, due_at=due_at
         )
     if ctx.capped and wakes:
-        return PlannedTurn(
-            **base, action="skip", reason="cap", wakes=wakes, moved=moved_inputs, due_at=due_at
+        return capped(
+            PlannedTurn(**base, action="run", wakes=wakes, moved=moved_inputs, due_at=due_at)
         )
     return PlannedTurn(**base, action="run", wakes=wakes, moved=moved_inputs, due_at=due_at)
+
+
+def capped(item: PlannedTurn) -> PlannedTurn:
+    """The day's spending is at its cap: a turn is skipped, a resume waits, and so does a
+    discovered source, which brings one wake ever (skipping it would lose it)."""
+    kept = [w for w in item.wakes if w.cause != "discovered"]
+    if item.action == "resume" or (item.wakes and not kept):
+        return item.model_copy(update={"action": "defer", "reason": "cap"})
+    return item.model_copy(update={"action": "skip", "reason": "cap", "wakes": kept})
 
 
 def _base(row: HeinzelRow, ctx: TickInputs) -> dict[str, Any]:

@@ -78,23 +78,8 @@ class FilesSource:
     ) -> FetchResult:
         args = request.parse_args(GlobArgs)
         root = resolve_path(args.root, self.base_dir)
-        place = str(root)
-        parts = pattern_parts(args.pattern, place)
-        if not root.is_dir():
-            raise HzError("HZT020", "the root is not an existing directory", place)
-        real_root = Path(os.path.realpath(root))
-        matches: dict[str, Path] = {}
-        try:
-            for relative, readable in self._walk(root, real_root, (), parts):
-                matches[relative] = readable
-                if len(matches) > self.max_matches:
-                    raise HzError(
-                        "HZT022",
-                        f"the glob {args.pattern!r} matches more than {self.max_matches} files",
-                        place,
-                    )
-        except PermissionError as exc:
-            raise HzError("HZT020", f"the root cannot be listed: {exc.strerror}", place) from None
+        parts = pattern_parts(args.pattern, str(root))
+        matches = matching(root, parts, self.max_matches, args.pattern)
         facets: dict[str, str] = {}
         content: dict[str, str] = {}
         shown = 0
@@ -106,29 +91,51 @@ class FilesSource:
             content[relative] = text
         return FetchResult(request=request, facets=facets, content=content, as_of=now)
 
-    def _walk(
-        self, directory: Path, real_root: Path, prefix: tuple[str, ...], parts: tuple[str, ...]
-    ) -> Iterator[tuple[str, Path]]:
-        """Yield (relative path, path to read) for each file under ``directory`` matching."""
-        head, rest = parts[0], parts[1:]
+
+def matching(root: Path, parts: tuple[str, ...], limit: int, pattern: str) -> dict[str, Path]:
+    """The regular files under ``root`` whose relative path matches ``parts``: each relative
+    path and the path to read. More than ``limit`` matches is ``HZT022``; a root that is not a
+    folder or cannot be listed is ``HZT020``."""
+    place = str(root)
+    if not root.is_dir():
+        raise HzError("HZT020", "the root is not an existing directory", place)
+    real_root = Path(os.path.realpath(root))
+    matches: dict[str, Path] = {}
+    try:
+        for relative, readable in _walk(root, real_root, (), parts):
+            matches[relative] = readable
+            if len(matches) > limit:
+                raise HzError(
+                    "HZT022", f"the glob {pattern!r} matches more than {limit} files", place
+                )
+    except PermissionError as exc:
+        raise HzError("HZT020", f"the root cannot be listed: {exc.strerror}", place) from None
+    return matches
+
+
+def _walk(
+    directory: Path, real_root: Path, prefix: tuple[str, ...], parts: tuple[str, ...]
+) -> Iterator[tuple[str, Path]]:
+    """Yield (relative path, path to read) for each file under ``directory`` matching."""
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        yield from _walk(directory, real_root, prefix, rest or ("*",))
+    entries = sorted(_scan(directory, top=not prefix), key=lambda entry: entry.name)
+    for entry in entries:
+        is_dir = entry.is_dir(follow_symlinks=False)
         if head == "**":
-            yield from self._walk(directory, real_root, prefix, rest or ("*",))
-        entries = sorted(_scan(directory, top=not prefix), key=lambda entry: entry.name)
-        for entry in entries:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if head == "**":
-                if is_dir and segment_matches("*", entry.name):
-                    yield from self._walk(Path(entry.path), real_root, (*prefix, entry.name), parts)
-                continue
-            if not segment_matches(head, entry.name):
-                continue
-            if rest:
-                if is_dir:
-                    yield from self._walk(Path(entry.path), real_root, (*prefix, entry.name), rest)
-                continue
-            readable = _regular_file_inside(Path(entry.path), real_root)
-            if readable is not None:
-                yield "/".join((*prefix, entry.name)), readable
+            if is_dir and segment_matches("*", entry.name):
+                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), parts)
+            continue
+        if not segment_matches(head, entry.name):
+            continue
+        if rest:
+            if is_dir:
+                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), rest)
+            continue
+        readable = _regular_file_inside(Path(entry.path), real_root)
+        if readable is not None:
+            yield "/".join((*prefix, entry.name)), readable
 
 
 def _scan(directory: Path, *, top: bool) -> list[os.DirEntry[str]]:

@@ -13,10 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from hz_kernel import crashpoints
-from hz_kernel.adapters.local_model import FramedInput, render_approval, render_rejection
+from hz_kernel.adapters.local_model import (
+    FramedInput,
+    render_approval,
+    render_discovered,
+    render_rejection,
+)
 from hz_kernel.adapters.models import TokenUsage, UsdCost, price_usd, resolve_model
 from hz_kernel.adapters.sources import sha256_hex
 from hz_kernel.clock import now_utc
+from hz_kernel.contracts import CompiledContract, ContractVersions
 from hz_kernel.engine.attempts import (
     AttemptInfo,
     ContextOverflow,
@@ -44,6 +50,7 @@ from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.envelope import since_seq
 from hz_kernel.store.inbox import Inbox
+from hz_kernel.tick.discovery import amended_text, input_for, input_identity
 from hz_kernel.vocabulary import (
     AttemptFailed,
     AttemptRetry,
@@ -83,6 +90,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
             )
         )
     situation = None if approval else _situation(run, state)
+    discovered = _discovered(run, state, contract)
 
     def prepare() -> Context:
         return build_context(
@@ -103,6 +111,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
             requests=requests,
             approved_text=None if approval else _last_approved_text(run),
             extra=extra,
+            discovered=discovered,
             keep_turns=run.settings.heinzel.summary_keep_turns,
             situation=situation,
             turn=state.turn,
@@ -358,6 +367,32 @@ def _situation(run: TurnRunner, state: TurnState) -> Situation:
             (str(i["name"]), str(i["fingerprint"])) for i in state.inputs if i.get("fingerprint")
         ),
     )
+
+
+def _discovered(run: TurnRunner, state: TurnState, contract: CompiledContract) -> list[str]:
+    """The sources this turn woke for (``discovered``), each with the contract that would read
+    it; none the contract reads already, the user declined, or whose hint it no longer has."""
+    if "discovered" not in state.causes:
+        return []
+    keys = set(state.keys)
+    resolve = run.settings.documents.resolve
+    reading = {input_identity(spec, resolve) for spec in contract.inputs.values()}
+    declined = run.held.projection.declined
+    text = ContractVersions(run.held.dir).text(state.version)
+    framed = []
+    for event in run.held.scan.events:
+        if event.kind != "source.discovered" or event.key not in keys:
+            continue
+        source, hint = str(event.data.get("source")), str(event.data.get("hint"))
+        if hint not in contract.hz.discover or source in reading or source in declined:
+            continue
+        made = input_for(source, contract.inputs)
+        proposal = (amended_text(text, *made) if made else None) or ""
+        name = made[0] if made and proposal else ""
+        framed.append(
+            render_discovered(source=source, hint=hint, input_name=name, proposal=proposal)
+        )
+    return framed
 
 
 def _answers(run: TurnRunner, state: TurnState) -> list[str]:

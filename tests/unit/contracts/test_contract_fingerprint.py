@@ -47,6 +47,9 @@ SAME_MEANING = {
     "heading case": WEEKLY.replace("### Done when", "### DONE WHEN"),
     "description": WEEKLY.replace("This week's section", "The section"),
     "asset path tidied": WEEKLY.replace("doc:reports/weekly.md", "doc:./reports//weekly.md"),
+    "no discover hints": WEEKLY.replace(
+        "  approvers: [owner]\n", "  approvers: [owner]\n  discover: []\n"
+    ),
 }
 
 
@@ -80,6 +83,10 @@ MATERIAL = {
     "asset": ("#checkout", "#payments"),
     "valid_for": ("valid_for: 7d", "valid_for: 8d"),
     "approvers": ("[owner]", "[owner, priya]"),
+    "a discover hint": (
+        "  approvers: [owner]\n",
+        '  approvers: [owner]\n  discover: ["~/n/*.md"]\n',
+    ),
     "model": ("model: local", "model: 'openai:gpt-4o'"),
     "max_usd": ("max_usd: 0.5", "max_usd: 0.6"),
     "goal word": ("from the merged", "from all merged"),
@@ -102,6 +109,10 @@ def test_a_material_change_moves_the_fingerprint(label: str) -> None:
 def test_name_and_namespace_are_identity_not_intent() -> None:
     renamed = WEEKLY.replace("name: weekly-report", "name: checkout-weekly\nnamespace: team")
     assert fingerprint(renamed) == BASE
+
+
+def test_a_contract_without_discover_keeps_the_fingerprint_it_had_before_the_key() -> None:
+    assert BASE == "ea4e873d682cd17f47c5f77e9ba4bf29ce6f5de28f4180eb5f94e9d38d2e67c6"
 
 
 def test_the_fingerprint_is_stable_across_runs() -> None:

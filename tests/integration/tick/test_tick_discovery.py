@@ -1,0 +1,331 @@
+"""Discovery: the daily job over a contract's ``discover`` hints, with real files and git.
+
+A new file under a hint is recorded once (``source.discovered``) and wakes
+its heinzel once (cause ``discovered``); the turn proposes reading it, as
+the local model does; the user approves (the next version reads it) or
+declines (never proposed or woken again). Hostile folders and an
+unreachable team repository cost one line of the tick, never the tick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from time_machine import TimeMachineFixture
+
+from hz_kernel.contracts import ContractError
+from hz_kernel.kernel import Kernel
+from hz_kernel.tick.discovery import DiscoveryState, discovery_path
+from tests.integration.tick.tick_helpers import approved, open_kernel, spine_kinds, write_settings
+from tests.support.homes import World
+
+
+def discovering(name: str, hints: list[str], *, namespace: str = "me", extra: str = "") -> str:
+    """A contract that reads ``notes/*.md``, drafts into ``<name>.md`` and discovers ``hints``."""
+    return (
+        f"---\nname: {name}\nnamespace: {namespace}\nhz:\n"
+        "  inputs:\n"
+        "    notes:\n"
+        "      source: files\n"
+        "      method: glob\n"
+        '      args: {pattern: "notes/*.md"}\n'
+        "  requires: [files:read, documents:write]\n"
+        f"  publishes:\n    - {{capability: documents.place_draft, asset: 'doc:{name}.md'}}\n"
+        f"  discover: {json.dumps(hints)}\n{extra}"
+        f"---\n### Goal\nKeep the {name} true.\n"
+    )
+
+
+def _events(world: World, heinzel: str, kind: str) -> list[dict[str, object]]:
+    return [e for e in world.spine(heinzel) if e["kind"] == kind]
+
+
+def _discovered_turns(world: World, heinzel: str) -> list[dict[str, object]]:
+    started = _events(world, heinzel, "turn.started")
+    return [e for e in started if "discovered" in e["data"]["causes"]]  # type: ignore[index]
+
+
+async def _report(world: World, clock: TimeMachineFixture, when: str) -> Kernel:
+    clock.move_to(when)
+    kernel = await open_kernel(world.home)
+    await kernel.tick_once()  # the first turn (created) and the first day's discovery
+    return kernel
+
+
+async def test_a_new_file_under_a_hint_wakes_once_and_is_proposed_once(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents" / "2026"
+    incidents.mkdir(parents=True)
+    (incidents / "incident-login.md").write_text("# Login\n- 20 min outage\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/**/incident*.md"]))
+    first = await kernel.tick_once()  # its first turn drafts; the job records the source
+    assert [w.causes for w in first.woken] == [["source-changed", "created"]]
+    second = await kernel.tick_once()  # the discovered source has a turn of its own
+    assert [w.causes for w in second.woken] == [["discovered"]]
+    found = _events(world, heinzel, "source.discovered")
+    assert [e["data"] for e in found] == [
+        {"source": str(incidents / "incident-login.md"), "hint": "incidents/**/incident*.md"}
+    ]
+    shown = [a for a in (await kernel.show("weekly")).amendments if a.status == "pending"]
+    assert [(a.by, a.reason is not None) for a in shown] == [("heinzel", True)]
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None and pending.by == "heinzel"
+    assert any("a discovered source" in w for w in pending.widens)
+    assert "incident-login" in pending.text
+    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+
+    # the same day, and after a restart: the job does not run again, nothing wakes
+    (incidents / "incident-checkout.md").write_text("# Checkout\n- card errors\n")
+    clock.move_to("2026-12-01T18:00:00Z")
+    assert (await kernel.tick_once()).woken == []
+    await kernel.close()
+    kernel = await open_kernel(world.home)
+    assert (await kernel.tick_once()).woken == []
+
+    # the next day (the user's zone): only the new file, once
+    clock.move_to("2026-12-02T06:00:00Z")
+    next_day = await kernel.tick_once()
+    assert [w.causes for w in next_day.woken] == [["discovered"]]
+    assert (await kernel.tick_once()).woken == []
+    clock.move_to("2026-12-03T06:00:00Z")
+    assert (await kernel.tick_once()).woken == []
+    await kernel.close()
+    sources = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert sources == [
+        str(incidents / "incident-login.md"),
+        str(incidents / "incident-checkout.md"),
+    ]
+    assert len(_discovered_turns(world, heinzel)) == 2
+    assert DiscoveryState.load(discovery_path(world.home / "heinzel")).owed == []
+
+
+async def test_an_approved_proposal_is_read_by_the_next_version(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-checkout.md").write_text("- checkout cards declined\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/incident*.md"]))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None  # (the first turn's draft waits beside it: name the amendment)
+    decision = await kernel.approve(ref=f"weekly@amendment:{pending.proposal}")
+    assert decision.version == 2
+    view = await kernel.contract("weekly")
+    assert '"incident-checkout": {"source": "files"' in (view.text or "")
+    assert [e["data"]["by"] for e in _events(world, heinzel, "contract.amended")] == ["heinzel"]  # type: ignore[index]
+    # the file moves: version 2 reads it
+    (world.root / "incidents" / "incident-checkout.md").write_text("- checkout fixed\n")
+    clock.move_to("2026-12-01T10:00:00Z")
+    woken = await kernel.tick_once()
+    await kernel.close()
+    assert [w.causes for w in woken.woken] == [["source-changed"]]
+    assert "checkout fixed" in (world.root / "weekly.md").read_text()
+
+
+async def test_a_declined_source_is_never_proposed_or_woken_again(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    path = world.root / "incidents" / "incident-checkout.md"
+    path.write_text("- checkout\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    proposal = (await kernel.contract("weekly")).pending
+    assert proposal is not None
+    text = proposal.text
+    await kernel.reject(ref=f"weekly@amendment:{proposal.proposal}")
+    declined = _events(world, heinzel, "amendment.declined")
+    assert declined[0]["data"]["sources"] == ["incident-checkout", str(path)]  # type: ignore[index]
+    # the heinzel proposing it again, under any input name, is refused
+    with pytest.raises(ContractError) as again:
+        await kernel.amend(
+            ref="weekly", text=text.replace('"incident-checkout":', "cko:"), by="heinzel"
+        )
+    assert again.value.code == "HZC051" and str(path) in again.value.message
+    # the discovery job, whatever the days, never wakes for it again
+    discovery_path(world.home / "heinzel").unlink()  # even with its memory lost
+    for day in ("2026-12-02", "2026-12-03"):
+        clock.move_to(f"{day}T09:00:00Z")
+        assert (await kernel.tick_once()).woken == []
+    await kernel.close()
+    assert len(_events(world, heinzel, "source.discovered")) == 1
+    assert len(_events(world, heinzel, "amendment.proposed")) == 1
+
+
+async def test_a_heinzel_adding_an_input_it_did_not_discover_is_still_refused(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-a.md").write_text("- a\n")
+    (world.root / "secret.md").write_text("- not under any hint\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None
+    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+    current = (await kernel.contract("weekly")).text or ""
+    added = current.replace(
+        "    notes:\n",
+        '    secret: {source: files, method: glob, args: {pattern: "secret.md"}}\n    notes:\n',
+    )
+    with pytest.raises(ContractError) as refused:
+        await kernel.amend(ref="weekly", text=added, by="heinzel")
+    await kernel.close()
+    assert refused.value.code == "HZC050" and '"secret"' in refused.value.message
+
+
+async def test_a_source_discovered_under_a_hint_the_user_removed_is_not_proposed(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-a.md").write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    text = discovering("weekly", ["incidents/*.md"])
+    heinzel = await approved(kernel, text)
+    await kernel.tick_once()  # the first turn; the source is recorded and its wake owed
+    assert DiscoveryState.load(discovery_path(world.home / "heinzel")).owed
+    amended = await kernel.amend(ref="weekly", text=text.replace('["incidents/*.md"]', "[]"))
+    await kernel.approve(ref=f"weekly@amendment:{amended.proposal}")
+    clock.move_to("2026-12-01T09:05:00Z")
+    woken = await kernel.tick_once()
+    await kernel.close()
+    assert [w.causes for w in woken.woken] == [["discovered"]]
+    assert [e["data"]["by"] for e in _events(world, heinzel, "amendment.proposed")] == ["user"]  # type: ignore[index]
+
+
+async def test_the_spending_cap_keeps_a_discovered_wake_for_later(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-a.md").write_text("- a\n")
+    write_settings(world.home, max_usd_per_day=0.0)
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    capped = await kernel.tick_once()
+    await kernel.close()
+    key = str(_events(world, heinzel, "source.discovered")[0]["key"])
+    assert [(s.name, s.reason) for s in capped.skipped] == [("weekly", "cap")]
+    assert key not in capped.skipped[0].keys
+    assert DiscoveryState.load(discovery_path(world.home / "heinzel")).owed == [(heinzel, key)]
+    # with spending allowed again, the wake that waited runs
+    settings = world.home / "hz.toml"
+    settings.write_text(settings.read_text().replace("max_usd_per_day = 0.0", ""))
+    clock.move_to("2026-12-01T10:00:00Z")
+    kernel = await open_kernel(world.home)
+    later = await kernel.tick_once()
+    await kernel.close()
+    assert [w.keys for w in later.woken] == [[key]]
+    assert len(_events(world, heinzel, "amendment.proposed")) == 1
+
+
+async def test_hostile_folders_cost_a_line_never_the_tick(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    hostile = world.root / "hostile"
+    (hostile / "deep").mkdir(parents=True)
+    os.mkfifo(hostile / "incident-fifo.md")
+    (hostile / "loop").symlink_to(hostile / "loop")
+    (hostile / "up").symlink_to(hostile)
+    (hostile / "deep" / "incident-deep.md").write_text("- deep\n")
+    locked = hostile / "locked"
+    locked.mkdir()
+    (locked / "incident-hidden.md").write_text("- hidden\n")
+    locked.chmod(0)
+    try:
+        clock.move_to("2026-12-01T09:00:00Z")
+        kernel = await open_kernel(world.home)
+        heinzel = await approved(
+            kernel, discovering("weekly", ["hostile/**/incident*.md", "missing/*.md"])
+        )
+        other = await approved(kernel, discovering("other", ["notes/monday.md"]))
+        report = await kernel.tick_once()
+        await kernel.close()
+    finally:
+        locked.chmod(0o700)
+    assert sorted(w.name for w in report.woken) == ["other", "weekly"]
+    sources = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    readable = [str(hostile / "deep" / "incident-deep.md")]
+    if os.geteuid() == 0:  # root lists a folder whatever its mode
+        readable.append(str(locked / "incident-hidden.md"))
+    assert sources == readable  # no FIFO, nothing through a link to a folder
+    assert [p.code for p in report.problems] == ["HZT020"]
+    assert "missing/*.md" in report.problems[0].message
+    assert report.problems[0].place is not None and report.problems[0].place.startswith("weekly")
+    assert [e["data"]["source"] for e in _events(world, other, "source.discovered")] == [  # type: ignore[index]
+        str(world.notes / "monday.md")
+    ]
+
+
+def _git(*args: str, cwd: Path | None = None) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@t.test",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@t.test"}  # fmt: skip
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
+
+
+async def test_a_team_hint_matches_the_team_repositorys_inventory(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    bare = world.root / "team.git"
+    _git("init", "--quiet", "--bare", "--initial-branch=main", str(bare))
+    work = world.root / "team-work"
+    _git("clone", "--quiet", str(bare), str(work))
+    (work / "docs" / "incidents").mkdir(parents=True)
+    (work / "docs" / "incidents" / "checkout.md").write_text("- checkout\n")
+    (work / "README.md").write_text("team\n")
+    _git("add", "-A", cwd=work)
+    _git("commit", "--quiet", "-m", "docs", cwd=work)
+    _git("push", "--quiet", "origin", "HEAD:main", cwd=work)
+    settings = world.home / "hz.toml"
+    settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{bare}"\n')
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["team:docs/**/*.md"], namespace="team"))
+    first = await kernel.tick_once()
+    second = await kernel.tick_once()
+    await kernel.close()
+    assert first.problems == [] and second.problems == []
+    assert [e["data"] for e in _events(world, heinzel, "source.discovered")] == [
+        {"source": "team:docs/incidents/checkout.md", "hint": "team:docs/**/*.md"}
+    ]
+    assert [w.causes for w in second.woken] == [["discovered"]]
+    assert "amendment.proposed" not in spine_kinds(world.home, heinzel)
+    # the inventory is fetched into a cache of its own; main is untouched
+    heads = subprocess.run(
+        ["git", f"--git-dir={bare}", "for-each-ref", "--format=%(refname)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert "refs/heads/main" in heads and not any("inventory" in h for h in heads)
+
+
+async def test_an_unreachable_team_repository_is_one_line(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    settings = world.home / "hz.toml"
+    missing = world.root / "gone.git"
+    settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{missing}"\n')
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    await approved(kernel, discovering("weekly", ["team:docs/*.md"], namespace="team"))
+    report = await kernel.tick_once()
+    await kernel.close()
+    assert "HZS105" in [p.code for p in report.problems]
+    problem = next(p for p in report.problems if "discovery" in p.message)
+    assert "\n" not in problem.message and "team:docs/*.md" in problem.message

@@ -1,0 +1,57 @@
+"""``hz.discover``: hints are globs on one line, a ``team:`` one needs a team heinzel, a folder
+one needs ``files:read``; each mistake is one coded line naming the place."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hz_kernel.contracts import ContractError, compile_contract
+
+
+def _contract(hints: object, *, namespace: str = "me", requires: str = "files:read") -> str:
+    return (
+        f"---\nname: weekly\nnamespace: {namespace}\nhz:\n  requires: [{requires}]\n"
+        f"  discover: {json.dumps(hints)}\n---\n### Goal\nKeep it.\n"
+    )
+
+
+def test_hints_are_kept_sorted_and_unique() -> None:
+    compiled = compile_contract(_contract(["~/b/*.md", "a/**/x*.md", "~/b/*.md"]), source="c")
+    assert compiled.hz.discover == ("a/**/x*.md", "~/b/*.md")
+
+
+@pytest.mark.parametrize(
+    ("hints", "code", "words"),
+    [
+        (["~/notes/../x/*.md"], "HZC105", "may not climb out with '..'"),
+        ([""], "HZC105", "a discover hint is a glob on one line"),
+        (["notes/\n*.md"], "HZC105", "on one line"),
+        (["x" * 513], "HZC105", "up to 512 characters"),
+        (["notes/"], "HZC105", "names no files"),
+        (["team:/abs/*.md"], "HZC105", "relative to the team repository's root"),
+        (["team:"], "HZC105", "names no files"),
+        ([f"n{i}/*.md" for i in range(21)], "HZC012", "at most 20"),
+        ("~/notes/*.md", "HZC012", "must be a list"),
+        (["team:docs/*.md"], "HZC106", "belongs to a heinzel in the team namespace"),
+    ],
+)
+def test_a_bad_hint_is_one_coded_line(hints: object, code: str, words: str) -> None:
+    with pytest.raises(ContractError) as refused:
+        compile_contract(_contract(hints), source="weekly.prose.md")
+    line = refused.value.one_line()
+    assert refused.value.code == code, line
+    assert words in line and "\n" not in line
+    assert refused.value.place == "weekly.prose.md:6"
+
+
+def test_a_folder_hint_needs_files_read() -> None:
+    with pytest.raises(ContractError) as refused:
+        compile_contract(_contract(["~/n/*.md"], requires="git:read"), source="c")
+    assert refused.value.code == "HZC107" and "add files:read" in refused.value.message
+
+
+def test_a_team_hint_in_a_team_heinzel_needs_no_files_read() -> None:
+    text = _contract(["team:docs/**/*.md"], namespace="team", requires="git:read")
+    assert compile_contract(text, source="c").hz.discover == ("team:docs/**/*.md",)
