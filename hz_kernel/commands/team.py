@@ -48,7 +48,7 @@ from hz_kernel.team.lease import (
 )
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import StateBranch
+from hz_kernel.team.state_branch import ReceiptLog, StateBranch
 from hz_kernel.tick.report import TickProblem
 from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
@@ -372,15 +372,15 @@ class TeamCommands(KernelCore):
                     error=error,
                 )
             )
-        pending = {
-            repo: StateBranch(self.home.root, repo).pending()
-            for repo in sorted({m.repo for m in members})
+        branches = {
+            repo: StateBranch(self.home.root, repo) for repo in sorted({m.repo for m in members})
         }
+        foreign = await asyncio.to_thread(lambda: [b.tip_problem() for b in branches.values()])
         return api.TeamStatus(
             handle=handle,
             leases=rows,
-            pending={repo: len(paths) for repo, paths in pending.items()},
-            problems=[error.one_line() for error in errors],
+            pending={repo: len(branch.pending()) for repo, branch in branches.items()},
+            problems=[error.one_line() for error in errors] + list(filter(None, foreign)),
         )
 
     def _read_lease(self, member: TeamMember) -> tuple[Lease | None, str | None]:
@@ -404,9 +404,8 @@ class TeamCommands(KernelCore):
         errors: list[str] = []
         for repo in repos:
             log, error = await asyncio.to_thread(self._read_receipts, repo)
-            if error is not None:
-                errors.append(error)
-            for receipt in log:
+            errors += filter(None, [error, log.problem])
+            for receipt in log.receipts:
                 fields = receipt.model_dump(mode="json")
                 entries.append(
                     api.TeamReceipt(name=names.get(receipt.heinzel), repo=repo, receipt=fields)
@@ -414,15 +413,15 @@ class TeamCommands(KernelCore):
         entries.sort(key=lambda e: (str(e.receipt.get("at")), str(e.receipt.get("kind"))))
         return api.TeamLog(receipts=entries, errors=errors)
 
-    def _read_receipts(self, repo: str) -> tuple[list[Any], str | None]:
+    def _read_receipts(self, repo: str) -> tuple[ReceiptLog, str | None]:
         state = StateBranch(self.home.root, repo)
         try:
-            return list(state.read_receipts().receipts), None
+            return state.read_receipts(), None
         except HzError as exc:
             try:
-                return list(state.read_receipts(fetch=False).receipts), exc.one_line()
+                return state.read_receipts(fetch=False), exc.one_line()
             except HzError:
-                return [], exc.one_line()
+                return ReceiptLog(receipts=[]), exc.one_line()
 
 
 def _decided(

@@ -14,6 +14,7 @@ same blob at the same path, so a retry delivers it once.
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, store_io
-from hz_kernel.team.git import GitFailed, git
+from hz_kernel.team.git import IDENTITY_EMAIL, IDENTITY_NAME, GitFailed, git
 from hz_kernel.team.lease import lease_ref, mirrored_lease
 from hz_kernel.team.lint import lint
 from hz_kernel.team.receipts import AnyReceipt, parse_receipt
@@ -32,6 +33,18 @@ from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 #: Push rounds before the rest stays queued for the next flush.
 MAX_ATTEMPTS = 5
 STALE_TOKEN = "HZS104"
+FOREIGN_TIP = "HZS117"
+_IDENTITY = f"{IDENTITY_NAME} <{IDENTITY_EMAIL}>"
+_MESSAGE = re.compile(r"hz: \d+ receipt\(s\)")
+_RECEIPT_FILE = re.compile(r"receipts/[^/]+/[^/]+\.json")
+
+
+class ForeignTip(HzError):
+    """``hz/state`` points to a commit hz did not write: hz will not build on it."""
+
+    def __init__(self, tip: str, why: str) -> None:
+        message = f"its tip {tip[:12]} is not hz's ({why}); hz will not push onto it"
+        super().__init__(FOREIGN_TIP, message, "hz/state")
 
 
 class Refused(BaseModel):
@@ -57,6 +70,8 @@ class ReceiptLog(BaseModel):
     receipts: list[AnyReceipt]
     unreadable: list[str] = []
     """Files on ``hz/state`` that are not receipts this version reads."""
+    problem: str | None = None
+    """Why the branch itself cannot be trusted (HZS117: a tip hz did not write)."""
 
 
 class StateBranch:
@@ -104,7 +119,7 @@ class StateBranch:
                 try:
                     self.repo.fetch()
                     outcome = self._attempt(waiting, refused, now)
-                except GitFailed as exc:
+                except (GitFailed, ForeignTip) as exc:
                     return PushResult(queued=sorted(waiting), refused=refused, error=exc.one_line())
                 if outcome is not None:
                     for path in outcome:
@@ -133,10 +148,24 @@ class StateBranch:
             return ReceiptLog(receipts=[])
         return self._mirrored_receipts()
 
+    def tip_problem(self) -> str | None:
+        """Why ``hz/state`` as last fetched cannot be built on (HZS117), if it cannot."""
+        tip = self.repo.mirrored(STATE_BRANCH) if (self.repo.git_dir / "HEAD").exists() else None
+        try:
+            if tip is not None:
+                self.check_tip(tip)
+        except ForeignTip as exc:
+            return exc.one_line()
+        return None
+
     def _mirrored_receipts(self) -> ReceiptLog:
         tip = self.repo.mirrored(STATE_BRANCH)
         if tip is None:
             return ReceiptLog(receipts=[])
+        try:
+            self.check_tip(tip)
+        except ForeignTip as exc:
+            return ReceiptLog(receipts=[], problem=exc.one_line())
         files = self.repo.files(tip, "receipts/")
         receipts: list[AnyReceipt] = []
         unreadable: list[str] = []
@@ -147,6 +176,27 @@ class StateBranch:
                 unreadable.append(path)
         receipts.sort(key=lambda r: (r.at, r.path))
         return ReceiptLog(receipts=receipts, unreadable=unreadable)
+
+    def check_tip(self, tip: str) -> None:
+        """Refuse (HZS117) a tip hz did not write: someone moved ``hz/state`` by hand (to
+        ``main``'s tip, say). Building on it would put a person's commits into hz/state's
+        history and drop the receipts already there, and the outbox would count them delivered.
+        """
+        listed = git(self.repo.git_dir, "ls-tree", "-r", "-z", "--name-only", tip).stdout.decode()
+        stray = next(
+            (p for p in filter(None, listed.split("\0")) if not _RECEIPT_FILE.fullmatch(p)), None
+        )
+        if stray is not None:
+            raise ForeignTip(tip, "a file outside receipts/")
+        history = git(
+            self.repo.git_dir, "log", "--format=%an <%ae>%x00%cn <%ce>%x00%B%x1e", tip
+        ).stdout.decode()
+        for record in filter(None, (r.strip("\n") for r in history.split("\x1e"))):
+            author, committer, message = record.split("\0", 2)
+            if author != _IDENTITY or committer != _IDENTITY:
+                raise ForeignTip(tip, "a commit not made by hz in its history")
+            if not _MESSAGE.fullmatch(message.strip()):
+                raise ForeignTip(tip, "a commit message hz does not write in its history")
 
     def _load(self, refused: list[Refused]) -> dict[str, AnyReceipt]:
         waiting: dict[str, AnyReceipt] = {}
@@ -172,6 +222,8 @@ class StateBranch:
     ) -> list[str] | None:
         """One fetch-commit-push round: the paths delivered, or None when another push won."""
         tip = self.repo.mirrored(STATE_BRANCH)
+        if tip is not None:
+            self.check_tip(tip)
         expect: dict[str, str | None] = {}
         guards: list[str] = []
         for heinzel in sorted({r.heinzel for r in waiting.values()}):

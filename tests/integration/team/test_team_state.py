@@ -310,7 +310,7 @@ def test_a_file_on_hz_state_that_is_no_receipt_is_listed_and_kept(
         .stdout.decode()
         .strip()
     )
-    commit = run_git(team, "commit-tree", tree, "-p", "hz/state", "-m", "by hand").strip()
+    commit = hz_commit(team, tree, "hz/state")
     run_git(team, "update-ref", "refs/heads/hz/state", commit)
     state.queue([finished("01JDTURN02")])
 
@@ -322,6 +322,48 @@ def test_a_file_on_hz_state_that_is_no_receipt_is_listed_and_kept(
     assert log.unreadable == [f"receipts/{HEINZEL}/odd.json"]
     assert offline == log
     assert f"receipts/{HEINZEL}/odd.json" in on_state(team)
+
+
+def hz_commit(team: Path, tree: str, parent: str, message: str = "hz: 1 receipt(s)") -> str:
+    """A commit as hz writes them (another home's hz, say), by git at the command line."""
+    identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+                for what, value in (("NAME", "hz"), ("EMAIL", "hz@localhost"))}  # fmt: skip
+    done = subprocess.run(
+        ["git", f"--git-dir={team}", "commit-tree", tree, "-p", parent, "-m", message],
+        env={"PATH": "/usr/bin:/bin", **identity},
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("moved_to", ["main", "a person's commit", "another message"])
+def test_hz_refuses_to_build_on_a_tip_it_did_not_write(
+    tmp_path: Path, team: Path, moved_to: str
+) -> None:
+    state = branch(tmp_path, team)
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    tree = run_git(team, "rev-parse", "hz/state^{tree}").strip()
+    foreign = {
+        "main": lambda: run_git(team, "rev-parse", "main").strip(),
+        "a person's commit": lambda: run_git(
+            team, "commit-tree", tree, "-p", "hz/state", "-m", "hz: 1 receipt(s)"
+        ).strip(),
+        "another message": lambda: hz_commit(team, tree, "hz/state", "tidy up"),
+    }[moved_to]()
+    run_git(team, "update-ref", "refs/heads/hz/state", foreign)
+    state.queue([finished("01JDTURN02")])
+
+    result = state.push_pending(now=T0 + TTL)
+    log = state.read_receipts()
+
+    assert result.error is not None and result.error.startswith("HZS117: hz/state: its tip ")
+    assert "\n" not in result.error
+    assert result.queued == [finished("01JDTURN02").path] == state.pending()
+    assert run_git(team, "rev-parse", "hz/state").strip() == foreign
+    assert log.receipts == [] and log.problem is not None and log.problem.startswith("HZS117")
+    assert state.tip_problem() == log.problem
 
 
 def test_a_hand_edited_outbox_file_with_text_is_refused_not_pushed(

@@ -17,7 +17,7 @@ from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.team.state_branch import StateBranch
 from hz_kernel.tick.report import TickReport
-from tests.support.team import make_team_repo, refs, team_contract, team_home
+from tests.support.team import make_team_repo, refs, run_git, team_contract, team_home
 
 T0 = datetime(2026, 11, 27, 9, 0, 30, tzinfo=UTC)
 TICK = timedelta(minutes=10)
@@ -208,3 +208,22 @@ async def test_a_turn_asked_for_at_a_home_without_the_lease_is_refused_with_the_
     assert refused.value.code == "HZS115"
     assert "priya holds it until 2026-11-27T09:20:30Z" in refused.value.message
     assert started_tokens(theo) == []
+
+
+async def test_a_force_pushed_hz_state_is_not_built_on_and_every_view_says_so(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    main = refs(repo)["refs/heads/main"]
+    run_git(repo, "update-ref", "refs/heads/hz/state", main)
+
+    report = await tick(priya, T0 + TICK, monkeypatch)
+    status = await priya.team_status()
+    log = await priya.team_log()
+
+    assert [(p.code, p.place) for p in report.problems] == [("HZS117", str(repo))]
+    assert refs(repo)["refs/heads/hz/state"] == main
+    assert status.pending == {str(repo): 1}
+    assert [line[:16] for line in status.problems] == ["HZS117: hz/state"]
+    assert log.receipts == [] and [line[:16] for line in log.errors] == ["HZS117: hz/state"]
