@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ulid import ULID
 
 from hz_kernel import api
@@ -88,8 +88,8 @@ class _Cursor(BaseModel):
     """How far a heinzel's spine has been turned into queued receipts."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
-    seq: int = 0
-    count: int = 0
+    seq: int = Field(default=0, ge=0)
+    count: int = Field(default=0, ge=0)
 
 
 class TeamCommands(KernelCore):
@@ -328,17 +328,22 @@ class TeamCommands(KernelCore):
     async def _queue_receipts(self, member: TeamMember) -> None:
         path = self._cursor_path(member.heinzel)
         cursor = _read_cursor(path)
-        if member.seq <= cursor.seq:
+        if member.seq == cursor.seq:
             return
         handle = self.home.settings.team.handle
         assert handle is not None
         async with self.holding(member.heinzel) as held:
             events = list(held.scan.events)
-        if not events:
+        last = events[-1].seq if events else 0
+        if cursor.seq > last:
+            raise _damaged(path, f"seq {cursor.seq} is beyond the spine's {last}")
+        if not events or cursor.seq == last:
             return
         lease = self.team_leases.get(member.heinzel)
         token = lease.token if lease is not None and lease.holder == handle else 0
         receipts = receipts_from(events, heinzel=member.team_id, handle=handle, token=token)
+        if cursor.count > len(receipts):
+            raise _damaged(path, f"count {cursor.count} is beyond the spine's {len(receipts)}")
         StateBranch(self.home.root, member.repo).queue(receipts[cursor.count :])
         with store_io(path):
             ensure_private_dir(path.parent)
@@ -464,7 +469,11 @@ def _read_cursor(path: Path) -> _Cursor:
         with store_io(path):
             return _Cursor.model_validate_json(path.read_bytes())
     except ValidationError:
-        raise HzError("HZS116", "the receipts cursor is damaged: delete it", str(path)) from None
+        raise _damaged(path, "not a cursor") from None
+
+
+def _damaged(path: Path, why: str) -> HzError:
+    return HzError("HZS116", f"the receipts cursor is damaged ({why}): delete it", str(path))
 
 
 def _problem(error: HzError, name: str | None = None) -> TickProblem:

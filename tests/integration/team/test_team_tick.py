@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -227,3 +228,27 @@ async def test_a_force_pushed_hz_state_is_not_built_on_and_every_view_says_so(
     assert status.pending == {str(repo): 1}
     assert [line[:16] for line in status.problems] == ["HZS117: hz/state"]
     assert log.receipts == [] and [line[:16] for line in log.errors] == ["HZS117: hz/state"]
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [{"seq": -5, "count": 999999}, {"seq": 999999, "count": 1}, {"seq": 1, "count": 999999}],
+)
+async def test_a_damaged_receipts_cursor_is_one_coded_problem_every_tick(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch, cursor: dict[str, int]
+) -> None:
+    priya, _theo, _repo = homes
+    (path,) = [p for p in (priya.home.root / "heinzel").iterdir() if p.name.startswith("hz-")]
+    cursors = priya.home.root / "team" / "cursors"
+    cursors.mkdir(parents=True)
+    (cursors / f"{path.name}.json").write_text(json.dumps(cursor))
+
+    first = await tick(priya, T0, monkeypatch)
+    second = await tick(priya, T0 + TICK, monkeypatch)
+
+    for report in (first, second):
+        assert [(p.code, p.place) for p in report.problems] == [
+            ("HZS116", f"team-status: {cursors / path.name}.json")
+        ]
+    assert "the receipts cursor is damaged (" in first.problems[0].message
+    assert (await priya.team_log()).receipts == []
