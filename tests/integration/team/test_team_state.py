@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from hz_kernel.errors import HzError
+from hz_kernel.team import git as git_module
 from hz_kernel.team.lease import acquire_or_renew
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import StateBranch
@@ -390,3 +392,36 @@ def test_queue_lints_every_receipt(tmp_path: Path, team: Path) -> None:
         state.queue([finished("01JDTURN01"), placed("01JDTURN01", asset="doc:Priya Raman.md")])
     assert refused.value.code == "HZS103"
     assert state.pending() == []
+
+
+def test_a_hung_remote_is_stopped_with_the_ssh_git_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pidfile = tmp_path / "ssh.pid"
+    ssh = tmp_path / "ssh"
+    ssh.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 300\n")
+    ssh.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
+    monkeypatch.setattr(git_module, "TIMEOUT_SECONDS", 2.0)
+    state = StateBranch(tmp_path / "priya", "ssh://team.invalid/team.git")
+    state.queue([finished("01JDTURN01")])
+
+    result = state.push_pending(now=T0)
+
+    assert result.error == "HZS105: git fetch: no answer within 2s"
+    assert result.queued == [finished("01JDTURN01").path]
+    pid = int(pidfile.read_text())
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid), "git's ssh outlived it"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
