@@ -48,7 +48,7 @@ from hz_kernel.team.lease import (
 )
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import ReceiptLog, StateBranch
+from hz_kernel.team.state_branch import MAX_RECEIPT, UNREADABLE, ReceiptLog, StateBranch
 from hz_kernel.tick.report import TickProblem
 from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
@@ -62,6 +62,7 @@ NO_HANDLE = "HZS113"
 NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
 LEASE_LOST = "HZS121"
+_UNREADABLE = f"not a receipt this hz reads, or larger than {MAX_RECEIPT // 1024} KiB"
 _CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 
 
@@ -410,6 +411,10 @@ class TeamCommands(KernelCore):
         for repo in repos:
             log, error = await asyncio.to_thread(self._read_receipts, repo)
             errors += filter(None, [error, log.problem])
+            errors += [
+                HzError(UNREADABLE, _UNREADABLE, f"{repo}: {path}").one_line()
+                for path in log.unreadable
+            ]
             for receipt in log.receipts:
                 fields = receipt.model_dump(mode="json")
                 entries.append(

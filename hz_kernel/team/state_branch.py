@@ -32,7 +32,10 @@ from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 
 #: Push rounds before the rest stays queued for the next flush.
 MAX_ATTEMPTS = 5
+#: A receipt is a few hundred bytes; a larger file on ``hz/state`` is not read at all.
+MAX_RECEIPT = 64 * 1024
 STALE_TOKEN = "HZS104"
+UNREADABLE = "HZS118"
 FOREIGN_TIP = "HZS117"
 _IDENTITY = f"{IDENTITY_NAME} <{IDENTITY_EMAIL}>"
 _MESSAGE = re.compile(r"hz: \d+ receipt\(s\)")
@@ -69,7 +72,7 @@ class ReceiptLog(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True)
     receipts: list[AnyReceipt]
     unreadable: list[str] = []
-    """Files on ``hz/state`` that are not receipts this version reads."""
+    """Files on ``hz/state`` that are not receipts this version reads (or over ``MAX_RECEIPT``)."""
     problem: str | None = None
     """Why the branch itself cannot be trusted (HZS117: a tip hz did not write)."""
 
@@ -167,13 +170,16 @@ class StateBranch:
         except ForeignTip as exc:
             return ReceiptLog(receipts=[], problem=exc.one_line())
         files = self.repo.files(tip, "receipts/")
+        sizes = self.repo.sizes(list(files.values()))
+        small = {p: b for (p, b), n in zip(files.items(), sizes, strict=True) if n <= MAX_RECEIPT}
         receipts: list[AnyReceipt] = []
-        unreadable: list[str] = []
-        for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
+        unreadable = [path for path in files if path not in small]
+        for path, raw in zip(small, self.repo.contents(list(small.values())), strict=True):
             try:
                 receipts.append(parse_receipt(raw))
             except ValidationError:
                 unreadable.append(path)
+        unreadable.sort()
         receipts.sort(key=lambda r: (r.at, r.path))
         return ReceiptLog(receipts=receipts, unreadable=unreadable)
 

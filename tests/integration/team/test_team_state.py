@@ -15,8 +15,19 @@ from hz_kernel.errors import HzError
 from hz_kernel.team import git as git_module
 from hz_kernel.team.lease import acquire_or_renew
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import StateBranch
-from tests.support.team import HEINZEL, OTHER, T0, finished, make_team_repo, placed, refs, run_git
+from hz_kernel.team.state_branch import MAX_RECEIPT, StateBranch
+from tests.support.team import (
+    HEINZEL,
+    OTHER,
+    T0,
+    finished,
+    hz_commit,
+    make_team_repo,
+    placed,
+    put_on_state,
+    refs,
+    run_git,
+)
 
 TTL = timedelta(minutes=2)
 
@@ -168,7 +179,7 @@ def test_two_writers_pushing_at_once_both_land(tmp_path: Path, team: Path) -> No
     script.write_text(
         "import sys\n"
         "from pathlib import Path\n"
-        "from hz_kernel.team.state_branch import StateBranch\n"
+        "from hz_kernel.team.state_branch import MAX_RECEIPT, StateBranch\n"
         "from tests.support.team import HEINZEL, OTHER, T0, finished\n"
         "home, team, which = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
         "state = StateBranch(Path(home), team)\n"
@@ -283,60 +294,33 @@ def test_read_receipts_shows_the_team_s_receipts(tmp_path: Path, team: Path) -> 
 
 
 def test_a_file_on_hz_state_that_is_no_receipt_is_listed_and_kept(
-    tmp_path: Path, team: Path
+    tmp_path: Path, team: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state = branch(tmp_path, team)
     state.queue([finished("01JDTURN01")])
     state.push_pending(now=T0)
-    blob = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "hash-object", "-w", "--stdin"],
-            input=b"{}",
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    index = tmp_path / "index"
-    env = {"GIT_INDEX_FILE": str(index), "PATH": "/usr/bin:/bin"}
-    for args in (
-        ["read-tree", "hz/state"],
-        ["update-index", "--add", "--cacheinfo", f"100644,{blob},receipts/{HEINZEL}/odd.json"],
-    ):
-        subprocess.run(["git", f"--git-dir={team}", *args], env=env, check=True)
-    tree = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "write-tree"], env=env, capture_output=True, check=True
-        )
-        .stdout.decode()
-        .strip()
-    )
-    commit = hz_commit(team, tree, "hz/state")
-    run_git(team, "update-ref", "refs/heads/hz/state", commit)
+    padded = finished("01JDTURN03").to_bytes() + b" " * MAX_RECEIPT
+    big, odd = f"receipts/{HEINZEL}/big.json", f"receipts/{HEINZEL}/odd.json"
+    blobs = put_on_state(team, {odd: b"{}", big: padded})
     state.queue([finished("01JDTURN02")])
+    read: list[str] = []
+    contents = TeamRepo.contents
+
+    def reading(repo: TeamRepo, asked: list[str]) -> list[bytes]:
+        read.extend(asked)
+        return contents(repo, asked)
+
+    monkeypatch.setattr(TeamRepo, "contents", reading)
 
     assert state.push_pending(now=T0).delivered == [finished("01JDTURN02").path]
     log = state.read_receipts()
     offline = state.read_receipts(fetch=False)
 
     assert [r.turn for r in log.receipts] == ["01JDTURN01", "01JDTURN02"]
-    assert log.unreadable == [f"receipts/{HEINZEL}/odd.json"]
+    assert log.unreadable == [big, odd]
     assert offline == log
+    assert blobs[odd] in read and blobs[big] not in read
     assert f"receipts/{HEINZEL}/odd.json" in on_state(team)
-
-
-def hz_commit(team: Path, tree: str, parent: str, message: str = "hz: 1 receipt(s)") -> str:
-    """A commit as hz writes them (another home's hz, say), by git at the command line."""
-    identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
-                for what, value in (("NAME", "hz"), ("EMAIL", "hz@localhost"))}  # fmt: skip
-    done = subprocess.run(
-        ["git", f"--git-dir={team}", "commit-tree", tree, "-p", parent, "-m", message],
-        env={"PATH": "/usr/bin:/bin", **identity},
-        capture_output=True,
-        check=True,
-    )
-    return done.stdout.decode().strip()
 
 
 @pytest.mark.parametrize("moved_to", ["main", "a person's commit", "another message"])

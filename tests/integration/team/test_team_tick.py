@@ -12,13 +12,21 @@ from pathlib import Path
 import orjson
 import pytest
 
+from hz_kernel.commands.team import team_id
 from hz_kernel.contracts import ContractError, compile_contract
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.team.state_branch import StateBranch
 from hz_kernel.tick.report import TickReport
-from tests.support.team import make_team_repo, refs, run_git, team_contract, team_home
+from tests.support.team import (
+    make_team_repo,
+    put_on_state,
+    refs,
+    run_git,
+    team_contract,
+    team_home,
+)
 
 T0 = datetime(2026, 11, 27, 9, 0, 30, tzinfo=UTC)
 TICK = timedelta(minutes=10)
@@ -252,3 +260,19 @@ async def test_a_damaged_receipts_cursor_is_one_coded_problem_every_tick(
         ]
     assert "the receipts cursor is damaged (" in first.problems[0].message
     assert (await priya.team_log()).receipts == []
+
+
+async def test_team_log_names_each_file_on_hz_state_it_cannot_read(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    odd = f"receipts/{team_id('team-status')}/odd.json"
+    put_on_state(repo, {odd: b""})
+
+    log = await priya.team_log()
+
+    assert len(log.receipts) == 1
+    assert log.errors == [
+        f"HZS118: {repo}: {odd}: not a receipt this hz reads, or larger than 64 KiB"
+    ]
