@@ -301,4 +301,4 @@ class StateBranch:
         with store_io(target):
             target.replace(target.with_name(f".{target.name}.refused"))
             fsync_dir(target.parent)
-        refused.append(Refused(path=path, code=error.code, message=error.one_line()))
+        refused.append(Refused(path=path, code=error.code, message=error.message))

@@ -172,6 +172,7 @@ async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_own
     assert [(p.code, p.place.endswith(".turn.finished.json")) for p in back.problems] == [
         ("HZS104", True)
     ]
+    assert back.problems[0].message == "token 1 is older than the lease's 2"
     assert back.woken == [] and [(s.reason, s.holder) for s in back.skipped] == [
         ("held-by", "theo")
     ]
