@@ -48,6 +48,8 @@ class TurnSummary(_Shape):
     attempt: int = 0
     disposition: str | None = None
     reason: str | None = None
+    holder: str | None = None
+    """``held-by``: the roster handle of the home that holds the lease."""
     report: str | None = None
     usd: float = 0.0
     tokens: int = 0

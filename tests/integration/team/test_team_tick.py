@@ -105,6 +105,10 @@ async def test_the_owner_runs_each_slot_and_the_delegate_skips_it_held_by_the_ow
     assert started_tokens(theo) == []
     held = [e["data"] for e in spine(theo, "team-status") if e["kind"] == "turn.skipped"]
     assert [(d["reason"], d["holder"]) for d in held] == [("held-by", "priya")] * 3  # type: ignore[index]
+    shown = (await theo.show(ref="team-status")).turns
+    assert [(t.disposition, t.reason, t.holder, t.report) for t in shown] == [
+        ("skipped", "held-by", "priya", "skipped: held-by priya")
+    ] * 3
     receipts = (await theo.team_log()).receipts
     assert [(r.name, r.receipt["kind"], r.receipt["token"]) for r in receipts] == [
         ("team-status", "turn.finished", 1)
