@@ -71,17 +71,20 @@ def render_log(log: api.TeamLog) -> str:
 
 
 def _line(name: str | None, receipt: dict[str, Any]) -> str:
-    """One receipt: when, whose, what, under which token, and its kind's telling fields."""
+    """One receipt: when, whose, what, under which token, which home ran it, and its kind's
+    telling fields."""
     kind = receipt.get("kind")
     detail = {
         "turn.finished": f"{receipt.get('disposition')} ({receipt.get('cause')}) "
         f"{float(receipt.get('usd') or 0):.4f} USD",
         "draft.placed": str(receipt.get("asset")),
-        "approval.observed": f"by {receipt.get('approver')}",
+        "approval.observed": f"approver {receipt.get('approver')}",
         "contract.amended": f"v{receipt.get('version')}",
     }.get(str(kind), "")
     turn = receipt.get("turn") or "-"
     who = name or receipt.get("heinzel")
+    by = f"  by {receipt['by']}" if receipt.get("by") else ""
     return (
-        f"{receipt.get('at')}  {who}  {kind}  {detail}  turn {turn}  token {receipt.get('token')}"
+        f"{receipt.get('at')}  {who}  {kind}  {detail}  turn {turn}  "
+        f"token {receipt.get('token')}{by}"
     )

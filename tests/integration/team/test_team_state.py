@@ -14,6 +14,7 @@ import pytest
 from hz_kernel.errors import HzError
 from hz_kernel.team import git as git_module
 from hz_kernel.team.lease import acquire_or_renew
+from hz_kernel.team.receipts import parse_receipt
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import MAX_RECEIPT, StateBranch
 from tests.support.team import (
@@ -233,6 +234,24 @@ def test_a_receipt_with_a_stale_token_is_refused(tmp_path: Path, team: Path) -> 
     assert "token 1 is older than the lease's 2" in result.refused[0].message
     assert sorted(on_state(team)) == [finished("01JDTURN02").path]
     assert priya.pending() == []
+
+
+def test_a_receipt_an_older_hz_pushed_without_by_counts_as_delivered(
+    tmp_path: Path, team: Path
+) -> None:
+    old = finished("01JDTURN01")
+    assert old.by is None and b'"by"' not in old.to_bytes()
+    assert parse_receipt(old.to_bytes()).to_bytes() == old.to_bytes()
+    priya = branch(tmp_path, team)
+    priya.queue([old])
+    priya.push_pending(now=T0)
+    tip = run_git(team, "rev-parse", "hz/state")
+    priya.queue([old.model_copy(update={"by": "priya"})])
+
+    again = priya.push_pending(now=T0 + TTL)
+
+    assert again.delivered == [old.path] and again.refused == []
+    assert run_git(team, "rev-parse", "hz/state") == tip
 
 
 def test_a_different_receipt_at_a_delivered_path_is_refused(tmp_path: Path, team: Path) -> None:

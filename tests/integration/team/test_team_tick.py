@@ -12,6 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from hz_kernel import api
+from hz_kernel.cli.team import render_log
 from hz_kernel.commands.team import team_id
 from hz_kernel.contracts import ContractError, compile_contract
 from hz_kernel.errors import HzError
@@ -113,6 +115,8 @@ async def test_the_owner_runs_each_slot_and_the_delegate_skips_it_held_by_the_ow
     assert [(r.name, r.receipt["kind"], r.receipt["token"]) for r in receipts] == [
         ("team-status", "turn.finished", 1)
     ] * 3
+    assert {r.receipt["by"] for r in receipts} == {"priya"}
+    assert render_log(api.TeamLog(receipts=receipts)).splitlines()[0].endswith("token 1  by priya")
     status = await priya.team_status()
     assert [(r.holder, r.token, r.held_here) for r in status.leases] == [("priya", 1, True)]
     assert status.pending == {str(repo): 0}
