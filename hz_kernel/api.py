@@ -598,6 +598,8 @@ class TeamLeaseRow(_Shape):
     expires: str | None = None
     token: int | None = None
     held_here: bool = False
+    free: Literal["expired", "released"] | None = None
+    """The lease no longer holds: it ran out, or its holder handed it back at ``expires``."""
     error: str | None = None
     """Why the remote could not be read (the lease shown is the one seen last)."""
 

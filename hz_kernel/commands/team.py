@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -114,7 +114,7 @@ class TeamCommands(KernelCore):
         members: list[TeamMember] = []
         errors: list[HzError] = []
         for row in rows:
-            spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
+            spec = _team_spec(row)
             repo = spec.get("repo") or settings.repo
             if settings.handle is None:
                 message = "a team heinzel needs this home's roster handle: [team] handle in hz.toml"
@@ -361,6 +361,7 @@ class TeamCommands(KernelCore):
         """Who holds each team heinzel's lease and until when, and what waits to be pushed."""
         members, errors = await self.team_members()
         handle = self.home.settings.team.handle
+        now = now_utc()
         rows: list[api.TeamLeaseRow] = []
         for member in members:
             lease, error = await asyncio.to_thread(self._read_lease, member)
@@ -375,6 +376,7 @@ class TeamCommands(KernelCore):
                     expires=stamp(lease.expires) if lease else None,
                     token=lease.token if lease else None,
                     held_here=lease is not None and lease.holder == handle,
+                    free=_free(lease, now),
                     error=error,
                 )
             )
@@ -401,11 +403,11 @@ class TeamCommands(KernelCore):
 
     async def team_log(self) -> api.TeamLog:
         """The receipts on ``hz/state`` of every team repository this home uses, oldest first."""
-        members, _ = await self.team_members()
-        names = {m.team_id: m.name for m in members}
-        repos = sorted(
-            {m.repo for m in members} | set(filter(None, [self.home.settings.team.repo]))
-        )
+        rows = await self.index.fetch("", TEAM_QUERY, ())
+        names = {team_id(row["name"]): row["name"] for row in rows}
+        settings = self.home.settings.team
+        named = (_team_spec(row).get("repo") for row in rows)
+        repos = sorted(set(filter(None, [*named, settings.repo])))
         entries: list[api.TeamReceipt] = []
         errors: list[str] = []
         for repo in repos:
@@ -465,6 +467,19 @@ def _undecided(item: PlannedTurn, lease: Lease) -> bool:
     return renewed is not None and any(
         w.slot is not None and slot_time(w.slot) > renewed for w in item.wakes
     )
+
+
+def _team_spec(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A team heinzel's ``hz.team`` as the index holds it."""
+    spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
+    return spec
+
+
+def _free(lease: Lease | None, now: datetime) -> Literal["expired", "released"] | None:
+    """Whether ``lease`` no longer holds: ran out, or handed back (``renewed == expires``)."""
+    if lease is None or not lease.expired(now):
+        return None
+    return "released" if lease.renewed == lease.expires else "expired"
 
 
 def _read_cursor(path: Path) -> _Cursor:

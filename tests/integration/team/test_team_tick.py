@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,13 +16,17 @@ import pytest
 
 from hz_kernel import api
 from hz_kernel.cli.team import render_log
+from hz_kernel.clock import stamp
 from hz_kernel.commands.team import team_id
 from hz_kernel.contracts import ContractError, compile_contract
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.team.lease import release
+from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import StateBranch
 from hz_kernel.tick.report import TickReport
+from tests.support.env import hz_env
 from tests.support.team import (
     make_team_repo,
     put_on_state,
@@ -285,3 +291,52 @@ async def test_team_log_names_each_file_on_hz_state_it_cannot_read(
     assert log.errors == [
         f"HZS118: {repo}: {odd}: not a receipt this hz reads, or larger than 64 KiB"
     ]
+
+
+def hz(home: Path, at: datetime, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hz_kernel.cli", *args],
+        capture_output=True,
+        text=True,
+        env=hz_env(home, HZ_NOW=at.isoformat()),
+        timeout=120,
+    )
+
+
+async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_team_repo(tmp_path)
+    priya = await open_home(tmp_path / "priya", "priya", repo, monkeypatch)
+    nobody = await open_home(tmp_path / "nobody", None, repo, monkeypatch)
+    theo = await open_home(tmp_path / "theo", "theo", repo, monkeypatch)
+    await tick(priya, T0, monkeypatch)
+    for kernel in (priya, nobody, theo):
+        await kernel.close()
+    later = T0 + 3 * TICK
+    home = priya.home.root
+
+    held = hz(home, T0 + TICK, "team", "status")
+    expired = hz(home, later, "team", "status")
+    release(TeamRepo(home, str(repo)), team_id("team-status"), handle="priya", now=T0 + TICK)
+    released = hz(home, later, "team", "status")
+    unplaced = hz(nobody.home.root, later, "team", "status")
+    named = hz(nobody.home.root, later, "team", "log")
+    repo.rename(repo.with_name("away.git"))
+    unread = hz(theo.home.root, later, "team", "log")
+
+    assert held.returncode == 0 and "  held by priya (this home) until " in held.stdout
+    assert expired.returncode == 0
+    assert (
+        "  expired at 2026-11-27T09:20:30Z (held by priya (this home)), token 1" in expired.stdout
+    )
+    assert released.returncode == 0
+    assert f"  free since {stamp(T0 + TICK)} (released by priya), token 1" in released.stdout
+    assert unplaced.returncode == 1 and unplaced.stderr.startswith("HZS113: team-status: ")
+    assert "no team heinzels here" not in unplaced.stdout
+    assert named.returncode == 0 and named.stdout.split("  ")[1:3] == [
+        "team-status",
+        "turn.finished",
+    ]
+    assert unread.returncode == 1 and unread.stderr.startswith("HZS105: git fetch: ")
+    assert unread.stdout == "no receipts read: see the errors\n"
