@@ -310,8 +310,10 @@ async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_w
     priya = await open_home(tmp_path / "priya", "priya", repo, monkeypatch)
     nobody = await open_home(tmp_path / "nobody", None, repo, monkeypatch)
     theo = await open_home(tmp_path / "theo", "theo", repo, monkeypatch)
+    ana = await open_home(tmp_path / "ana", "ana", repo, monkeypatch)  # never reads the repo
     await tick(priya, T0, monkeypatch)
-    for kernel in (priya, nobody, theo):
+    await tick(theo, T0, monkeypatch)
+    for kernel in (priya, nobody, theo, ana):
         await kernel.close()
     later = T0 + 3 * TICK
     home = priya.home.root
@@ -323,7 +325,8 @@ async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_w
     unplaced = hz(nobody.home.root, later, "team", "status")
     named = hz(nobody.home.root, later, "team", "log")
     repo.rename(repo.with_name("away.git"))
-    unread = hz(theo.home.root, later, "team", "log")
+    shown = hz(theo.home.root, later, "heinzel", "show", "team-status")
+    unread = hz(ana.home.root, later, "team", "log")
 
     assert held.returncode == 0 and "  held by priya (this home) until " in held.stdout
     assert expired.returncode == 0
@@ -338,5 +341,7 @@ async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_w
         "team-status",
         "turn.finished",
     ]
+    assert shown.returncode == 0 and "  skipped: held-by priya\n" in shown.stdout
+    assert "[body pruned]" not in shown.stdout
     assert unread.returncode == 1 and unread.stderr.startswith("HZS105: git fetch: ")
     assert unread.stdout == "no receipts read: see the errors\n"
