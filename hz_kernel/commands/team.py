@@ -48,7 +48,13 @@ from hz_kernel.team.lease import (
 )
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import MAX_RECEIPT, UNREADABLE, ReceiptLog, StateBranch
+from hz_kernel.team.state_branch import (
+    MAX_RECEIPT,
+    RESTORED,
+    UNREADABLE,
+    ReceiptLog,
+    StateBranch,
+)
 from hz_kernel.tick.report import TickProblem
 from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
@@ -324,6 +330,12 @@ class TeamCommands(KernelCore):
             if result.error is not None:
                 code, _, message = result.error.partition(": ")
                 problems.append(TickProblem(code=code, message=message, place=repo))
+            if result.restored:
+                message = (
+                    f"{len(result.restored)} receipt(s) this home delivered were gone from "
+                    "hz/state (someone moved it back): pushed again"
+                )
+                problems.append(TickProblem(code=RESTORED, message=message, place=repo))
         return problems
 
     async def _queue_receipts(self, member: TeamMember) -> None:

@@ -36,6 +36,9 @@ MAX_ATTEMPTS = 5
 MAX_RECEIPT = 64 * 1024
 STALE_TOKEN = "HZS104"
 UNREADABLE = "HZS118"
+RESTORED = "HZS119"
+#: In the cache: a tree of every receipt this home delivered, at its path on ``hz/state``.
+DELIVERED = "refs/home/delivered"
 FOREIGN_TIP = "HZS117"
 _IDENTITY = f"{IDENTITY_NAME} <{IDENTITY_EMAIL}>"
 _MESSAGE = re.compile(r"hz: \d+ receipt\(s\)")
@@ -66,6 +69,8 @@ class PushResult(BaseModel):
     refused: list[Refused] = []
     error: str | None = None
     """Why receipts stayed queued (the remote's one-line error), if they did."""
+    restored: list[str] = []
+    """Receipts this home delivered earlier that were gone from ``hz/state``: pushed again."""
 
 
 class ReceiptLog(BaseModel):
@@ -125,9 +130,12 @@ class StateBranch:
                 except (GitFailed, ForeignTip) as exc:
                     return PushResult(queued=sorted(waiting), refused=refused, error=exc.one_line())
                 if outcome is not None:
-                    for path in outcome:
+                    delivered, restored = outcome
+                    for path in delivered:
                         self._settle(path)
-                    return PushResult(delivered=sorted(outcome), refused=refused)
+                    return PushResult(
+                        delivered=sorted(delivered), refused=refused, restored=sorted(restored)
+                    )
         if not waiting:
             return PushResult(refused=refused)
         return PushResult(
@@ -225,8 +233,9 @@ class StateBranch:
 
     def _attempt(
         self, waiting: dict[str, AnyReceipt], refused: list[Refused], now: datetime
-    ) -> list[str] | None:
-        """One fetch-commit-push round: the paths delivered, or None when another push won."""
+    ) -> tuple[list[str], list[str]] | None:
+        """One fetch-commit-push round: the paths delivered and those restored (delivered
+        earlier, gone from the branch since), or None when another push won."""
         tip = self.repo.mirrored(STATE_BRANCH)
         if tip is not None:
             self.check_tip(tip)
@@ -246,6 +255,7 @@ class StateBranch:
                     del waiting[path]
         on_branch = {} if tip is None else self.repo.files(tip, "receipts/")
         ours = self.repo.blobs([self.outbox / path for path in waiting])
+        blobs = dict(zip(waiting, ours, strict=True))
         new: dict[str, str] = {}
         delivered: list[str] = []
         for path, blob in zip(list(waiting), ours, strict=True):
@@ -258,13 +268,36 @@ class StateBranch:
                 message = "hz/state already holds a different receipt here"
                 self._refuse(path, HzError("HZS106", message, path), refused)
                 del waiting[path]
-        if not new:
-            return delivered
-        commit = self._commit(tip, new, now)
+        lost = self._lost(on_branch)
+        if not new and not lost:
+            self._record({path: blobs[path] for path in delivered})
+            return delivered, []
+        commit = self._commit(tip, new | lost, now)
         if not self.repo.push([f"{commit}:{STATE_BRANCH}", *guards], expect):
             return None
         self.repo.set_mirror(STATE_BRANCH, commit)
-        return delivered + list(new)
+        self._record({path: blobs[path] for path in delivered} | new)
+        return delivered + list(new), list(lost)
+
+    def _lost(self, on_branch: dict[str, str]) -> dict[str, str]:
+        """Receipts this home delivered that the branch no longer has (someone moved it back
+        by hand): a receipt is identified by its path and bytes, so pushing it again is safe,
+        and its token was current when it was first accepted."""
+        done = git(self.repo.git_dir, "rev-parse", "--verify", "--quiet", DELIVERED, check=False)
+        record = done.stdout.decode().strip()
+        if done.returncode != 0 or not record:
+            return {}
+        mine = self.repo.files(record, "receipts/")
+        return {path: blob for path, blob in mine.items() if path not in on_branch}
+
+    def _record(self, delivered: dict[str, str]) -> None:
+        """Add ``delivered`` (path to blob) to the tree of what this home delivered."""
+        if not delivered:
+            return
+        done = git(self.repo.git_dir, "rev-parse", "--verify", "--quiet", DELIVERED, check=False)
+        record = done.stdout.decode().strip() if done.returncode == 0 else ""
+        tree = self._tree(record or None, delivered)
+        git(self.repo.git_dir, "update-ref", DELIVERED, tree)
 
     def _written_before_by(self, blob: str, receipt: AnyReceipt) -> bool:
         """Whether ``blob`` is ``receipt`` as an hz before ``by`` wrote it (a cursor deleted
@@ -277,16 +310,20 @@ class StateBranch:
             return False
         return there.by is None and there.model_copy(update={"by": receipt.by}) == receipt
 
-    def _commit(self, tip: str | None, new: dict[str, str], now: datetime) -> str:
-        """A commit of ``tip``'s tree plus ``new`` (path to blob), built in a private index."""
+    def _tree(self, base: str | None, new: dict[str, str]) -> str:
+        """The tree of ``base`` (a commit or tree) plus ``new`` (path to blob), in a private
+        index."""
         with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
             index = Path(scratch) / "index"
-            base = [tip] if tip else ["--empty"]
-            git(self.repo.git_dir, "read-tree", *base, index=index)
+            git(self.repo.git_dir, "read-tree", base or "--empty", index=index)
             entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in new.items())
             info = entries.encode()
             git(self.repo.git_dir, "update-index", "--index-info", stdin=info, index=index)
-            tree = git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
+            return git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
+
+    def _commit(self, tip: str | None, new: dict[str, str], now: datetime) -> str:
+        """A commit of ``tip``'s tree plus ``new`` (path to blob)."""
+        tree = self._tree(tip, new)
         parents = ["-p", tip] if tip else []
         message = f"hz: {len(new)} receipt(s)".encode()
         done = git(

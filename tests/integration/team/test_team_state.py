@@ -371,6 +371,37 @@ def test_hz_refuses_to_build_on_a_tip_it_did_not_write(
     assert state.tip_problem() == log.problem
 
 
+@pytest.mark.parametrize("moved", ["back", "deleted"])
+def test_receipts_gone_from_a_branch_moved_back_are_pushed_again(
+    tmp_path: Path, team: Path, moved: str
+) -> None:
+    state, theo = branch(tmp_path, team), branch(tmp_path, team, "theo")
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    first = run_git(team, "rev-parse", "hz/state").strip()
+    state.queue([finished("01JDTURN02"), placed("01JDTURN02")])
+    state.push_pending(now=T0 + TTL)
+    theo.queue([finished("01JDTURN09", heinzel=OTHER)])
+    theo.push_pending(now=T0 + TTL)
+    if moved == "back":
+        run_git(team, "update-ref", "refs/heads/hz/state", first)
+    else:
+        run_git(team, "update-ref", "-d", "refs/heads/hz/state")
+    state.queue([finished("01JDTURN03")])
+
+    result = state.push_pending(now=T0 + 2 * TTL)
+
+    gone = [finished("01JDTURN02"), placed("01JDTURN02")]
+    if moved == "deleted":
+        gone.append(finished("01JDTURN01"))
+    assert result.delivered == [finished("01JDTURN03").path] and result.error is None
+    assert result.restored == sorted(r.path for r in gone)
+    assert set(on_state(team)) == {
+        r.path for r in [finished("01JDTURN01"), *gone, finished("01JDTURN03")]
+    }
+    assert state.push_pending(now=T0 + 3 * TTL).restored == []
+
+
 def test_a_hand_edited_outbox_file_with_text_is_refused_not_pushed(
     tmp_path: Path, team: Path
 ) -> None:

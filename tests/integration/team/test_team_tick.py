@@ -345,3 +345,17 @@ async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_w
     assert "[body pruned]" not in shown.stdout
     assert unread.returncode == 1 and unread.stderr.startswith("HZS105: git fetch: ")
     assert unread.stdout == "no receipts read: see the errors\n"
+
+
+async def test_receipts_gone_from_hz_state_are_pushed_again_and_the_tick_says_so(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    run_git(repo, "update-ref", "-d", "refs/heads/hz/state")
+
+    report = await tick(priya, T0 + TICK, monkeypatch)
+
+    assert [(p.code, p.place) for p in report.problems] == [("HZS119", str(repo))]
+    assert report.problems[0].message.startswith("1 receipt(s) this home delivered were gone")
+    assert len((await priya.team_log()).receipts) == 2
