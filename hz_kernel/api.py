@@ -48,6 +48,8 @@ class TurnSummary(_Shape):
     attempt: int = 0
     disposition: str | None = None
     reason: str | None = None
+    holder: str | None = None
+    """``held-by``: the roster handle of the home that holds the lease."""
     report: str | None = None
     usd: float = 0.0
     tokens: int = 0
@@ -596,6 +598,8 @@ class TeamLeaseRow(_Shape):
     expires: str | None = None
     token: int | None = None
     held_here: bool = False
+    free: Literal["expired", "released"] | None = None
+    """The lease no longer holds: it ran out, or its holder handed it back at ``expires``."""
     error: str | None = None
     """Why the remote could not be read (the lease shown is the one seen last)."""
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json, table
 from hz_kernel.cli.parser import Subcommands, writes
@@ -118,12 +119,17 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
                 ",".join(t.causes) or t.cause or "-",
                 t.disposition or t.status,
                 f"{t.usd:.2f}",
-                (t.report or "") + ("" if t.body_present else "  [body pruned]"),
+                (t.report or "") + _pruned(t),
             ]
             for t in detail.turns
         ]
         table(rows, ["  STARTED", "CAUSE", "DISPOSITION", "USD", "REPORT"])
     return 0
+
+
+def _pruned(turn: api.TurnSummary) -> str:
+    """The mark of a turn whose body pruning removed: a skipped turn never had one."""
+    return "" if turn.body_present or turn.disposition == "skipped" else "  [body pruned]"
 
 
 async def cmd_verify(client: KernelClient, args: argparse.Namespace) -> int:

@@ -32,20 +32,27 @@ async def cmd_status(client: KernelClient, args: argparse.Namespace) -> int:
         emit_json(status.model_dump(mode="json"))
     else:
         sys.stdout.write(render_status(status))
-    for line in status.problems + [r.error for r in status.leases if r.error]:
+    problems = status.problems + [r.error for r in status.leases if r.error]
+    for line in problems:
         sys.stderr.write(echoed(line) + "\n")
-    return 0
+    return 1 if problems else 0
 
 
 def render_status(status: api.TeamStatus) -> str:
     if not status.leases:
+        if status.problems:
+            return "no team heinzel here can be placed in a team: see the errors\n"
         return "no team heinzels here\n"
     lines = []
     for row in status.leases:
+        here = " (this home)" if row.held_here else ""
         if row.holder is None:
             held = "no lease yet"
+        elif row.free == "released":
+            held = f"free since {row.expires} (released by {row.holder}), token {row.token}"
+        elif row.free == "expired":
+            held = f"expired at {row.expires} (held by {row.holder}{here}), token {row.token}"
         else:
-            here = " (this home)" if row.held_here else ""
             held = f"held by {row.holder}{here} until {row.expires}, token {row.token}"
         lines.append(f"{row.name}  {row.role}  {held}")
     for repo, count in status.pending.items():
@@ -61,27 +68,32 @@ async def cmd_log(client: KernelClient, args: argparse.Namespace) -> int:
         sys.stdout.write(render_log(log))
     for line in log.errors:
         sys.stderr.write(echoed(line) + "\n")
-    return 0
+    return 1 if log.errors else 0
 
 
 def render_log(log: api.TeamLog) -> str:
     if not log.receipts:
-        return "no receipts on hz/state yet\n"
+        return (
+            "no receipts read: see the errors\n" if log.errors else "no receipts on hz/state yet\n"
+        )
     return "".join(_line(entry.name, entry.receipt) + "\n" for entry in log.receipts)
 
 
 def _line(name: str | None, receipt: dict[str, Any]) -> str:
-    """One receipt: when, whose, what, under which token, and its kind's telling fields."""
+    """One receipt: when, whose, what, under which token, which home ran it, and its kind's
+    telling fields."""
     kind = receipt.get("kind")
     detail = {
         "turn.finished": f"{receipt.get('disposition')} ({receipt.get('cause')}) "
         f"{float(receipt.get('usd') or 0):.4f} USD",
         "draft.placed": str(receipt.get("asset")),
-        "approval.observed": f"by {receipt.get('approver')}",
+        "approval.observed": f"approver {receipt.get('approver')}",
         "contract.amended": f"v{receipt.get('version')}",
     }.get(str(kind), "")
     turn = receipt.get("turn") or "-"
     who = name or receipt.get("heinzel")
+    by = f"  by {receipt['by']}" if receipt.get("by") else ""
     return (
-        f"{receipt.get('at')}  {who}  {kind}  {detail}  turn {turn}  token {receipt.get('token')}"
+        f"{receipt.get('at')}  {who}  {kind}  {detail}  turn {turn}  "
+        f"token {receipt.get('token')}{by}"
     )

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ulid import ULID
 
 from hz_kernel import api
@@ -48,7 +48,13 @@ from hz_kernel.team.lease import (
 )
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import StateBranch
+from hz_kernel.team.state_branch import (
+    MAX_RECEIPT,
+    RESTORED,
+    UNREADABLE,
+    ReceiptLog,
+    StateBranch,
+)
 from hz_kernel.tick.report import TickProblem
 from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
@@ -62,6 +68,7 @@ NO_HANDLE = "HZS113"
 NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
 LEASE_LOST = "HZS121"
+_UNREADABLE = f"not a receipt this hz reads, or larger than {MAX_RECEIPT // 1024} KiB"
 _CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
 
 
@@ -88,8 +95,8 @@ class _Cursor(BaseModel):
     """How far a heinzel's spine has been turned into queued receipts."""
 
     model_config = ConfigDict(defer_build=True, frozen=True)
-    seq: int = 0
-    count: int = 0
+    seq: int = Field(default=0, ge=0)
+    count: int = Field(default=0, ge=0)
 
 
 class TeamCommands(KernelCore):
@@ -113,7 +120,7 @@ class TeamCommands(KernelCore):
         members: list[TeamMember] = []
         errors: list[HzError] = []
         for row in rows:
-            spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
+            spec = _team_spec(row)
             repo = spec.get("repo") or settings.repo
             if settings.handle is None:
                 message = "a team heinzel needs this home's roster handle: [team] handle in hz.toml"
@@ -323,22 +330,33 @@ class TeamCommands(KernelCore):
             if result.error is not None:
                 code, _, message = result.error.partition(": ")
                 problems.append(TickProblem(code=code, message=message, place=repo))
+            if result.restored:
+                message = (
+                    f"{len(result.restored)} receipt(s) this home delivered were gone from "
+                    "hz/state (someone moved it back): pushed again"
+                )
+                problems.append(TickProblem(code=RESTORED, message=message, place=repo))
         return problems
 
     async def _queue_receipts(self, member: TeamMember) -> None:
         path = self._cursor_path(member.heinzel)
         cursor = _read_cursor(path)
-        if member.seq <= cursor.seq:
+        if member.seq == cursor.seq:
             return
         handle = self.home.settings.team.handle
         assert handle is not None
         async with self.holding(member.heinzel) as held:
             events = list(held.scan.events)
-        if not events:
+        last = events[-1].seq if events else 0
+        if cursor.seq > last:
+            raise _damaged(path, f"seq {cursor.seq} is beyond the spine's {last}")
+        if not events or cursor.seq == last:
             return
         lease = self.team_leases.get(member.heinzel)
         token = lease.token if lease is not None and lease.holder == handle else 0
         receipts = receipts_from(events, heinzel=member.team_id, handle=handle, token=token)
+        if cursor.count > len(receipts):
+            raise _damaged(path, f"count {cursor.count} is beyond the spine's {len(receipts)}")
         StateBranch(self.home.root, member.repo).queue(receipts[cursor.count :])
         with store_io(path):
             ensure_private_dir(path.parent)
@@ -355,6 +373,7 @@ class TeamCommands(KernelCore):
         """Who holds each team heinzel's lease and until when, and what waits to be pushed."""
         members, errors = await self.team_members()
         handle = self.home.settings.team.handle
+        now = now_utc()
         rows: list[api.TeamLeaseRow] = []
         for member in members:
             lease, error = await asyncio.to_thread(self._read_lease, member)
@@ -369,18 +388,19 @@ class TeamCommands(KernelCore):
                     expires=stamp(lease.expires) if lease else None,
                     token=lease.token if lease else None,
                     held_here=lease is not None and lease.holder == handle,
+                    free=_free(lease, now),
                     error=error,
                 )
             )
-        pending = {
-            repo: StateBranch(self.home.root, repo).pending()
-            for repo in sorted({m.repo for m in members})
+        branches = {
+            repo: StateBranch(self.home.root, repo) for repo in sorted({m.repo for m in members})
         }
+        foreign = await asyncio.to_thread(lambda: [b.tip_problem() for b in branches.values()])
         return api.TeamStatus(
             handle=handle,
             leases=rows,
-            pending={repo: len(paths) for repo, paths in pending.items()},
-            problems=[error.one_line() for error in errors],
+            pending={repo: len(branch.pending()) for repo, branch in branches.items()},
+            problems=[error.one_line() for error in errors] + list(filter(None, foreign)),
         )
 
     def _read_lease(self, member: TeamMember) -> tuple[Lease | None, str | None]:
@@ -395,18 +415,21 @@ class TeamCommands(KernelCore):
 
     async def team_log(self) -> api.TeamLog:
         """The receipts on ``hz/state`` of every team repository this home uses, oldest first."""
-        members, _ = await self.team_members()
-        names = {m.team_id: m.name for m in members}
-        repos = sorted(
-            {m.repo for m in members} | set(filter(None, [self.home.settings.team.repo]))
-        )
+        rows = await self.index.fetch("", TEAM_QUERY, ())
+        names = {team_id(row["name"]): row["name"] for row in rows}
+        settings = self.home.settings.team
+        named = (_team_spec(row).get("repo") for row in rows)
+        repos = sorted(set(filter(None, [*named, settings.repo])))
         entries: list[api.TeamReceipt] = []
         errors: list[str] = []
         for repo in repos:
             log, error = await asyncio.to_thread(self._read_receipts, repo)
-            if error is not None:
-                errors.append(error)
-            for receipt in log:
+            errors += filter(None, [error, log.problem])
+            errors += [
+                HzError(UNREADABLE, _UNREADABLE, f"{repo}: {path}").one_line()
+                for path in log.unreadable
+            ]
+            for receipt in log.receipts:
                 fields = receipt.model_dump(mode="json")
                 entries.append(
                     api.TeamReceipt(name=names.get(receipt.heinzel), repo=repo, receipt=fields)
@@ -414,15 +437,15 @@ class TeamCommands(KernelCore):
         entries.sort(key=lambda e: (str(e.receipt.get("at")), str(e.receipt.get("kind"))))
         return api.TeamLog(receipts=entries, errors=errors)
 
-    def _read_receipts(self, repo: str) -> tuple[list[Any], str | None]:
+    def _read_receipts(self, repo: str) -> tuple[ReceiptLog, str | None]:
         state = StateBranch(self.home.root, repo)
         try:
-            return list(state.read_receipts().receipts), None
+            return state.read_receipts(), None
         except HzError as exc:
             try:
-                return list(state.read_receipts(fetch=False).receipts), exc.one_line()
+                return state.read_receipts(fetch=False), exc.one_line()
             except HzError:
-                return [], exc.one_line()
+                return ReceiptLog(receipts=[]), exc.one_line()
 
 
 def _decided(
@@ -458,6 +481,19 @@ def _undecided(item: PlannedTurn, lease: Lease) -> bool:
     )
 
 
+def _team_spec(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A team heinzel's ``hz.team`` as the index holds it."""
+    spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
+    return spec
+
+
+def _free(lease: Lease | None, now: datetime) -> Literal["expired", "released"] | None:
+    """Whether ``lease`` no longer holds: ran out, or handed back (``renewed == expires``)."""
+    if lease is None or not lease.expired(now):
+        return None
+    return "released" if lease.renewed == lease.expires else "expired"
+
+
 def _read_cursor(path: Path) -> _Cursor:
     if not path.exists():
         return _Cursor()
@@ -465,7 +501,11 @@ def _read_cursor(path: Path) -> _Cursor:
         with store_io(path):
             return _Cursor.model_validate_json(path.read_bytes())
     except ValidationError:
-        raise HzError("HZS116", "the receipts cursor is damaged: delete it", str(path)) from None
+        raise _damaged(path, "not a cursor") from None
+
+
+def _damaged(path: Path, why: str) -> HzError:
+    return HzError("HZS116", f"the receipts cursor is damaged ({why}): delete it", str(path))
 
 
 def _problem(error: HzError, name: str | None = None) -> TickProblem:

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 #: 4: a line whose types do not fit its kind is damage (``verify`` trusts a sound row to say so);
 #: an older index may have folded such a line as sound.
 #: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
-SCHEMA_VERSION = 6
+#: 7: a turn skipped ``held-by`` names the home that holds the lease (``turns.holder``).
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,7 @@ TURNS = Table(
         "attempt",
         "disposition",
         "reason",
+        "holder",
         "report",
         "usd",
         "tokens",

@@ -244,6 +244,7 @@ _NEW_TURN: Row = {
     "attempt": 0,
     "disposition": None,
     "reason": None,
+    "holder": None,
     "report": None,
     "usd": 0.0,
     "tokens": 0,
@@ -482,7 +483,9 @@ def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
             keys=keys,
             disposition="skipped",
             reason=d.get("reason"),
-            report=d.get("detail") or f"skipped: {d.get('reason')}",
+            holder=d.get("holder"),
+            report=d.get("detail")
+            or " ".join(filter(None, ["skipped:", d.get("reason"), d.get("holder")])),
         )
     for key in keys:
         p._set_key(key, e.turn, "skipped")

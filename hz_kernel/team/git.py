@@ -8,7 +8,9 @@ the team repository through hz. A failure is a coded one-line error.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -68,32 +70,51 @@ def git(
     moment: datetime | None = None,
     index: Path | None = None,
     check: bool = True,
-    timeout: float = TIMEOUT_SECONDS,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git --git-dir=<git_dir> <args>``; ``moment`` dates a commit (same input, same id),
     ``index`` names a private index file (plumbing that builds a tree).
 
     With ``check`` a non-zero exit raises ``GitFailed`` naming git's first
-    line of complaint; without it the caller reads ``returncode`` itself.
+    line of complaint; without it the caller reads ``returncode`` itself. Git
+    runs in a session of its own, so a timeout (``TIMEOUT_SECONDS``, read at
+    each call) stops its whole process group: an ``ssh`` it started
+    must not outlive it and keep the remote's connection open.
     """
     command = ["git", f"--git-dir={git_dir}", *args]
+    limit = TIMEOUT_SECONDS
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             command,
-            input=stdin,
-            stdin=None if stdin is not None else subprocess.DEVNULL,
-            capture_output=True,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=_env(moment, index),
-            timeout=timeout,
-            check=False,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        raise GitFailed(args, f"no answer within {timeout:g}s") from None
     except OSError as exc:
         raise GitFailed(args, f"cannot run git ({exc.strerror})") from None
+    try:
+        out, err = process.communicate(stdin, timeout=limit)
+    except subprocess.TimeoutExpired:
+        _stop(process)
+        raise GitFailed(args, f"no answer within {limit:g}s") from None
+    except BaseException:
+        _stop(process)
+        raise
+    done = subprocess.CompletedProcess(command, process.returncode, out, err)
     if check and done.returncode != 0:
         raise GitFailed(args, complaint(done.stderr), done.stderr.decode(errors="replace"))
     return done
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill git's whole process group (an ``ssh`` it started too) and reap git."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+    process.wait()
 
 
 def complaint(stderr: bytes) -> str:

@@ -45,6 +45,8 @@ class Receipt(BaseModel):
     turn: str | None = Field(default=None, pattern=_TURN_ID)
     token: int = Field(ge=0)
     at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT[\d:.]+Z$")
+    by: str | None = Field(default=None, pattern=HANDLE)
+    """The roster handle of the home that ran it (receipts an older hz wrote have none)."""
 
     @property
     def path(self) -> str:
@@ -55,8 +57,12 @@ class Receipt(BaseModel):
         return str(self.turn)
 
     def to_bytes(self) -> bytes:
-        """The file's bytes: sorted keys, so the same receipt is the same blob everywhere."""
-        return orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        """The file's bytes: sorted keys, so the same receipt is the same blob everywhere (and
+        one an older hz wrote, without ``by``, the bytes it wrote)."""
+        exclude = {"by"} if self.by is None else None
+        return orjson.dumps(
+            self.model_dump(mode="json", exclude=exclude), option=orjson.OPT_SORT_KEYS
+        )
 
 
 class TurnFinishedReceipt(Receipt):
@@ -127,10 +133,11 @@ def receipts_from(
 ) -> list[AnyReceipt]:
     """The receipts of the receipt-grade events among ``events`` (a spine, or its tail).
 
-    ``handle`` is this home's roster handle: the spine's ``approver="owner"``
-    is the person at this home. A turn's receipts carry the fencing token its
-    ``turn.started`` recorded; ``token`` is for the rest (an approval seen by
-    the tick, an amendment outside a turn) and for turns that recorded none.
+    ``handle`` is this home's roster handle: every receipt's ``by``, and the
+    spine's ``approver="owner"`` is the person at this home. A turn's receipts
+    carry the fencing token its ``turn.started`` recorded; ``token`` is for
+    the rest (an approval seen by the tick, an amendment outside a turn) and
+    for turns that recorded none.
     A turn's contract fingerprint is found among ``events`` (pass the whole
     spine to have it); input fingerprints come from the
     gather step's checkpoint and the draft's hash from its ``draft.placed``.
@@ -181,6 +188,7 @@ class _Seen:
             "turn": turn,
             "token": begun.get("token", token),
             "at": event.ts,
+            "by": handle,
         }
         if kind == "step.done" and turn and data.get("step") == "gather":
             self.inputs[turn] = [str(i["fingerprint"]) for i in data.get("inputs") or []]

@@ -123,6 +123,12 @@ class TeamRepo:
         done = git(self.git_dir, "hash-object", "-w", "--stdin-paths", stdin=listing)
         return done.stdout.decode().split()
 
+    def sizes(self, blobs: list[str]) -> list[int]:
+        """The size in bytes of each blob (one git call), without reading it."""
+        listing = "".join(f"{b}\n" for b in blobs).encode()
+        done = git(self.git_dir, "cat-file", "--batch-check=%(objectsize)", stdin=listing)
+        return [int(size) for size in done.stdout.split()]
+
     def contents(self, blobs: list[str]) -> list[bytes]:
         """The bytes of each blob (one git call)."""
         done = git(

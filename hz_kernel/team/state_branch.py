@@ -14,6 +14,7 @@ same blob at the same path, so a retry delivers it once.
 from __future__ import annotations
 
 import contextlib
+import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, store_io
-from hz_kernel.team.git import GitFailed, git
+from hz_kernel.team.git import IDENTITY_EMAIL, IDENTITY_NAME, GitFailed, git
 from hz_kernel.team.lease import lease_ref, mirrored_lease
 from hz_kernel.team.lint import lint
 from hz_kernel.team.receipts import AnyReceipt, parse_receipt
@@ -31,7 +32,25 @@ from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 
 #: Push rounds before the rest stays queued for the next flush.
 MAX_ATTEMPTS = 5
+#: A receipt is a few hundred bytes; a larger file on ``hz/state`` is not read at all.
+MAX_RECEIPT = 64 * 1024
 STALE_TOKEN = "HZS104"
+UNREADABLE = "HZS118"
+RESTORED = "HZS119"
+#: In the cache: a tree of every receipt this home delivered, at its path on ``hz/state``.
+DELIVERED = "refs/home/delivered"
+FOREIGN_TIP = "HZS117"
+_IDENTITY = f"{IDENTITY_NAME} <{IDENTITY_EMAIL}>"
+_MESSAGE = re.compile(r"hz: \d+ receipt\(s\)")
+_RECEIPT_FILE = re.compile(r"receipts/[^/]+/[^/]+\.json")
+
+
+class ForeignTip(HzError):
+    """``hz/state`` points to a commit hz did not write: hz will not build on it."""
+
+    def __init__(self, tip: str, why: str) -> None:
+        message = f"its tip {tip[:12]} is not hz's ({why}); hz will not push onto it"
+        super().__init__(FOREIGN_TIP, message, "hz/state")
 
 
 class Refused(BaseModel):
@@ -50,13 +69,17 @@ class PushResult(BaseModel):
     refused: list[Refused] = []
     error: str | None = None
     """Why receipts stayed queued (the remote's one-line error), if they did."""
+    restored: list[str] = []
+    """Receipts this home delivered earlier that were gone from ``hz/state``: pushed again."""
 
 
 class ReceiptLog(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True)
     receipts: list[AnyReceipt]
     unreadable: list[str] = []
-    """Files on ``hz/state`` that are not receipts this version reads."""
+    """Files on ``hz/state`` that are not receipts this version reads (or over ``MAX_RECEIPT``)."""
+    problem: str | None = None
+    """Why the branch itself cannot be trusted (HZS117: a tip hz did not write)."""
 
 
 class StateBranch:
@@ -104,12 +127,15 @@ class StateBranch:
                 try:
                     self.repo.fetch()
                     outcome = self._attempt(waiting, refused, now)
-                except GitFailed as exc:
+                except (GitFailed, ForeignTip) as exc:
                     return PushResult(queued=sorted(waiting), refused=refused, error=exc.one_line())
                 if outcome is not None:
-                    for path in outcome:
+                    delivered, restored = outcome
+                    for path in delivered:
                         self._settle(path)
-                    return PushResult(delivered=sorted(outcome), refused=refused)
+                    return PushResult(
+                        delivered=sorted(delivered), refused=refused, restored=sorted(restored)
+                    )
         if not waiting:
             return PushResult(refused=refused)
         return PushResult(
@@ -133,20 +159,58 @@ class StateBranch:
             return ReceiptLog(receipts=[])
         return self._mirrored_receipts()
 
+    def tip_problem(self) -> str | None:
+        """Why ``hz/state`` as last fetched cannot be built on (HZS117), if it cannot."""
+        tip = self.repo.mirrored(STATE_BRANCH) if (self.repo.git_dir / "HEAD").exists() else None
+        try:
+            if tip is not None:
+                self.check_tip(tip)
+        except ForeignTip as exc:
+            return exc.one_line()
+        return None
+
     def _mirrored_receipts(self) -> ReceiptLog:
         tip = self.repo.mirrored(STATE_BRANCH)
         if tip is None:
             return ReceiptLog(receipts=[])
+        try:
+            self.check_tip(tip)
+        except ForeignTip as exc:
+            return ReceiptLog(receipts=[], problem=exc.one_line())
         files = self.repo.files(tip, "receipts/")
+        sizes = self.repo.sizes(list(files.values()))
+        small = {p: b for (p, b), n in zip(files.items(), sizes, strict=True) if n <= MAX_RECEIPT}
         receipts: list[AnyReceipt] = []
-        unreadable: list[str] = []
-        for path, raw in zip(files, self.repo.contents(list(files.values())), strict=True):
+        unreadable = [path for path in files if path not in small]
+        for path, raw in zip(small, self.repo.contents(list(small.values())), strict=True):
             try:
                 receipts.append(parse_receipt(raw))
             except ValidationError:
                 unreadable.append(path)
+        unreadable.sort()
         receipts.sort(key=lambda r: (r.at, r.path))
         return ReceiptLog(receipts=receipts, unreadable=unreadable)
+
+    def check_tip(self, tip: str) -> None:
+        """Refuse (HZS117) a tip hz did not write: someone moved ``hz/state`` by hand (to
+        ``main``'s tip, say). Building on it would put a person's commits into hz/state's
+        history and drop the receipts already there, and the outbox would count them delivered.
+        """
+        listed = git(self.repo.git_dir, "ls-tree", "-r", "-z", "--name-only", tip).stdout.decode()
+        stray = next(
+            (p for p in filter(None, listed.split("\0")) if not _RECEIPT_FILE.fullmatch(p)), None
+        )
+        if stray is not None:
+            raise ForeignTip(tip, "a file outside receipts/")
+        history = git(
+            self.repo.git_dir, "log", "--format=%an <%ae>%x00%cn <%ce>%x00%B%x1e", tip
+        ).stdout.decode()
+        for record in filter(None, (r.strip("\n") for r in history.split("\x1e"))):
+            author, committer, message = record.split("\0", 2)
+            if author != _IDENTITY or committer != _IDENTITY:
+                raise ForeignTip(tip, "a commit not made by hz in its history")
+            if not _MESSAGE.fullmatch(message.strip()):
+                raise ForeignTip(tip, "a commit message hz does not write in its history")
 
     def _load(self, refused: list[Refused]) -> dict[str, AnyReceipt]:
         waiting: dict[str, AnyReceipt] = {}
@@ -169,9 +233,12 @@ class StateBranch:
 
     def _attempt(
         self, waiting: dict[str, AnyReceipt], refused: list[Refused], now: datetime
-    ) -> list[str] | None:
-        """One fetch-commit-push round: the paths delivered, or None when another push won."""
+    ) -> tuple[list[str], list[str]] | None:
+        """One fetch-commit-push round: the paths delivered and those restored (delivered
+        earlier, gone from the branch since), or None when another push won."""
         tip = self.repo.mirrored(STATE_BRANCH)
+        if tip is not None:
+            self.check_tip(tip)
         expect: dict[str, str | None] = {}
         guards: list[str] = []
         for heinzel in sorted({r.heinzel for r in waiting.values()}):
@@ -188,36 +255,75 @@ class StateBranch:
                     del waiting[path]
         on_branch = {} if tip is None else self.repo.files(tip, "receipts/")
         ours = self.repo.blobs([self.outbox / path for path in waiting])
+        blobs = dict(zip(waiting, ours, strict=True))
         new: dict[str, str] = {}
         delivered: list[str] = []
         for path, blob in zip(list(waiting), ours, strict=True):
             there = on_branch.get(path)
             if there is None:
                 new[path] = blob
-            elif there == blob:
+            elif there == blob or self._written_before_by(there, waiting[path]):
                 delivered.append(path)
             else:
                 message = "hz/state already holds a different receipt here"
                 self._refuse(path, HzError("HZS106", message, path), refused)
                 del waiting[path]
-        if not new:
-            return delivered
-        commit = self._commit(tip, new, now)
+        lost = self._lost(on_branch)
+        if not new and not lost:
+            self._record({path: blobs[path] for path in delivered})
+            return delivered, []
+        commit = self._commit(tip, new | lost, now)
         if not self.repo.push([f"{commit}:{STATE_BRANCH}", *guards], expect):
             return None
         self.repo.set_mirror(STATE_BRANCH, commit)
-        return delivered + list(new)
+        self._record({path: blobs[path] for path in delivered} | new)
+        return delivered + list(new), list(lost)
 
-    def _commit(self, tip: str | None, new: dict[str, str], now: datetime) -> str:
-        """A commit of ``tip``'s tree plus ``new`` (path to blob), built in a private index."""
+    def _lost(self, on_branch: dict[str, str]) -> dict[str, str]:
+        """Receipts this home delivered that the branch no longer has (someone moved it back
+        by hand): a receipt is identified by its path and bytes, so pushing it again is safe,
+        and its token was current when it was first accepted."""
+        done = git(self.repo.git_dir, "rev-parse", "--verify", "--quiet", DELIVERED, check=False)
+        record = done.stdout.decode().strip()
+        if done.returncode != 0 or not record:
+            return {}
+        mine = self.repo.files(record, "receipts/")
+        return {path: blob for path, blob in mine.items() if path not in on_branch}
+
+    def _record(self, delivered: dict[str, str]) -> None:
+        """Add ``delivered`` (path to blob) to the tree of what this home delivered."""
+        if not delivered:
+            return
+        done = git(self.repo.git_dir, "rev-parse", "--verify", "--quiet", DELIVERED, check=False)
+        record = done.stdout.decode().strip() if done.returncode == 0 else ""
+        tree = self._tree(record or None, delivered)
+        git(self.repo.git_dir, "update-ref", DELIVERED, tree)
+
+    def _written_before_by(self, blob: str, receipt: AnyReceipt) -> bool:
+        """Whether ``blob`` is ``receipt`` as an hz before ``by`` wrote it (a cursor deleted
+        after an upgrade queues it again): the same receipt, delivered."""
+        if self.repo.sizes([blob])[0] > MAX_RECEIPT:
+            return False
+        try:
+            there = parse_receipt(self.repo.contents([blob])[0])
+        except ValidationError:
+            return False
+        return there.by is None and there.model_copy(update={"by": receipt.by}) == receipt
+
+    def _tree(self, base: str | None, new: dict[str, str]) -> str:
+        """The tree of ``base`` (a commit or tree) plus ``new`` (path to blob), in a private
+        index."""
         with tempfile.TemporaryDirectory(dir=self.repo.git_dir) as scratch:
             index = Path(scratch) / "index"
-            base = [tip] if tip else ["--empty"]
-            git(self.repo.git_dir, "read-tree", *base, index=index)
+            git(self.repo.git_dir, "read-tree", base or "--empty", index=index)
             entries = "".join(f"100644 {blob}\t{path}\n" for path, blob in new.items())
             info = entries.encode()
             git(self.repo.git_dir, "update-index", "--index-info", stdin=info, index=index)
-            tree = git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
+            return git(self.repo.git_dir, "write-tree", index=index).stdout.decode().strip()
+
+    def _commit(self, tip: str | None, new: dict[str, str], now: datetime) -> str:
+        """A commit of ``tip``'s tree plus ``new`` (path to blob)."""
+        tree = self._tree(tip, new)
         parents = ["-p", tip] if tip else []
         message = f"hz: {len(new)} receipt(s)".encode()
         done = git(
@@ -243,4 +349,4 @@ class StateBranch:
         with store_io(target):
             target.replace(target.with_name(f".{target.name}.refused"))
             fsync_dir(target.parent)
-        refused.append(Refused(path=path, code=error.code, message=error.one_line()))
+        refused.append(Refused(path=path, code=error.code, message=error.message))

@@ -105,9 +105,9 @@ async def test_theo_runs_fridays_slot_while_priyas_machine_sleeps(
     assert log.returncode == 0, log.stderr
     lines = log.stdout.splitlines()
     assert len(lines) == 2 * (len(turns_started(priya_world)) + 1)  # a turn and a draft each
-    theos = [line.split("  ")[1:3] for line in lines if line.endswith("token 2")]
+    theos = [line.split("  ")[1:3] for line in lines if line.endswith("token 2  by theo")]
     assert theos == [["weekly-report", "draft.placed"], ["weekly-report", "turn.finished"]]
-    assert "drafted (schedule)" in lines[-1] and lines[-1].endswith("token 2")
+    assert "drafted (schedule)" in lines[-1] and lines[-1].endswith("token 2  by theo")
     status = priya.hz("team", "status")
     assert status.stdout.startswith("weekly-report  owner  held by theo until 2026-10-30T17:00:30Z")
     assert refs(team)["refs/heads/main"] == main

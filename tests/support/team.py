@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,9 +36,13 @@ _ENV = {
 }
 
 
-def run_git(git_dir: Path, *args: str) -> str:
+def run_git(git_dir: Path, *args: str, stdin: bytes | None = None) -> str:
     done = subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, env=_ENV, check=True
+        ["git", f"--git-dir={git_dir}", *args],
+        input=stdin,
+        capture_output=True,
+        env=_ENV,
+        check=True,
     )
     return done.stdout.decode()
 
@@ -69,6 +74,41 @@ def make_team_repo(root: Path) -> Path:
     commit = run_git(bare, "commit-tree", tree, "-m", "handbook").strip()
     run_git(bare, "update-ref", "refs/heads/main", commit)
     return bare
+
+
+def hz_commit(team: Path, tree: str, parent: str, message: str = "hz: 1 receipt(s)") -> str:
+    """A commit as hz writes them (another home's hz, say), by git at the command line."""
+    identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+                for what, value in (("NAME", "hz"), ("EMAIL", "hz@localhost"))}  # fmt: skip
+    done = subprocess.run(
+        ["git", f"--git-dir={team}", "commit-tree", tree, "-p", parent, "-m", message],
+        env={"PATH": "/usr/bin:/bin", **identity},
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout.decode().strip()
+
+
+def put_on_state(team: Path, files: dict[str, bytes]) -> dict[str, str]:
+    """Commit ``files`` on top of ``hz/state`` as another hz would; their blob ids by path."""
+    blobs: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        env = {"GIT_INDEX_FILE": f"{scratch}/index", "PATH": "/usr/bin:/bin"}
+        subprocess.run(["git", f"--git-dir={team}", "read-tree", "hz/state"], env=env, check=True)
+        for path, data in files.items():
+            blobs[path] = run_git(team, "hash-object", "-w", "--stdin", stdin=data).strip()
+            entry = f"100644,{blobs[path]},{path}"
+            subprocess.run(
+                ["git", f"--git-dir={team}", "update-index", "--add", "--cacheinfo", entry],
+                env=env,
+                check=True,
+            )
+        tree = subprocess.run(
+            ["git", f"--git-dir={team}", "write-tree"], env=env, capture_output=True, check=True
+        )
+    commit = hz_commit(team, tree.stdout.decode().strip(), "hz/state")
+    run_git(team, "update-ref", "refs/heads/hz/state", commit)
+    return blobs
 
 
 def refs(bare: Path) -> dict[str, str]:

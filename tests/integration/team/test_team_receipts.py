@@ -66,6 +66,7 @@ def test_a_real_spine_gives_one_receipt_per_receipt_grade_event(approved: Drafte
     assert isinstance(learned, TurnFinishedReceipt)
     assert (learned.cause, learned.disposition, learned.draft_hash) == ("approval", "learned", None)
     assert {r.token for r in receipts} == {3}
+    assert {r.by for r in receipts} == {"priya"}
     assert all(r.heinzel == approved.heinzel_id for r in receipts)
 
 

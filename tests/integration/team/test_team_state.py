@@ -5,16 +5,30 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from hz_kernel.errors import HzError
+from hz_kernel.team import git as git_module
 from hz_kernel.team.lease import acquire_or_renew
+from hz_kernel.team.receipts import parse_receipt
 from hz_kernel.team.repo import TeamRepo
-from hz_kernel.team.state_branch import StateBranch
-from tests.support.team import HEINZEL, OTHER, T0, finished, make_team_repo, placed, refs, run_git
+from hz_kernel.team.state_branch import MAX_RECEIPT, StateBranch
+from tests.support.team import (
+    HEINZEL,
+    OTHER,
+    T0,
+    finished,
+    hz_commit,
+    make_team_repo,
+    placed,
+    put_on_state,
+    refs,
+    run_git,
+)
 
 TTL = timedelta(minutes=2)
 
@@ -166,7 +180,7 @@ def test_two_writers_pushing_at_once_both_land(tmp_path: Path, team: Path) -> No
     script.write_text(
         "import sys\n"
         "from pathlib import Path\n"
-        "from hz_kernel.team.state_branch import StateBranch\n"
+        "from hz_kernel.team.state_branch import MAX_RECEIPT, StateBranch\n"
         "from tests.support.team import HEINZEL, OTHER, T0, finished\n"
         "home, team, which = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
         "state = StateBranch(Path(home), team)\n"
@@ -220,6 +234,24 @@ def test_a_receipt_with_a_stale_token_is_refused(tmp_path: Path, team: Path) -> 
     assert "token 1 is older than the lease's 2" in result.refused[0].message
     assert sorted(on_state(team)) == [finished("01JDTURN02").path]
     assert priya.pending() == []
+
+
+def test_a_receipt_an_older_hz_pushed_without_by_counts_as_delivered(
+    tmp_path: Path, team: Path
+) -> None:
+    old = finished("01JDTURN01")
+    assert old.by is None and b'"by"' not in old.to_bytes()
+    assert parse_receipt(old.to_bytes()).to_bytes() == old.to_bytes()
+    priya = branch(tmp_path, team)
+    priya.queue([old])
+    priya.push_pending(now=T0)
+    tip = run_git(team, "rev-parse", "hz/state")
+    priya.queue([old.model_copy(update={"by": "priya"})])
+
+    again = priya.push_pending(now=T0 + TTL)
+
+    assert again.delivered == [old.path] and again.refused == []
+    assert run_git(team, "rev-parse", "hz/state") == tip
 
 
 def test_a_different_receipt_at_a_delivered_path_is_refused(tmp_path: Path, team: Path) -> None:
@@ -281,47 +313,93 @@ def test_read_receipts_shows_the_team_s_receipts(tmp_path: Path, team: Path) -> 
 
 
 def test_a_file_on_hz_state_that_is_no_receipt_is_listed_and_kept(
-    tmp_path: Path, team: Path
+    tmp_path: Path, team: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state = branch(tmp_path, team)
     state.queue([finished("01JDTURN01")])
     state.push_pending(now=T0)
-    blob = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "hash-object", "-w", "--stdin"],
-            input=b"{}",
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    index = tmp_path / "index"
-    env = {"GIT_INDEX_FILE": str(index), "PATH": "/usr/bin:/bin"}
-    for args in (
-        ["read-tree", "hz/state"],
-        ["update-index", "--add", "--cacheinfo", f"100644,{blob},receipts/{HEINZEL}/odd.json"],
-    ):
-        subprocess.run(["git", f"--git-dir={team}", *args], env=env, check=True)
-    tree = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "write-tree"], env=env, capture_output=True, check=True
-        )
-        .stdout.decode()
-        .strip()
-    )
-    commit = run_git(team, "commit-tree", tree, "-p", "hz/state", "-m", "by hand").strip()
-    run_git(team, "update-ref", "refs/heads/hz/state", commit)
+    padded = finished("01JDTURN03").to_bytes() + b" " * MAX_RECEIPT
+    big, odd = f"receipts/{HEINZEL}/big.json", f"receipts/{HEINZEL}/odd.json"
+    blobs = put_on_state(team, {odd: b"{}", big: padded})
     state.queue([finished("01JDTURN02")])
+    read: list[str] = []
+    contents = TeamRepo.contents
+
+    def reading(repo: TeamRepo, asked: list[str]) -> list[bytes]:
+        read.extend(asked)
+        return contents(repo, asked)
+
+    monkeypatch.setattr(TeamRepo, "contents", reading)
 
     assert state.push_pending(now=T0).delivered == [finished("01JDTURN02").path]
     log = state.read_receipts()
     offline = state.read_receipts(fetch=False)
 
     assert [r.turn for r in log.receipts] == ["01JDTURN01", "01JDTURN02"]
-    assert log.unreadable == [f"receipts/{HEINZEL}/odd.json"]
+    assert log.unreadable == [big, odd]
     assert offline == log
+    assert blobs[odd] in read and blobs[big] not in read
     assert f"receipts/{HEINZEL}/odd.json" in on_state(team)
+
+
+@pytest.mark.parametrize("moved_to", ["main", "a person's commit", "another message"])
+def test_hz_refuses_to_build_on_a_tip_it_did_not_write(
+    tmp_path: Path, team: Path, moved_to: str
+) -> None:
+    state = branch(tmp_path, team)
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    tree = run_git(team, "rev-parse", "hz/state^{tree}").strip()
+    foreign = {
+        "main": lambda: run_git(team, "rev-parse", "main").strip(),
+        "a person's commit": lambda: run_git(
+            team, "commit-tree", tree, "-p", "hz/state", "-m", "hz: 1 receipt(s)"
+        ).strip(),
+        "another message": lambda: hz_commit(team, tree, "hz/state", "tidy up"),
+    }[moved_to]()
+    run_git(team, "update-ref", "refs/heads/hz/state", foreign)
+    state.queue([finished("01JDTURN02")])
+
+    result = state.push_pending(now=T0 + TTL)
+    log = state.read_receipts()
+
+    assert result.error is not None and result.error.startswith("HZS117: hz/state: its tip ")
+    assert "\n" not in result.error
+    assert result.queued == [finished("01JDTURN02").path] == state.pending()
+    assert run_git(team, "rev-parse", "hz/state").strip() == foreign
+    assert log.receipts == [] and log.problem is not None and log.problem.startswith("HZS117")
+    assert state.tip_problem() == log.problem
+
+
+@pytest.mark.parametrize("moved", ["back", "deleted"])
+def test_receipts_gone_from_a_branch_moved_back_are_pushed_again(
+    tmp_path: Path, team: Path, moved: str
+) -> None:
+    state, theo = branch(tmp_path, team), branch(tmp_path, team, "theo")
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    first = run_git(team, "rev-parse", "hz/state").strip()
+    state.queue([finished("01JDTURN02"), placed("01JDTURN02")])
+    state.push_pending(now=T0 + TTL)
+    theo.queue([finished("01JDTURN09", heinzel=OTHER)])
+    theo.push_pending(now=T0 + TTL)
+    if moved == "back":
+        run_git(team, "update-ref", "refs/heads/hz/state", first)
+    else:
+        run_git(team, "update-ref", "-d", "refs/heads/hz/state")
+    state.queue([finished("01JDTURN03")])
+
+    result = state.push_pending(now=T0 + 2 * TTL)
+
+    gone = [finished("01JDTURN02"), placed("01JDTURN02")]
+    if moved == "deleted":
+        gone.append(finished("01JDTURN01"))
+    assert result.delivered == [finished("01JDTURN03").path] and result.error is None
+    assert result.restored == sorted(r.path for r in gone)
+    assert set(on_state(team)) == {
+        r.path for r in [finished("01JDTURN01"), *gone, finished("01JDTURN03")]
+    }
+    assert state.push_pending(now=T0 + 3 * TTL).restored == []
 
 
 def test_a_hand_edited_outbox_file_with_text_is_refused_not_pushed(
@@ -348,3 +426,36 @@ def test_queue_lints_every_receipt(tmp_path: Path, team: Path) -> None:
         state.queue([finished("01JDTURN01"), placed("01JDTURN01", asset="doc:Priya Raman.md")])
     assert refused.value.code == "HZS103"
     assert state.pending() == []
+
+
+def test_a_hung_remote_is_stopped_with_the_ssh_git_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pidfile = tmp_path / "ssh.pid"
+    ssh = tmp_path / "ssh"
+    ssh.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 300\n")
+    ssh.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
+    monkeypatch.setattr(git_module, "TIMEOUT_SECONDS", 2.0)
+    state = StateBranch(tmp_path / "priya", "ssh://team.invalid/team.git")
+    state.queue([finished("01JDTURN01")])
+
+    result = state.push_pending(now=T0)
+
+    assert result.error == "HZS105: git fetch: no answer within 2s"
+    assert result.queued == [finished("01JDTURN01").path]
+    pid = int(pidfile.read_text())
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid), "git's ssh outlived it"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,13 +14,27 @@ from pathlib import Path
 import orjson
 import pytest
 
+from hz_kernel import api
+from hz_kernel.cli.team import render_log
+from hz_kernel.clock import stamp
+from hz_kernel.commands.team import team_id
 from hz_kernel.contracts import ContractError, compile_contract
 from hz_kernel.errors import HzError
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.team.lease import release
+from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import StateBranch
 from hz_kernel.tick.report import TickReport
-from tests.support.team import make_team_repo, refs, team_contract, team_home
+from tests.support.env import hz_env
+from tests.support.team import (
+    make_team_repo,
+    put_on_state,
+    refs,
+    run_git,
+    team_contract,
+    team_home,
+)
 
 T0 = datetime(2026, 11, 27, 9, 0, 30, tzinfo=UTC)
 TICK = timedelta(minutes=10)
@@ -96,10 +113,16 @@ async def test_the_owner_runs_each_slot_and_the_delegate_skips_it_held_by_the_ow
     assert started_tokens(theo) == []
     held = [e["data"] for e in spine(theo, "team-status") if e["kind"] == "turn.skipped"]
     assert [(d["reason"], d["holder"]) for d in held] == [("held-by", "priya")] * 3  # type: ignore[index]
+    shown = (await theo.show(ref="team-status")).turns
+    assert [(t.disposition, t.reason, t.holder, t.report) for t in shown] == [
+        ("skipped", "held-by", "priya", "skipped: held-by priya")
+    ] * 3
     receipts = (await theo.team_log()).receipts
     assert [(r.name, r.receipt["kind"], r.receipt["token"]) for r in receipts] == [
         ("team-status", "turn.finished", 1)
     ] * 3
+    assert {r.receipt["by"] for r in receipts} == {"priya"}
+    assert render_log(api.TeamLog(receipts=receipts)).splitlines()[0].endswith("token 1  by priya")
     status = await priya.team_status()
     assert [(r.holder, r.token, r.held_here) for r in status.leases] == [("priya", 1, True)]
     assert status.pending == {str(repo): 0}
@@ -163,6 +186,7 @@ async def test_a_delegate_takes_over_after_two_silent_intervals_and_the_late_own
     assert [(p.code, p.place.endswith(".turn.finished.json")) for p in back.problems] == [
         ("HZS104", True)
     ]
+    assert back.problems[0].message == "token 1 is older than the lease's 2"
     assert back.woken == [] and [(s.reason, s.holder) for s in back.skipped] == [
         ("held-by", "theo")
     ]
@@ -208,3 +232,130 @@ async def test_a_turn_asked_for_at_a_home_without_the_lease_is_refused_with_the_
     assert refused.value.code == "HZS115"
     assert "priya holds it until 2026-11-27T09:20:30Z" in refused.value.message
     assert started_tokens(theo) == []
+
+
+async def test_a_force_pushed_hz_state_is_not_built_on_and_every_view_says_so(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    main = refs(repo)["refs/heads/main"]
+    run_git(repo, "update-ref", "refs/heads/hz/state", main)
+
+    report = await tick(priya, T0 + TICK, monkeypatch)
+    status = await priya.team_status()
+    log = await priya.team_log()
+
+    assert [(p.code, p.place) for p in report.problems] == [("HZS117", str(repo))]
+    assert refs(repo)["refs/heads/hz/state"] == main
+    assert status.pending == {str(repo): 1}
+    assert [line[:16] for line in status.problems] == ["HZS117: hz/state"]
+    assert log.receipts == [] and [line[:16] for line in log.errors] == ["HZS117: hz/state"]
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [{"seq": -5, "count": 999999}, {"seq": 999999, "count": 1}, {"seq": 1, "count": 999999}],
+)
+async def test_a_damaged_receipts_cursor_is_one_coded_problem_every_tick(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch, cursor: dict[str, int]
+) -> None:
+    priya, _theo, _repo = homes
+    (path,) = [p for p in (priya.home.root / "heinzel").iterdir() if p.name.startswith("hz-")]
+    cursors = priya.home.root / "team" / "cursors"
+    cursors.mkdir(parents=True)
+    (cursors / f"{path.name}.json").write_text(json.dumps(cursor))
+
+    first = await tick(priya, T0, monkeypatch)
+    second = await tick(priya, T0 + TICK, monkeypatch)
+
+    for report in (first, second):
+        assert [(p.code, p.place) for p in report.problems] == [
+            ("HZS116", f"team-status: {cursors / path.name}.json")
+        ]
+    assert "the receipts cursor is damaged (" in first.problems[0].message
+    assert (await priya.team_log()).receipts == []
+
+
+async def test_team_log_names_each_file_on_hz_state_it_cannot_read(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    odd = f"receipts/{team_id('team-status')}/odd.json"
+    put_on_state(repo, {odd: b""})
+
+    log = await priya.team_log()
+
+    assert len(log.receipts) == 1
+    assert log.errors == [
+        f"HZS118: {repo}: {odd}: not a receipt this hz reads, or larger than 64 KiB"
+    ]
+
+
+def hz(home: Path, at: datetime, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hz_kernel.cli", *args],
+        capture_output=True,
+        text=True,
+        env=hz_env(home, HZ_NOW=at.isoformat()),
+        timeout=120,
+    )
+
+
+async def test_hz_team_status_and_log_exit_1_with_a_coded_line_and_say_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_team_repo(tmp_path)
+    priya = await open_home(tmp_path / "priya", "priya", repo, monkeypatch)
+    nobody = await open_home(tmp_path / "nobody", None, repo, monkeypatch)
+    theo = await open_home(tmp_path / "theo", "theo", repo, monkeypatch)
+    ana = await open_home(tmp_path / "ana", "ana", repo, monkeypatch)  # never reads the repo
+    await tick(priya, T0, monkeypatch)
+    await tick(theo, T0, monkeypatch)
+    for kernel in (priya, nobody, theo, ana):
+        await kernel.close()
+    later = T0 + 3 * TICK
+    home = priya.home.root
+
+    held = hz(home, T0 + TICK, "team", "status")
+    expired = hz(home, later, "team", "status")
+    release(TeamRepo(home, str(repo)), team_id("team-status"), handle="priya", now=T0 + TICK)
+    released = hz(home, later, "team", "status")
+    unplaced = hz(nobody.home.root, later, "team", "status")
+    named = hz(nobody.home.root, later, "team", "log")
+    repo.rename(repo.with_name("away.git"))
+    shown = hz(theo.home.root, later, "heinzel", "show", "team-status")
+    unread = hz(ana.home.root, later, "team", "log")
+
+    assert held.returncode == 0 and "  held by priya (this home) until " in held.stdout
+    assert expired.returncode == 0
+    assert (
+        "  expired at 2026-11-27T09:20:30Z (held by priya (this home)), token 1" in expired.stdout
+    )
+    assert released.returncode == 0
+    assert f"  free since {stamp(T0 + TICK)} (released by priya), token 1" in released.stdout
+    assert unplaced.returncode == 1 and unplaced.stderr.startswith("HZS113: team-status: ")
+    assert "no team heinzels here" not in unplaced.stdout
+    assert named.returncode == 0 and named.stdout.split("  ")[1:3] == [
+        "team-status",
+        "turn.finished",
+    ]
+    assert shown.returncode == 0 and "  skipped: held-by priya\n" in shown.stdout
+    assert "[body pruned]" not in shown.stdout
+    assert unread.returncode == 1 and unread.stderr.startswith("HZS105: git fetch: ")
+    assert unread.stdout == "no receipts read: see the errors\n"
+
+
+async def test_receipts_gone_from_hz_state_are_pushed_again_and_the_tick_says_so(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    priya, _theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    run_git(repo, "update-ref", "-d", "refs/heads/hz/state")
+
+    report = await tick(priya, T0 + TICK, monkeypatch)
+
+    assert [(p.code, p.place) for p in report.problems] == [("HZS119", str(repo))]
+    assert report.problems[0].message.startswith("1 receipt(s) this home delivered were gone")
+    assert len((await priya.team_log()).receipts) == 2
