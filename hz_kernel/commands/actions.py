@@ -30,7 +30,8 @@ class ActionCommands(KernelCore):
 
     async def report(self, *, ref: str, line: str, request_id: str | None = None) -> api.Decision:
         """Add the user's line to the heinzel's action log; a retried request (the same
-        ``request_id``, kept as the line's key) finds its line there and adds none."""
+        ``request_id``, kept as the line's key) finds its line there and adds none, and the
+        same id with another line is refused (``HZS034``), as for every admitted request."""
         row = await self.resolve(ref)
         async with self.holding(row["id"]) as held:
             if held.projection.heinzel["damaged"]:
@@ -40,10 +41,19 @@ class ActionCommands(KernelCore):
                     str(row["name"]),
                 )
             key = None if request_id is None else f"{held.id}@report:{request_id}"
-            if key is None or not any(
-                e.key == key for e in held.scan.events if e.kind == ActionReported.kind
-            ):
+            logged = next(
+                (e for e in held.scan.events if e.kind == ActionReported.kind and e.key == key),
+                None,
+            )
+            if key is None or logged is None:
                 await held.append(ActionReported(by="user", line=line), key=key)
+            elif logged.data.get("line") != line:
+                raise HzError(
+                    "HZS034",
+                    f"request id {request_id!r} was already used for another report line; "
+                    "use a new id",
+                    str(row["name"]),
+                )
             return api.Decision(
                 heinzel=held.id, what="report", state=str(held.projection.heinzel["state"])
             )

@@ -249,6 +249,15 @@ class LifecycleCommands(KernelCore):
                 f"a heinzel named {name!r} already exists in namespace {namespace!r}",
                 name,
             )
+        former = self.index.former_names().get(name)
+        if former is not None and former != exclude:
+            now_named = await self.index.heinzel(former)
+            raise UsageError(
+                "HZU244",
+                f"{name!r} is the former name of {now_named['name'] if now_named else former}, "
+                "and readers that name it read that heinzel: choose another name",
+                name,
+            )
 
     async def _check_assets_free(
         self, assets: Iterable[str], heinzel_id: str | None, place: str
@@ -439,7 +448,7 @@ class LifecycleCommands(KernelCore):
                 )
                 if again:
                     raise ContractError(
-                        "HZC051",
+                        "HZC108",
                         f"the user declined the source {again[0]!r} before; it is not proposed "
                         "again",
                         source,

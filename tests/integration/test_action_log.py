@@ -129,6 +129,8 @@ def test_a_report_retried_with_its_request_id_is_logged_once(tmp_path: Path) -> 
         assert said.returncode == 0, said.stderr
     bad = _hz(world.home, "heinzel", "report", "notes-digest", "x", "--request-id", "a b")
     assert bad.returncode == 2 and bad.stderr.startswith("HZ"), bad.stderr
+    other = _hz(world.home, "heinzel", "report", "notes-digest", "changed", "--request-id", "r1")
+    assert other.returncode == 1 and other.stderr.startswith("HZS034: notes-digest: "), other
     log = json.loads(_hz(world.home, "heinzel", "actions", "notes-digest", "--json").stdout)
     lines = [e["line"] for e in log["items"] if e["what"] == "reported"]
     assert lines == ["checked it", "checked it"]

@@ -118,6 +118,8 @@ def test_a_reader_keeps_its_upstream_when_the_upstream_is_renamed(world: World) 
     edges = {(e["source"], e["relation"], e["target"]) for e in graph["edges"]}
     assert ("heinzel:reader", "depends_on", "heinzel:summit") in edges
     assert not any(e[2] == "heinzel:top" for e in edges)
+    taken = world.hz("heinzel", "rename", "reader", "top", check=False, HZ_NOW=NOW)
+    assert taken.returncode == 2 and taken.stderr.startswith("HZU244: top: 'top' is the former")
 
 
 async def test_issue12_item6_the_approved_text_outlives_its_body_only_while_the_document_keeps_it(

@@ -154,7 +154,7 @@ async def test_a_declined_source_is_never_proposed_or_woken_again(
         await kernel.amend(
             ref="weekly", text=text.replace('"incident-checkout":', "cko:"), by="heinzel"
         )
-    assert again.value.code == "HZC051" and str(path) in again.value.message
+    assert again.value.code == "HZC108" and str(path) in again.value.message
     # the discovery job, whatever the days, never wakes for it again
     discovery_path(world.home / "heinzel").unlink()  # even with its memory lost
     for day in ("2026-12-02", "2026-12-03"):
