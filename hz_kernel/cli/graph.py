@@ -128,6 +128,8 @@ def _action_line(entry: api.ActionEntry) -> str:
     if entry.what == "reported":
         return f"{when}  reported by {entry.by}: {entry.line}"
     mark = f"  {entry.fingerprint[:12]}" if entry.fingerprint else ""
+    if entry.what == "handed_off" and entry.interrupted:
+        return f"{when}  handed off to {entry.name} (interrupted)"
     if entry.what == "handed_off":
         cost = f", {entry.usd:.4f} USD" if entry.usd is not None else ""
         return f"{when}  handed off to {entry.name} (exit {entry.exit_status}{cost}){mark}"
