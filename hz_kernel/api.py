@@ -260,6 +260,9 @@ class Decision(_Shape):
     state: str
     version: int | None = None
     declined: bool = False
+    already: Literal["approved", "superseded"] | None = None
+    """An approve of a draft already decided that way (or replaced by a newer draft): nothing
+    changed. Approving twice is safe, and the answer says so."""
 
 
 class Amendment(_Shape):

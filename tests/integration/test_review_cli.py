@@ -124,6 +124,18 @@ def test_issue12_item4_approve_by_name_approves_the_one_waiting_draft(world: Wor
     assert draft_keys(world) == []
 
 
+def test_approving_an_approved_draft_again_says_so_and_changes_nothing(world: World) -> None:
+    (key,) = draft_keys(world)
+    world.hz("approve", key, HZ_NOW=NOW)
+    approved = document(world)
+    again = world.hz("approve", key, HZ_NOW=NOW)
+    assert again.returncode == 0
+    assert again.stdout.startswith(f"{key}: already approved, nothing changed; now "), again.stdout
+    decided = json.loads(world.hz("approve", key, "--json", HZ_NOW=NOW).stdout)
+    assert decided["already"] == "approved"
+    assert document(world) == approved
+
+
 def test_issue12_item4_reject_by_name_rejects_the_one_waiting_draft(world: World) -> None:
     world.hz("reject", "notes-digest", HZ_NOW=NOW)
     assert "hz:begin" not in document(world)
