@@ -76,6 +76,10 @@ TOOLS: dict[str, ops.Operation[Any, Any]] = {
 def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
     schema = model.model_json_schema(mode="validation" if mode == "input" else "serialization")
     schema.setdefault("type", "object")
+    if mode == "input" and issubclass(model, ops.Request):
+        # An agent reads each argument's description: every one has it, in plain words.
+        for name, prop in schema.get("properties", {}).items():
+            prop["description"] = ops.meaning(model, name)
     return schema
 
 
