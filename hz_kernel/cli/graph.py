@@ -97,7 +97,7 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("name")
     p.add_argument("-n", type=int, default=50, dest="limit", help="the newest N entries")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=cmd_actions)
+    p.set_defaults(run=cmd_actions, flags={"limit": "-n"})
 
 
 @writes

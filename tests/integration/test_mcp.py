@@ -185,7 +185,7 @@ async def test_mcp_over_stdio_serves_the_operations_table(drafted: Drafted) -> N
 def _no_draft_waits(world: Drafted) -> None:
     shown = world.hz("drafts", "--json")
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout) == []
+    assert json.loads(shown.stdout) == {"items": []}
 
 
 async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) -> None:

@@ -39,7 +39,8 @@ def document(world: World) -> str:
 
 
 def draft_keys(world: World) -> list[str]:
-    return [d["key"] for d in json.loads(world.hz("drafts", "--json", HZ_NOW=NOW).stdout)]
+    listed = json.loads(world.hz("drafts", "--json", HZ_NOW=NOW).stdout)
+    return [d["key"] for d in listed["items"]]
 
 
 def heinzel_id(world: World) -> str:
