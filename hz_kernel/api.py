@@ -260,6 +260,9 @@ class Decision(_Shape):
     state: str
     version: int | None = None
     declined: bool = False
+    already: Literal["approved", "superseded"] | None = None
+    """An approve of a draft already decided that way (or replaced by a newer draft): nothing
+    changed. Approving twice is safe, and the answer says so."""
 
 
 class Amendment(_Shape):
@@ -556,7 +559,8 @@ class ActionEntry(_Shape):
     draft placed: the asset ``ref`` and the draft's hash as ``fingerprint``),
     ``handed_off`` (a task handed to a coding agent: the runner as ``name``,
     its report's hash as ``fingerprint``, the transcript's hash, how it
-    exited and what it cost; never the task or the report) or ``reported`` (a
+    exited and what it cost, or ``interrupted`` when it was cut short; never
+    the task or the report) or ``reported`` (a
     ``line`` the model's ``report`` tool or the user wrote). ``by`` is ``hz``
     for what hz recorded itself. The command line's ``--json`` and the MCP
     tool both answer with this model (inside ``ActionLog``).
@@ -576,6 +580,8 @@ class ActionEntry(_Shape):
     usd: float | None = None
     """A handoff's cost, when its runner reported one."""
     tokens: int | None = None
+    interrupted: bool = False
+    """A handoff a stop, a drain or a crash cut short: no exit status, report or cost."""
 
 
 class ActionLog(_Shape):

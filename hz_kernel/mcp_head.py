@@ -76,6 +76,10 @@ TOOLS: dict[str, ops.Operation[Any, Any]] = {
 def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
     schema = model.model_json_schema(mode="validation" if mode == "input" else "serialization")
     schema.setdefault("type", "object")
+    if mode == "input" and issubclass(model, ops.Request):
+        # An agent reads each argument's description: every one has it, in plain words.
+        for name, prop in schema.get("properties", {}).items():
+            prop["description"] = ops.meaning(model, name)
     return schema
 
 
@@ -204,25 +208,53 @@ def refusal(exc: Exception, place: str) -> types.JSONRPCError:
             f"({where + ': ' if where else ''}{first['msg']})"
         )
         code = types.INVALID_REQUEST
-    line = HzError(MALFORMED, message[:300], place).one_line()
+    return _error(code, HzError(MALFORMED, message[:300], place))
+
+
+def _error(code: int, error: HzError, id_: types.RequestId | None = None) -> types.JSONRPCError:
     return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=line)
+        jsonrpc="2.0", id=id_, error=types.ErrorData(code=code, message=error.one_line())
     )
 
 
+def too_large(limit: int, place: str) -> types.JSONRPCError:
+    """The answer to a message over ``limit`` bytes, never read whole (HZD012)."""
+    return _error(
+        types.INVALID_REQUEST, HzError("HZD012", f"request body over {limit} bytes", place)
+    )
+
+
+def screen(message: types.JSONRPCMessage, place: str) -> types.JSONRPCError | None:
+    """The coded answer to a message the SDK reads but would answer without a code or not at
+    all: a request whose ``id`` is null or an object (read as a notification, so never
+    answered) and a ``tools/call`` whose ``arguments`` is not an object."""
+    if isinstance(message, types.JSONRPCNotification) and not message.method.startswith(
+        "notifications/"
+    ):
+        why = f"{message.method[:80]}: a request needs an id that is a string or a number"
+        return _error(types.INVALID_REQUEST, HzError(MALFORMED, why, place))
+    if isinstance(message, types.JSONRPCRequest) and message.method == "tools/call":
+        arguments = (message.params or {}).get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            why = "must be an object of the tool's arguments by name"
+            return _error(types.INVALID_PARAMS, HzError("HZD010", why, "arguments"), message.id)
+    return None
+
+
 def read_message(raw: bytes, place: str) -> types.JSONRPCError | None:
-    """Why ``raw`` is no JSON-RPC message (the coded answer), or None when it is one."""
+    """Why ``raw`` is no JSON-RPC message the server should see (the coded answer), or None
+    when it is one."""
     try:
-        types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
     except ValidationError as exc:
         return refusal(exc, place)
-    return None
+    return screen(message, place)
 
 
 class Refusing:
     """A transport's read stream whose unreadable messages (the exceptions the transport
-    passes on) are answered on ``write`` with a coded error and never reach the server,
-    which would otherwise drop them without a word."""
+    passes on) and those ``screen`` refuses are answered on ``write`` with a coded error and
+    never reach the server, which would otherwise drop them without a word."""
 
     def __init__(
         self,
@@ -242,9 +274,14 @@ class Refusing:
     async def receive(self) -> SessionMessage | Exception:
         while True:
             item = await self.read.receive()
-            if not isinstance(item, Exception):
+            refused = (
+                refusal(item, self.place)
+                if isinstance(item, Exception)
+                else screen(item.message, self.place)
+            )
+            if refused is None:
                 return item
-            await self.write.send(SessionMessage(refusal(item, self.place)))
+            await self.write.send(SessionMessage(refused))
 
     async def aclose(self) -> None:
         await self.read.aclose()

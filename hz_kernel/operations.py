@@ -121,12 +121,18 @@ def describe(operation: Operation[Any, Any]) -> str:
     request = operation.request
     request.model_rebuild()
     arguments = [
-        f"{name}{' (required)' if field.is_required() else ''}: "
-        f"{_plain(field.description) if field.description else ARGUMENTS.get(name, name)}"
+        f"{name}{' (required)' if field.is_required() else ''}: {meaning(request, name)}"
         for name, field in request.model_fields.items()
     ]
     takes = "; ".join(arguments) if arguments else "none"
     return f"{operation.summary}. Arguments: {takes}. Returns {operation.returns}."
+
+
+def meaning(request: type[Request], name: str) -> str:
+    """What argument ``name`` of ``request`` is, in plain words (the MCP input schema's
+    description of it too): its docstring, else ``ARGUMENTS`` by its name."""
+    field = request.model_fields[name]
+    return _plain(field.description) if field.description else ARGUMENTS.get(name, name)
 
 
 def _plain(docstring: str) -> str:
@@ -618,7 +624,8 @@ GRAPH: Operation[GraphRequest, api.Graph] = Operation(
     "graph", GraphRequest, "Graph", "graph", False,
     "Show who reads and writes what: each heinzel's sources and documents, declared by its "
     "contract and observed in its turns, and which heinzels depend on which",
-    returns="the graph as nodes and edges (schema in docs/graph.md)",
+    returns="the graph as nodes (heinzels, sources, assets) and edges (reads, writes, "
+    "depends_on, each declared and/or observed)",
 )  # fmt: skip
 TEAM_STATUS: Operation[Empty, api.TeamStatus] = Operation(
     "team.status", Empty, "TeamStatus", "team_status", False,

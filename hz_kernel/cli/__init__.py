@@ -173,6 +173,8 @@ def main(
             return _internal_error(exc)
         first = exc.errors()[0]
         place = ".".join(str(part) for part in first["loc"]) or None
+        # A field the command line fills from a flag of another name is named by its flag.
+        place = getattr(args, "flags", {}).get(place, place)
         wrong = UsageError("HZU101", field_problem(first), place)
         sys.stderr.write(shown(wrong.one_line()) + "\n")
         return wrong.exit_code

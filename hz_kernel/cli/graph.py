@@ -11,6 +11,7 @@ from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json
 from hz_kernel.cli.parser import writes
 from hz_kernel.client import KernelClient
+from hz_kernel.errors import echoed
 
 _VERBS = {"reads": "reads", "writes": "writes", "depends_on": "needs"}
 
@@ -47,18 +48,22 @@ def render(graph: api.Graph) -> str:
         if not mine:
             continue
         elsewhere = node.heinzel is None and node.team_id is not None
-        lines.append(f"{node.label}  (team: runs on another home)" if elsewhere else node.label)
+        name = echoed(node.label)
+        lines.append(f"{name}  (team: runs on another home)" if elsewhere else name)
         width = max(len(labels[e.target]) for e in mine)
         for edge in mine:
             target = labels[edge.target]
-            via = f" via {edge.via}" if edge.via else ""
+            via = f" via {echoed(edge.via)}" if edge.via else ""
             known = _provenance(edge, elsewhere)
             lines.append(f"  {_VERBS[edge.relation]:<6} {target:<{width}}  {known}{via}")
     return "\n".join(lines) + "\n"
 
 
 def _label(node: api.GraphNode) -> str:
-    return f"{node.label} (not readable here)" if node.readable is False else node.label
+    """The node's label with control and format characters escaped (a document's name is
+    anyone's words, and U+202E or a newline would forge the lines after it)."""
+    label = echoed(node.label)
+    return f"{label} (not readable here)" if node.readable is False else label
 
 
 def _provenance(edge: api.GraphEdge, elsewhere: bool) -> str:
@@ -92,7 +97,7 @@ def register_heinzel(hsub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("name")
     p.add_argument("-n", type=int, default=50, dest="limit", help="the newest N entries")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(run=cmd_actions)
+    p.set_defaults(run=cmd_actions, flags={"limit": "-n"})
 
 
 @writes
@@ -123,6 +128,8 @@ def _action_line(entry: api.ActionEntry) -> str:
     if entry.what == "reported":
         return f"{when}  reported by {entry.by}: {entry.line}"
     mark = f"  {entry.fingerprint[:12]}" if entry.fingerprint else ""
+    if entry.what == "handed_off" and entry.interrupted:
+        return f"{when}  handed off to {entry.name} (interrupted)"
     if entry.what == "handed_off":
         cost = f", {entry.usd:.4f} USD" if entry.usd is not None else ""
         return f"{when}  handed off to {entry.name} (exit {entry.exit_status}{cost}){mark}"

@@ -139,7 +139,8 @@ def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
             emit_json(decided)
         else:
             version = f" v{decided.version}" if decided.version else ""
-            sys.stdout.write(f"{args.name}: {verb}{version}; now {decided.state}\n")
+            did = f"already {decided.already}, nothing changed" if decided.already else verb
+            sys.stdout.write(f"{args.name}: {did}{version}; now {decided.state}\n")
         return 0
 
     return run

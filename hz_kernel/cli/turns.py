@@ -51,7 +51,7 @@ async def cmd_wake(client: KernelClient, args: argparse.Namespace) -> int:
 async def cmd_drafts(client: KernelClient, args: argparse.Namespace) -> int:
     listed = await client.call(ops.DRAFTS, ops.Empty())
     if args.json:
-        emit_json([d.model_dump(mode="json") for d in listed.items])
+        emit_json(listed.model_dump(mode="json"))
         return 0
     if not listed.items:
         sys.stdout.write("no drafts are waiting\n")

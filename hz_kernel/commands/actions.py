@@ -67,9 +67,15 @@ class ActionCommands(KernelCore):
         entries: list[api.ActionEntry] = []
         versions: dict[str, int] = {}
         handoffs: dict[str, int] = {}  # each handoff's entry, by effect key: its cost follows
+        runners: dict[str, str] = {}  # each handoff begun, by effect key: its runner
         for event in events:
             if event.kind == "turn.started" and event.turn:
                 versions[event.turn] = int(event.data.get("contract_version") or 0)
+            if event.kind == "effect.started" and event.data.get("effect") == "handoff":
+                runners[str(event.key)] = str(event.data.get("target"))
+            elif event.kind == "effect.interrupted" and str(event.key) in runners.keys() - handoffs:
+                # Cut short before its end was accounted: no exit, report or cost to show.
+                entries.append(_interrupted(event, runners[str(event.key)]))
             if event.kind == "handoff.finished":
                 handoffs[str(event.data.get("key"))] = len(entries)
             elif event.kind == "usage" and event.data.get("purpose") == "handoff":
@@ -79,6 +85,11 @@ class ActionCommands(KernelCore):
                     entries[place] = entries[place].model_copy(update=cost)
             entries.extend(_entries(event, contracts.get(versions.get(event.turn or ""))))
         return api.ActionLog(heinzel=str(row["id"]), name=str(row["name"]), items=entries[-limit:])
+
+
+def _interrupted(event: Event, runner: str) -> api.ActionEntry:
+    at = {"seq": event.seq, "at": event.ts, "turn": event.turn}
+    return api.ActionEntry(**at, what="handed_off", by="hz", name=runner, interrupted=True)
 
 
 def _entries(event: Event, contract: Any) -> list[api.ActionEntry]:

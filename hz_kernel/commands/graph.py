@@ -128,8 +128,15 @@ class GraphCommands(TeamCommands):
             return []
 
     def _readable(self, ref: str) -> bool:
-        path = self.home.settings.documents.resolve(ref.removeprefix("doc:").partition("#")[0])
-        return path.is_file() and os.access(path, os.R_OK)
+        """Whether the document is a file this home can read. A relative ref must stay inside
+        the documents root (one climbing out with ``..`` is not readable here, whoever wrote
+        it); an absolute one only a contract of this home can name (receipts are refused)."""
+        documents = self.home.settings.documents
+        root = Path(os.path.normpath(Path(documents.root).expanduser().absolute()))
+        document = ref.removeprefix("doc:").partition("#")[0]
+        path = Path(os.path.normpath(documents.resolve(document)))
+        inside = Path(document).expanduser().is_absolute() or path.is_relative_to(root)
+        return inside and path.is_file() and os.access(path, os.R_OK)
 
     def _facts(self, row: dict[str, Any]) -> HeinzelFacts:
         heinzel_dir = self.home.heinzel_dir(str(row["id"]))

@@ -429,6 +429,9 @@ class TeamCommands(KernelCore):
                 HzError(UNREADABLE, _UNREADABLE, f"{repo}: {path}").one_line()
                 for path in log.unreadable
             ]
+            errors += [
+                HzError(r.code, r.message, f"{repo}: {r.path}").one_line() for r in log.refused
+            ]
             for receipt in log.receipts:
                 fields = receipt.model_dump(mode="json")
                 entries.append(

@@ -822,6 +822,14 @@ class TurnCommands(KernelCore):
             return await super().approve(ref=exact, approver=approver)  # type: ignore[misc]
         draft = await self._draft(item.key)
         assert draft is not None
+        if draft["status"] in ("approved", "superseded"):
+            row = await self.index.heinzel(heinzel_id)
+            return api.Decision(
+                heinzel=heinzel_id,
+                what="draft",
+                state=str(row and row["state"]),
+                already=draft["status"],  # type: ignore[arg-type]
+            )
         await self._check_intact(heinzel_id)
         path, _ = self._draft_path(str(draft["asset"]))
         MarkdownDocuments().approve_draft(path, item.key)

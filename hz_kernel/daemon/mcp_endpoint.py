@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 MCP_PATH = "/mcp"
 #: The only method served at ``/mcp``: stateless, one request and one answer.
 MCP_METHODS = ("POST",)
+#: The largest message ``/mcp`` reads (the MCP SDK's own limit): a larger one is refused, coded.
+MAX_MCP_BODY = 4 << 20
 
 
 class McpEndpoint:
@@ -45,9 +47,13 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = await self._started()
-        from hz_kernel.mcp_head import read_message
+        from hz_kernel.mcp_head import read_message, too_large
 
         body = await _body(receive)
+        if len(body) > MAX_MCP_BODY:
+            refused = too_large(MAX_MCP_BODY, f"POST {MCP_PATH}")
+            await _answer(send, 413, refused.model_dump_json(by_alias=True).encode())
+            return
         refused = read_message(body, f"POST {MCP_PATH}")
         if refused is not None:
             await _answer(send, 400, refused.model_dump_json(by_alias=True).encode())
@@ -72,6 +78,7 @@ class McpEndpoint:
                 app=build_server(self.client),
                 json_response=True,
                 stateless=True,
+                max_request_body_size=MAX_MCP_BODY,
                 # The daemon's guard checks Host and Origin for every route, this one too.
                 security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             )
@@ -92,13 +99,16 @@ class McpEndpoint:
 
 
 async def _body(receive: Receive) -> bytes:
+    """The request's body, read no further than one byte over ``MAX_MCP_BODY``."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             return b"".join(chunks)
         chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
+        size += len(chunks[-1])
+        if size > MAX_MCP_BODY or not message.get("more_body", False):
             return b"".join(chunks)
 
 

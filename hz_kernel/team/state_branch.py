@@ -18,6 +18,7 @@ import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -27,7 +28,7 @@ from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, 
 from hz_kernel.team.git import IDENTITY_EMAIL, IDENTITY_NAME, GitFailed, git
 from hz_kernel.team.lease import lease_ref, mirrored_lease
 from hz_kernel.team.lint import lint
-from hz_kernel.team.receipts import AnyReceipt, parse_receipt
+from hz_kernel.team.receipts import AnyReceipt, DraftPlacedReceipt, parse_receipt
 from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 
 #: Push rounds before the rest stays queued for the next flush.
@@ -37,6 +38,7 @@ MAX_RECEIPT = 64 * 1024
 STALE_TOKEN = "HZS104"
 UNREADABLE = "HZS118"
 RESTORED = "HZS119"
+NOT_A_DOCUMENT = "HZS122"
 #: In the cache: a tree of every receipt this home delivered, at its path on ``hz/state``.
 DELIVERED = "refs/home/delivered"
 FOREIGN_TIP = "HZS117"
@@ -80,6 +82,9 @@ class ReceiptLog(BaseModel):
     """Files on ``hz/state`` that are not receipts this version reads (or over ``MAX_RECEIPT``)."""
     problem: str | None = None
     """Why the branch itself cannot be trusted (HZS117: a tip hz did not write)."""
+    refused: list[Refused] = []
+    """Each receipt left out: it carries text (HZS101–HZS103) or its asset is
+    not a document ref (HZS122). Another home wrote it, so it is held to the outbox's rules."""
 
 
 class StateBranch:
@@ -181,15 +186,23 @@ class StateBranch:
         sizes = self.repo.sizes(list(files.values()))
         small = {p: b for (p, b), n in zip(files.items(), sizes, strict=True) if n <= MAX_RECEIPT}
         receipts: list[AnyReceipt] = []
+        refused: list[Refused] = []
         unreadable = [path for path in files if path not in small]
         for path, raw in zip(small, self.repo.contents(list(small.values())), strict=True):
             try:
-                receipts.append(parse_receipt(raw))
+                receipt = parse_receipt(raw)
             except ValidationError:
                 unreadable.append(path)
+                continue
+            try:
+                _check_read_back(receipt, path)
+            except HzError as exc:
+                refused.append(Refused(path=path, code=exc.code, message=exc.message))
+                continue
+            receipts.append(receipt)
         unreadable.sort()
         receipts.sort(key=lambda r: (r.at, r.path))
-        return ReceiptLog(receipts=receipts, unreadable=unreadable)
+        return ReceiptLog(receipts=receipts, unreadable=unreadable, refused=refused)
 
     def check_tip(self, tip: str) -> None:
         """Refuse (HZS117) a tip hz did not write: someone moved ``hz/state`` by hand (to
@@ -350,3 +363,22 @@ class StateBranch:
             target.replace(target.with_name(f".{target.name}.refused"))
             fsync_dir(target.parent)
         refused.append(Refused(path=path, code=error.code, message=error.message))
+
+
+def _check_read_back(receipt: AnyReceipt, path: str) -> None:
+    """Refuse a receipt from ``hz/state`` that this hz would not have written: it carries text
+    (HZS101–HZS103), or its asset, decoded, is not a printable ``doc:`` ref to a path inside
+    the documents (HZS122): the graph shows it and checks whether it is readable here."""
+    lint(receipt.model_dump(mode="json"), path)
+    if not isinstance(receipt, DraftPlacedReceipt):
+        return
+    ref = unquote(receipt.asset)
+    document = ref.removeprefix("doc:").partition("#")[0]
+    if (
+        not ref.startswith("doc:")
+        or not ref.isprintable()
+        or not document
+        or document.startswith(("/", "~", "\\"))
+        or ".." in re.split(r"[/\\]", document)
+    ):
+        raise HzError(NOT_A_DOCUMENT, "the asset is not a document ref inside the documents", path)

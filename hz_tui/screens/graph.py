@@ -71,10 +71,12 @@ def summary(graph: api.Graph, focus: str | None) -> str:
     counts = {kind: 0 for kind in ("heinzel", "source", "asset")}
     for node in graph.nodes:
         counts[node.kind] += 1
+    elsewhere = sum(1 for n in graph.nodes if n.kind == "heinzel" and n.heinzel is None)
     only_observed = sum(1 for e in graph.edges if e.observed and not e.declared)
     declared_only = sum(1 for e in graph.edges if e.declared and not e.observed)
     parts = [
-        _count(counts["heinzel"], "heinzel"),
+        _count(counts["heinzel"], "heinzel")
+        + (f" ({elsewhere} on other homes)" if elsewhere else ""),
         _count(counts["source"], "source"),
         _count(counts["asset"], "document"),
         _count(len(graph.edges), "edge"),
@@ -104,7 +106,8 @@ class GraphTable(DataTable[Text]):
         self.room = WHAT_MIN
         """The width the other columns leave for "What"."""
         self.what_width = 0
-        self.heinzel_of_row: list[str | None] = []
+        self.node_of_row: list[api.GraphNode] = []
+        """Each row's heinzel node: one only other homes run has no id here (no page)."""
 
     def on_resize(self, event: events.Resize) -> None:
         fixed = sum(width for _, _, width in COLUMNS) + 2 * self.cell_padding * len(COLUMNS)
@@ -120,7 +123,7 @@ class GraphTable(DataTable[Text]):
     def show(self, graph: api.Graph) -> None:
         """Fill the table: each heinzel's edges under its name, reads before writes. The
         cursor stays with the heinzel it was on (a narrower or wider graph, a resize)."""
-        was_on = self.highlighted_heinzel()
+        was_on = None if (on := self.highlighted_node()) is None else on.id
         self.graph = graph
         width = min(self.room, self._widest(graph))
         if width != self.what_width or not self.columns:
@@ -129,11 +132,10 @@ class GraphTable(DataTable[Text]):
             for key, label, fixed in COLUMNS:
                 self.add_column(label, key=key, width=fixed or width)
         palette = Palette.from_theme(self.app.theme_variables)
-        labels = {node.id: node.label for node in graph.nodes}
-        heinzel_ids = {node.id: node.heinzel for node in graph.nodes}
+        labels = {node.id: _label(node) for node in graph.nodes}
         order = {"reads": 0, "writes": 1, "depends_on": 2}
         self.clear()
-        self.heinzel_of_row = []
+        self.node_of_row = []
         for node in graph.nodes:
             if node.kind != "heinzel":
                 continue
@@ -153,23 +155,29 @@ class GraphTable(DataTable[Text]):
                 elif not edge.observed:
                     style = palette.muted
                 self.add_row(
-                    Cell(node.label if n == 0 else "", "bold"),
+                    Cell(display.visible(node.label) if n == 0 else "", "bold"),
                     Cell(VERBS[edge.relation]),
                     Text("\n".join(lines), style=style, no_wrap=True, overflow="ellipsis"),
                     Cell(known_from(edge), style),
                     Cell(str(edge.turns) if edge.turns else "", style),
                     height=len(lines),
                 )
-                self.heinzel_of_row.append(heinzel_ids.get(node.id))
-        if was_on in self.heinzel_of_row:
-            self.move_cursor(row=self.heinzel_of_row.index(was_on), scroll=True)
+                self.node_of_row.append(node)
+        rows = [n.id for n in self.node_of_row]
+        if was_on in rows:
+            self.move_cursor(row=rows.index(was_on), scroll=True)
 
-    def highlighted_heinzel(self) -> str | None:
-        """The heinzel id of the highlighted row's group (None on an empty table)."""
+    def highlighted_node(self) -> api.GraphNode | None:
+        """The heinzel node of the highlighted row's group (None on an empty table)."""
         row = self.cursor_row
-        if 0 <= row < len(self.heinzel_of_row):
-            return self.heinzel_of_row[row]
+        if 0 <= row < len(self.node_of_row):
+            return self.node_of_row[row]
         return None
+
+
+def _label(node: api.GraphNode) -> str:
+    """A node's label, an asset this home cannot read marked as ``hz graph`` marks it."""
+    return f"{node.label} (not readable here)" if node.readable is False else node.label
 
 
 class GraphScreen(Screen[None]):
@@ -223,13 +231,17 @@ class GraphScreen(Screen[None]):
             return
         if not self.is_attached:
             return
-        self.focus_label = next(
-            (
-                n.label
-                for n in graph.nodes
-                if n.kind == "heinzel" and self.focus_on in (n.heinzel, n.label)
-            ),
-            self.focus_on,
+        self.focus_label = (
+            None
+            if self.focus_on is None
+            else next(
+                (
+                    n.label
+                    for n in graph.nodes
+                    if n.kind == "heinzel" and self.focus_on in (n.heinzel, n.label, n.team_id)
+                ),
+                self.focus_on,
+            )
         )
         self.query_one("#graph-summary", Static).update(summary(graph, self.focus_label))
         self.query_one(GraphTable).show(graph)
@@ -248,16 +260,24 @@ class GraphScreen(Screen[None]):
         if self.focus_on is not None:
             self.focus_on = None
         else:
-            heinzel = self.query_one(GraphTable).highlighted_heinzel()
-            if heinzel is None:
+            node = self.query_one(GraphTable).highlighted_node()
+            if node is None:
                 return
-            self.focus_on = heinzel
+            # One only other homes run goes by its team id, as hz graph --heinzel takes it.
+            self.focus_on = node.heinzel or node.team_id or node.label
         self.load()
 
     def action_open(self) -> None:
-        heinzel = self.query_one(GraphTable).highlighted_heinzel()
-        if heinzel is not None:
-            self.cockpit.open_heinzel(heinzel)
+        node = self.query_one(GraphTable).highlighted_node()
+        if node is None:
+            return
+        if node.heinzel is None:
+            self.notify(
+                f"{display.visible(node.label)} runs on another home: it has no page here.",
+                title="Team heinzel",
+            )
+            return
+        self.cockpit.open_heinzel(node.heinzel)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -66,6 +66,8 @@ async def test_the_action_log_holds_reads_writes_and_both_reports(tmp_path: Path
     assert refused.returncode == 1 and refused.stderr.startswith("HZS052: ")
     two_lines = _hz(world.home, "heinzel", "report", "notes-digest", "one\ntwo")
     assert two_lines.returncode == 2 and two_lines.stderr.startswith("HZU101: line: ")
+    none = _hz(world.home, "heinzel", "actions", "notes-digest", "-n", "0")
+    assert none.returncode == 2 and none.stderr.startswith("HZU101: -n: "), none.stderr
     for odd, said_why in (
         ("   ", "must say something"),
         ("one\u2028two", "U+2028, line separator"),

@@ -185,7 +185,7 @@ async def test_mcp_over_stdio_serves_the_operations_table(drafted: Drafted) -> N
 def _no_draft_waits(world: Drafted) -> None:
     shown = world.hz("drafts", "--json")
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout) == []
+    assert json.loads(shown.stdout) == {"items": []}
 
 
 async def test_mcp_over_http_on_the_daemon_behind_its_token(drafted: Drafted) -> None:
@@ -219,7 +219,21 @@ MALFORMED = [
     (b"not json", -32700),
     (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600),
     (b"[1, 2]", -32600),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', -32600),
 ]
+#: A tool call whose arguments are no object: answered with its id and a coded line.
+STRING_ARGUMENTS = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {"name": "drafts", "arguments": "x"},
+}
+
+
+def _bad_arguments(answer: dict[str, Any]) -> None:
+    assert answer["id"] == 3 and answer["error"]["code"] == -32602, answer
+    assert answer["error"]["message"].startswith("HZD010: arguments: must be an object"), answer
 
 
 def _coded(answer: dict[str, Any], code: int) -> None:
@@ -245,6 +259,12 @@ def _malformed_posts_are_coded_and_the_daemon_serves_on(discovery: dict[str, Any
     )
     assert listed.status_code == 200, listed.text
     assert {t["name"] for t in listed.json()["result"]["tools"]} == set(TOOLS)
+    called = httpx.post(url, headers=headers, json=STRING_ARGUMENTS)
+    assert called.status_code == 400, called.text
+    _bad_arguments(called.json())
+    huge = httpx.post(url, headers=headers, content=b" " * (5 << 20))
+    assert huge.status_code == 413, huge.text
+    assert huge.json()["error"]["message"].startswith("HZD012: POST /mcp: request body over")
 
 
 def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
@@ -265,6 +285,7 @@ def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
         json.dumps(hello).encode(),
         b'{"jsonrpc": "2.0", "method": "notifications/initialized"}',
         b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}',
+        json.dumps(STRING_ARGUMENTS).encode(),
     ]
     served = subprocess.Popen(
         [sys.executable, "-m", "hz_kernel.cli", "mcp"],
@@ -280,7 +301,7 @@ def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
         served.stdin.write(b"\n".join(lines) + b"\n")
         served.stdin.flush()
         # Every answer is read before stdin closes: at its end hz mcp stops serving.
-        answers = [json.loads(served.stdout.readline()) for _ in range(len(MALFORMED) + 2)]
+        answers = [json.loads(served.stdout.readline()) for _ in range(len(MALFORMED) + 3)]
         served.stdin.close()
         assert served.wait(timeout=60) == 0
     finally:
@@ -289,8 +310,9 @@ def test_malformed_lines_over_stdio_are_coded_errors_and_hz_mcp_serves_on(
     for answer, (_, code) in zip(answers, MALFORMED, strict=False):
         _coded(answer, code)
     served_on = {a["id"]: a for a in answers[len(MALFORMED) :]}
-    assert set(served_on) == {1, 2}
+    assert set(served_on) == {1, 2, 3}
     assert {t["name"] for t in served_on[2]["result"]["tools"]} == set(TOOLS)
+    _bad_arguments(served_on[3])
 
 
 def test_a_stdio_client_that_goes_away_mid_answer_ends_hz_mcp_cleanly(drafted: Drafted) -> None:

@@ -39,7 +39,8 @@ def document(world: World) -> str:
 
 
 def draft_keys(world: World) -> list[str]:
-    return [d["key"] for d in json.loads(world.hz("drafts", "--json", HZ_NOW=NOW).stdout)]
+    listed = json.loads(world.hz("drafts", "--json", HZ_NOW=NOW).stdout)
+    return [d["key"] for d in listed["items"]]
 
 
 def heinzel_id(world: World) -> str:
@@ -122,6 +123,18 @@ def test_issue12_item4_approve_by_name_approves_the_one_waiting_draft(world: Wor
     spine = world.spine(heinzel_id(world))
     assert any(e["kind"] == "approval.observed" and e["data"]["key"] == key for e in spine)
     assert draft_keys(world) == []
+
+
+def test_approving_an_approved_draft_again_says_so_and_changes_nothing(world: World) -> None:
+    (key,) = draft_keys(world)
+    world.hz("approve", key, HZ_NOW=NOW)
+    approved = document(world)
+    again = world.hz("approve", key, HZ_NOW=NOW)
+    assert again.returncode == 0
+    assert again.stdout.startswith(f"{key}: already approved, nothing changed; now "), again.stdout
+    decided = json.loads(world.hz("approve", key, "--json", HZ_NOW=NOW).stdout)
+    assert decided["already"] == "approved"
+    assert document(world) == approved
 
 
 def test_issue12_item4_reject_by_name_rejects_the_one_waiting_draft(world: World) -> None:

@@ -15,11 +15,16 @@ import pytest
 from textual.widgets import Static
 
 from hz_kernel.client import LocalClient
+from hz_kernel.commands.team import team_id
 from hz_kernel.home import Home
+from hz_kernel.team.state_branch import StateBranch
 from hz_tui.app import CockpitApp
 from hz_tui.screens.graph import GraphScreen, GraphTable
 from hz_tui.screens.heinzel import HeinzelScreen
+from tests.integration.team.test_team_graph import NOW as TEAM_NOW
+from tests.integration.team.test_team_graph import READER, _hz, _placed
 from tests.integration.test_graph import NOW, worked
+from tests.support.team import T0, make_team_repo
 from tests.tui.test_cockpit import SIZE, text_of, until
 
 __all__ = ["worked"]
@@ -84,5 +89,75 @@ async def test_issue18_item3_the_graph_page_shows_declared_and_observed_apart(
             await until(lambda: "only weekly-report and its neighbours" in _summary(app))
             await pilot.press("escape")
             await until(lambda: isinstance(app.screen, HeinzelScreen))
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def team_home(tmp_path: Path) -> Path:
+    """Theo's home: exec-summary reads weekly-report, a team heinzel only Priya's home runs;
+    a second team heinzel (``plans``) is known by its team id only. No document is here."""
+    team = make_team_repo(tmp_path)
+    priya = StateBranch(tmp_path / "priya", str(team))
+    weekly, hidden = team_id("weekly-report"), team_id("plans")
+    priya.queue(
+        [
+            _placed(weekly, "01JDTURN01", "doc:reports/weekly.md#this-week"),
+            _placed(hidden, "01JDTURN03", "doc:private/plans.md"),
+        ]
+    )
+    assert priya.push_pending(now=T0).error is None
+    theo = tmp_path / "theo"
+    theo.mkdir(mode=0o700)
+    (tmp_path / "docs").mkdir()
+    (theo / "hz.toml").write_text(
+        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
+    )
+    (tmp_path / "reader.prose.md").write_text(READER)
+    _hz(theo, "heinzel", "new", str(tmp_path / "reader.prose.md"))
+    _hz(theo, "approve", "exec-summary")
+    _hz(theo, "team", "log")
+    return theo
+
+
+async def test_the_graph_page_with_heinzels_only_other_homes_run(
+    team_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count says which heinzels run elsewhere, ``z`` gets back to everything, Enter on
+    one run elsewhere says why no page opens, and unreadable documents are marked."""
+    monkeypatch.setenv("HZ_NOW", TEAM_NOW)
+    home = Home.resolve(team_home)
+    client = await LocalClient.open(home)
+    try:
+        app = CockpitApp(home, client, live=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.loaded.wait()
+            await pilot.press("f6")
+            await until(lambda: isinstance(app.screen, GraphScreen) and bool(_rows(app)))
+            assert "3 heinzels (2 on other homes)" in _summary(app), _summary(app)
+            groups = _groups(_rows(app))
+            (wrote,) = groups["weekly-report"]
+            assert (
+                wrote[2].replace("\n", "") == "doc:reports/weekly.md#this-week (not readable here)"
+            )
+
+            table = app.screen.query_one(GraphTable)
+            table.move_cursor(row=_rows(app).index(wrote))
+            await pilot.press("enter")
+            await until(lambda: bool(app._notifications))
+            (said,) = [n.message for n in app._notifications]
+            assert said == "weekly-report runs on another home: it has no page here."
+            assert isinstance(app.screen, GraphScreen)
+
+            await pilot.press("z")
+            await until(lambda: "only weekly-report and its neighbours" in _summary(app))
+            await pilot.press("z")
+            await until(lambda: "neighbours" not in _summary(app))
+            table.move_cursor(row=_rows(app).index(groups["exec-summary"][0]))
+            await pilot.press("z")
+            await until(lambda: "only exec-summary and its neighbours" in _summary(app))
+            await pilot.press("z")
+            await until(lambda: "neighbours" not in _summary(app))
+            assert "3 heinzels" in _summary(app)
     finally:
         await client.close()

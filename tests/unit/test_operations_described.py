@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hz_kernel import operations as ops
-from hz_kernel.mcp_head import TOOLS
+from hz_kernel.mcp_head import TOOLS, describe_tool
 
 
 def test_every_argument_of_every_tool_is_described_and_no_shared_meaning_is_unused() -> None:
@@ -27,3 +27,16 @@ def test_only_the_cockpit_s_own_operations_are_no_tools() -> None:
     assert set(TOOLS) == {
         op.name.replace(".", "_") for op in ops.OPERATIONS.values() if not op.cockpit_only
     }
+
+
+def test_every_property_of_every_input_schema_has_a_plain_description() -> None:
+    """An agent reads the input schema, not the tool's prose: each property says what it is,
+    with no reST markup and no pointer to a file it cannot open."""
+    for name, operation in TOOLS.items():
+        tool = describe_tool(name, operation)
+        properties = tool.input_schema.get("properties", {})
+        for argument, schema in properties.items():
+            said = schema.get("description")
+            assert said and said != argument, (name, argument)
+            assert "``" not in said and "docs/" not in said, (name, argument, said)
+        assert "docs/" not in tool.description, name

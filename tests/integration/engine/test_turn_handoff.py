@@ -125,6 +125,7 @@ async def test_a_turn_hands_off_and_goes_on_with_the_report(tmp_path: Path) -> N
         "exit_status": 0,
         "usd": 0.25,
         "tokens": 1200,
+        "interrupted": False,
     }
     assert (
         "handed off to script (exit 0, 0.2500 USD)"
@@ -378,6 +379,13 @@ async def test_stopping_the_turn_mid_handoff_kills_the_runner(tmp_path: Path) ->
     assert interrupted["effect"] == "handoff"
     (finished,) = _events(world, heinzel, "turn.finished")
     assert finished["reason"] == "stopped"
+    listed = world.hz("heinzel", "actions", "fixer", "--json")
+    (handed,) = [e for e in json.loads(listed.stdout)["items"] if e["what"] == "handed_off"]
+    assert (handed["name"], handed["interrupted"], handed["exit_status"]) == ("script", True, None)
+    (seq,) = [e["seq"] for e in world.spine(heinzel) if e["kind"] == "effect.interrupted"]
+    assert handed["seq"] == seq
+    shown = world.hz("heinzel", "actions", "fixer").stdout
+    assert shown.splitlines()[-1].endswith("  handed off to script (interrupted)"), shown
 
 
 @pytest.mark.parametrize(

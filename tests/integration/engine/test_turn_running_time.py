@@ -42,8 +42,7 @@ def _finished(world: World, heinzel_id: str) -> list[dict[str, object]]:
 
 def _pending_drafts(world: World) -> list[str]:
     drafts = orjson.loads(world.hz("drafts", "--json", HZ_NOW=RESTART).stdout)
-    items = drafts["items"] if isinstance(drafts, dict) else drafts
-    return [str(d["key"]) for d in items]
+    return [str(d["key"]) for d in drafts["items"]]
 
 
 def _sections(world: World) -> int:

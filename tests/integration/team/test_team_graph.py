@@ -15,8 +15,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+
+from hz_kernel.commands.graph import GraphCommands
 from hz_kernel.commands.team import team_id
+from hz_kernel.config import DocumentsSettings
 from hz_kernel.team.receipts import DraftPlacedReceipt
 from hz_kernel.team.state_branch import StateBranch
 from tests.support.env import hz_env
@@ -129,3 +134,62 @@ def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path)
     again = json.loads(_hz(theo, "graph", "--json").stdout)
     readable = {n["id"]: n["readable"] for n in again["nodes"]}
     assert readable["asset:doc:reports/weekly.md#this-week"] is True
+
+
+def test_hostile_receipts_on_hz_state_are_left_out_with_a_coded_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18 pass: a receipt another home wrote is held to the outbox's lint and must name a
+    document inside the documents; one that is not is skipped, named in ``hz team log``."""
+    team = make_team_repo(tmp_path)
+    mallory = StateBranch(tmp_path / "mallory", str(team))
+    weekly = team_id("weekly-report")
+    hostile = {
+        "01JDTURN11": "doc:notes%0Aforged-heinzel%0A%20%20writes%20doc:fake.md#x",
+        "01JDTURN12": "doc:../../../../etc/passwd",
+        "01JDTURN13": "",
+        "01JDTURN14": "source:git:/repo",
+        "01JDTURN15": "doc:evil%E2%80%AEdm.txt",
+        "01JDTURN16": "doc:two words.md",
+    }
+    fine = _placed(weekly, "01JDTURN10", "doc:reports/weekly.md#this-week")
+    for receipt in [fine, *(_placed(weekly, t, a) for t, a in hostile.items())]:
+        path = mallory.outbox / receipt.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(receipt.to_bytes())
+    with monkeypatch.context() as hostile_hz:
+        hostile_hz.setattr("hz_kernel.team.state_branch.lint", lambda document, place: None)
+        assert mallory.push_pending(now=T0).refused == []
+    theo = tmp_path / "theo"
+    theo.mkdir(mode=0o700)
+    (tmp_path / "docs").mkdir()
+    (theo / "hz.toml").write_text(
+        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
+    )
+
+    listed = subprocess.run(
+        [*HZ, "team", "log", "--json"], capture_output=True, text=True, env=hz_env(theo), timeout=60
+    )
+    log = json.loads(listed.stdout)
+    assert [r["receipt"]["turn"] for r in log["receipts"]] == ["01JDTURN10"]
+    codes = sorted(line.split(":")[0] for line in log["errors"])
+    assert codes == ["HZS103", *["HZS122"] * 5]
+    assert all(line.split(": ")[1:3] == [str(team), line.split(": ")[2]] for line in log["errors"])
+    assert all("/01JDTURN1" in line.split(": ")[2] for line in log["errors"])
+
+    graph = json.loads(_hz(theo, "graph", "--json").stdout)
+    assets = sorted(n["id"] for n in graph["nodes"] if n["kind"] == "asset")
+    assert assets == ["asset:doc:reports/weekly.md#this-week"]
+    text = _hz(theo, "graph").stdout
+    assert "forged" not in text and "passwd" not in text and "\u202e" not in text
+
+
+def test_a_document_outside_the_documents_root_is_not_readable_here(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "secret.md").write_text("# mine\n")
+    (tmp_path / "docs" / "notes.md").write_text("# notes\n")
+    settings = SimpleNamespace(documents=DocumentsSettings(root=str(tmp_path / "docs")))
+    commands = SimpleNamespace(home=SimpleNamespace(settings=settings))
+    assert GraphCommands._readable(commands, "doc:notes.md#x")  # type: ignore[arg-type]
+    assert not GraphCommands._readable(commands, "doc:../secret.md")  # type: ignore[arg-type]
+    assert not GraphCommands._readable(commands, "doc:reports/../../secret.md")  # type: ignore[arg-type]
