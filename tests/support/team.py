@@ -136,10 +136,14 @@ def finished(turn: str, *, token: int = 1, heinzel: str = HEINZEL) -> TurnFinish
 
 
 def placed(
-    turn: str, *, token: int = 1, asset: str = "doc:reports/weekly.md#status"
+    turn: str,
+    *,
+    token: int = 1,
+    asset: str = "doc:reports/weekly.md#status",
+    heinzel: str = HEINZEL,
 ) -> DraftPlacedReceipt:
     return DraftPlacedReceipt(
-        heinzel=HEINZEL,
+        heinzel=heinzel,
         turn=turn,
         token=token,
         at="2026-11-27T09:00:01.000000Z",
@@ -147,6 +151,62 @@ def placed(
         asset=asset,
         hash="c" * 64,
     )
+
+
+#: The clock of the team-graph homes' ``hz`` runs.
+GRAPH_NOW = "2026-11-27T10:00:00Z"
+EXEC_SUMMARY = """---
+name: exec-summary
+description: "Three lines from the team's weekly report."
+hz:
+  inputs:
+    weekly:
+      source: heinzel
+      method: approved_output
+      args: {heinzel: weekly-report, output: weekly-report}
+  requires: [heinzels:read, documents:write]
+  publishes:
+    - capability: documents.place_draft
+      asset: "doc:reports/leadership.md#checkout"
+  approvers: [owner]
+  agent:
+    model: local
+---
+# Executive summary
+
+### Goal
+
+Three lines on what the team shipped this week.
+"""
+
+
+def hz_ok(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hz`` at ``home`` at ``GRAPH_NOW``, which must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "hz_kernel.cli", *args],
+        capture_output=True,
+        text=True,
+        env=hz_env(home, HZ_NOW=GRAPH_NOW),
+        timeout=120,
+    )
+    assert done.returncode == 0, (args, done.stderr)
+    return done
+
+
+def theo_home(root: Path, team: Path, *, reader: bool = True) -> Path:
+    """Theo's home on ``team``, its documents (none) beside it; with ``reader``, it has
+    exec-summary reading weekly-report, a team heinzel only another home runs."""
+    theo = root / "theo"
+    theo.mkdir(mode=0o700)
+    (root / "docs").mkdir()
+    (theo / "hz.toml").write_text(
+        f'[documents]\nroot = "{root / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
+    )
+    if reader:
+        (root / "reader.prose.md").write_text(EXEC_SUMMARY)
+        hz_ok(theo, "heinzel", "new", str(root / "reader.prose.md"))
+        hz_ok(theo, "approve", "exec-summary")
+    return theo
 
 
 def team_contract(

@@ -21,10 +21,8 @@ from hz_kernel.team.state_branch import StateBranch
 from hz_tui.app import CockpitApp
 from hz_tui.screens.graph import GraphScreen, GraphTable
 from hz_tui.screens.heinzel import HeinzelScreen
-from tests.integration.team.test_team_graph import NOW as TEAM_NOW
-from tests.integration.team.test_team_graph import READER, _hz, _placed
 from tests.integration.test_graph import NOW, worked
-from tests.support.team import T0, make_team_repo
+from tests.support.team import GRAPH_NOW, T0, hz_ok, make_team_repo, placed, theo_home
 from tests.tui.test_cockpit import SIZE, text_of, until
 
 __all__ = ["worked"]
@@ -102,21 +100,13 @@ def team_home(tmp_path: Path) -> Path:
     weekly, hidden = team_id("weekly-report"), team_id("plans")
     priya.queue(
         [
-            _placed(weekly, "01JDTURN01", "doc:reports/weekly.md#this-week"),
-            _placed(hidden, "01JDTURN03", "doc:private/plans.md"),
+            placed("01JDTURN01", heinzel=weekly, asset="doc:reports/weekly.md#this-week"),
+            placed("01JDTURN03", heinzel=hidden, asset="doc:private/plans.md"),
         ]
     )
     assert priya.push_pending(now=T0).error is None
-    theo = tmp_path / "theo"
-    theo.mkdir(mode=0o700)
-    (tmp_path / "docs").mkdir()
-    (theo / "hz.toml").write_text(
-        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
-    )
-    (tmp_path / "reader.prose.md").write_text(READER)
-    _hz(theo, "heinzel", "new", str(tmp_path / "reader.prose.md"))
-    _hz(theo, "approve", "exec-summary")
-    _hz(theo, "team", "log")
+    theo = theo_home(tmp_path, team)
+    hz_ok(theo, "team", "log")
     return theo
 
 
@@ -125,7 +115,7 @@ async def test_the_graph_page_with_heinzels_only_other_homes_run(
 ) -> None:
     """The count says which heinzels run elsewhere, ``z`` gets back to everything, Enter on
     one run elsewhere says why no page opens, and unreadable documents are marked."""
-    monkeypatch.setenv("HZ_NOW", TEAM_NOW)
+    monkeypatch.setenv("HZ_NOW", GRAPH_NOW)
     home = Home.resolve(team_home)
     client = await LocalClient.open(home)
     try:

@@ -22,56 +22,9 @@ import pytest
 from hz_kernel.commands.graph import GraphCommands
 from hz_kernel.commands.team import team_id
 from hz_kernel.config import DocumentsSettings
-from hz_kernel.team.receipts import DraftPlacedReceipt
 from hz_kernel.team.state_branch import StateBranch
 from tests.support.env import hz_env
-from tests.support.team import T0, make_team_repo
-
-HZ = [sys.executable, "-m", "hz_kernel.cli"]
-NOW = "2026-11-27T10:00:00Z"
-READER = """---
-name: exec-summary
-description: "Three lines from the team's weekly report."
-hz:
-  inputs:
-    weekly:
-      source: heinzel
-      method: approved_output
-      args: {heinzel: weekly-report, output: weekly-report}
-  requires: [heinzels:read, documents:write]
-  publishes:
-    - capability: documents.place_draft
-      asset: "doc:reports/leadership.md#checkout"
-  approvers: [owner]
-  agent:
-    model: local
----
-# Executive summary
-
-### Goal
-
-Three lines on what the team shipped this week.
-"""
-
-
-def _placed(heinzel: str, turn: str, asset: str) -> DraftPlacedReceipt:
-    return DraftPlacedReceipt(
-        heinzel=heinzel,
-        turn=turn,
-        token=1,
-        at="2026-11-27T09:00:01.000000Z",
-        key_fp="d" * 64,
-        asset=asset,
-        hash="c" * 64,
-    )
-
-
-def _hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [*HZ, *args], capture_output=True, text=True, env=hz_env(home, HZ_NOW=NOW), timeout=120
-    )
-    assert done.returncode == 0, (args, done.stderr)
-    return done
+from tests.support.team import T0, hz_ok, make_team_repo, placed, theo_home
 
 
 def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path) -> None:
@@ -80,26 +33,18 @@ def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path)
     priya = StateBranch(tmp_path / "priya", str(team))
     priya.queue(
         [
-            _placed(weekly, "01JDTURN01", "doc:reports/weekly.md#this-week"),
-            _placed(weekly, "01JDTURN02", "doc:reports/weekly.md#this-week"),
-            _placed(hidden, "01JDTURN03", "doc:private/plans%20q4.md"),
+            placed("01JDTURN01", heinzel=weekly, asset="doc:reports/weekly.md#this-week"),
+            placed("01JDTURN02", heinzel=weekly, asset="doc:reports/weekly.md#this-week"),
+            placed("01JDTURN03", heinzel=hidden, asset="doc:private/plans%20q4.md"),
         ]
     )
     assert priya.push_pending(now=T0).error is None
-    theo = tmp_path / "theo"
-    theo.mkdir(mode=0o700)
-    (tmp_path / "docs").mkdir()
-    (theo / "hz.toml").write_text(
-        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
-    )
-    (tmp_path / "reader.prose.md").write_text(READER)
-    _hz(theo, "heinzel", "new", str(tmp_path / "reader.prose.md"))
-    _hz(theo, "approve", "exec-summary")
+    theo = theo_home(tmp_path, team)
 
-    before = json.loads(_hz(theo, "graph", "--json").stdout)
+    before = json.loads(hz_ok(theo, "graph", "--json").stdout)
     assert {n["id"] for n in before["nodes"] if n["team_id"]} == set(), "nothing fetched yet"
-    _hz(theo, "team", "log")
-    graph = json.loads(_hz(theo, "graph", "--json").stdout)
+    hz_ok(theo, "team", "log")
+    graph = json.loads(hz_ok(theo, "graph", "--json").stdout)
 
     assert graph["schema_version"] == 2
     nodes = {n["id"]: n for n in graph["nodes"]}
@@ -122,7 +67,7 @@ def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path)
     assert needs["declared"] and needs["via"] == "weekly-report" and needs["team_turns"] == 0
     assert (f"heinzel:{hidden}", "writes", "asset:doc:private/plans q4.md") in edges
 
-    text = _hz(theo, "graph").stdout
+    text = hz_ok(theo, "graph").stdout
     assert "weekly-report  (team: runs on another home)\n" in text
     wrote_line = (
         "writes doc:reports/weekly.md#this-week (not readable here)  observed in 2 drafts on hz/"
@@ -131,7 +76,7 @@ def test_the_graph_shows_other_homes_team_heinzels_from_hz_state(tmp_path: Path)
 
     (tmp_path / "docs" / "reports").mkdir()
     (tmp_path / "docs" / "reports" / "weekly.md").write_text("# Weekly\n")
-    again = json.loads(_hz(theo, "graph", "--json").stdout)
+    again = json.loads(hz_ok(theo, "graph", "--json").stdout)
     readable = {n["id"]: n["readable"] for n in again["nodes"]}
     assert readable["asset:doc:reports/weekly.md#this-week"] is True
 
@@ -152,23 +97,22 @@ def test_hostile_receipts_on_hz_state_are_left_out_with_a_coded_line(
         "01JDTURN15": "doc:evil%E2%80%AEdm.txt",
         "01JDTURN16": "doc:two words.md",
     }
-    fine = _placed(weekly, "01JDTURN10", "doc:reports/weekly.md#this-week")
-    for receipt in [fine, *(_placed(weekly, t, a) for t, a in hostile.items())]:
+    fine = placed("01JDTURN10", heinzel=weekly, asset="doc:reports/weekly.md#this-week")
+    for receipt in [fine, *(placed(t, heinzel=weekly, asset=a) for t, a in hostile.items())]:
         path = mallory.outbox / receipt.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(receipt.to_bytes())
     with monkeypatch.context() as hostile_hz:
         hostile_hz.setattr("hz_kernel.team.state_branch.lint", lambda document, place: None)
         assert mallory.push_pending(now=T0).refused == []
-    theo = tmp_path / "theo"
-    theo.mkdir(mode=0o700)
-    (tmp_path / "docs").mkdir()
-    (theo / "hz.toml").write_text(
-        f'[documents]\nroot = "{tmp_path / "docs"}"\n[team]\nhandle = "theo"\nrepo = "{team}"\n'
-    )
+    theo = theo_home(tmp_path, team, reader=False)
 
     listed = subprocess.run(
-        [*HZ, "team", "log", "--json"], capture_output=True, text=True, env=hz_env(theo), timeout=60
+        [sys.executable, "-m", "hz_kernel.cli", "team", "log", "--json"],
+        capture_output=True,
+        text=True,
+        env=hz_env(theo),
+        timeout=60,
     )
     log = json.loads(listed.stdout)
     assert [r["receipt"]["turn"] for r in log["receipts"]] == ["01JDTURN10"]
@@ -177,10 +121,10 @@ def test_hostile_receipts_on_hz_state_are_left_out_with_a_coded_line(
     assert all(line.split(": ")[1:3] == [str(team), line.split(": ")[2]] for line in log["errors"])
     assert all("/01JDTURN1" in line.split(": ")[2] for line in log["errors"])
 
-    graph = json.loads(_hz(theo, "graph", "--json").stdout)
+    graph = json.loads(hz_ok(theo, "graph", "--json").stdout)
     assets = sorted(n["id"] for n in graph["nodes"] if n["kind"] == "asset")
     assert assets == ["asset:doc:reports/weekly.md#this-week"]
-    text = _hz(theo, "graph").stdout
+    text = hz_ok(theo, "graph").stdout
     assert "forged" not in text and "passwd" not in text and "\u202e" not in text
 
 
