@@ -64,6 +64,8 @@ SELECT id, name, seq, json_extract(hz, '$.team') AS team,
        NOT (COALESCE(paused, 0) OR COALESCE(retired, 0) OR COALESCE(damaged, 0)) AS active
 FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL ORDER BY name
 """
+#: The lease in force after a member's lease step, and the error the step met.
+_LeaseStep = tuple[Lease | None, HzError | None]
 NO_HANDLE = "HZS113"
 NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
@@ -164,10 +166,7 @@ class TeamCommands(KernelCore):
             return plan, problems
         handle = self.home.settings.team.handle
         runs_here: dict[str, Lease | None] = {}
-        for member in members:
-            if not member.active:
-                continue
-            lease, error = await asyncio.to_thread(self._lease_step, member, now, ttl)
+        for member, (lease, error) in await self._lease_steps(members, now, ttl):
             if lease is not None and lease.holder == handle and not self._ours(lease):
                 lease = None  # another home that shares this handle: never ours to run
             if error is not None:
@@ -186,9 +185,27 @@ class TeamCommands(KernelCore):
             decided.append(item)
         return decided, problems
 
-    def _lease_step(
-        self, member: TeamMember, now: datetime, ttl: timedelta
-    ) -> tuple[Lease | None, HzError | None]:
+    async def _lease_steps(
+        self, members: list[TeamMember], now: datetime, ttl: timedelta
+    ) -> list[tuple[TeamMember, _LeaseStep]]:
+        """The lease step of every active member: one repository's members in turn (they
+        share its cache), the repositories side by side, so a hung remote holds only its own."""
+        by_repo: dict[str, list[TeamMember]] = {}
+        for member in members:
+            if member.active:
+                by_repo.setdefault(member.repo, []).append(member)
+        if by_repo:
+            self.team_home_id()  # minted here, once, not by two threads at the same time
+
+        def steps(
+            group: list[TeamMember],
+        ) -> list[tuple[TeamMember, _LeaseStep]]:
+            return [(member, self._lease_step(member, now, ttl)) for member in group]
+
+        done = await asyncio.gather(*(asyncio.to_thread(steps, g) for g in by_repo.values()))
+        return [outcome for group in done for outcome in group]
+
+    def _lease_step(self, member: TeamMember, now: datetime, ttl: timedelta) -> _LeaseStep:
         """The lease in force after this tick's renewal or takeover (git: in a worker thread).
 
         A delegate never starts a lease (the owner's first tick does) and takes
@@ -321,9 +338,14 @@ class TeamCommands(KernelCore):
                 continue  # another process writes the spine: the next tick queues it
             except HzError as exc:
                 problems.append(_problem(exc, member.name))
-        for repo in sorted({m.repo for m in members}):
-            state = StateBranch(self.home.root, repo)
-            result = await asyncio.to_thread(state.push_pending, now=now)
+        repos = sorted({m.repo for m in members})
+        results = await asyncio.gather(
+            *(
+                asyncio.to_thread(StateBranch(self.home.root, r).push_pending, now=now)
+                for r in repos
+            )
+        )
+        for repo, result in zip(repos, results, strict=True):
             problems += [
                 TickProblem(code=r.code, message=r.message, place=r.path) for r in result.refused
             ]

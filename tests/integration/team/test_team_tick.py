@@ -359,3 +359,52 @@ async def test_receipts_gone_from_hz_state_are_pushed_again_and_the_tick_says_so
     assert [(p.code, p.place) for p in report.problems] == [("HZS119", str(repo))]
     assert report.problems[0].message.startswith("1 receipt(s) this home delivered were gone")
     assert len((await priya.team_log()).receipts) == 2
+
+
+_WAITING_REMOTE = """#!{python}
+import os, subprocess, sys, time
+
+# ssh's stand-in: serve the command (git-upload-pack/receive-pack on a path) once the other
+# team repository holds a lease, so this repository answers only if the other's step ran meanwhile.
+deadline = time.monotonic() + 30
+while not subprocess.run(
+    ["git", "--git-dir=" + os.environ["HZ_TEST_OTHER_REPO"], "for-each-ref", "refs/hz/lease"],
+    capture_output=True,
+).stdout:
+    if time.monotonic() > deadline:
+        sys.exit("the other repository never got its lease")
+    time.sleep(0.05)
+os.execvp("sh", ["sh", "-c", sys.argv[-1]])
+"""
+
+
+async def test_a_hung_team_repository_holds_only_its_own_heinzels_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two team heinzels on two repositories: the first answers only after the second's lease is
+    taken. Leases of different repositories are taken side by side, so both are taken in one tick;
+    one after the other, the first would time out waiting for the second."""
+    slow = make_team_repo(tmp_path / "slow")
+    quick = make_team_repo(tmp_path / "quick")
+    remote = tmp_path / "remote"
+    remote.write_text(_WAITING_REMOTE.format(python=sys.executable))
+    remote.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(remote))
+    monkeypatch.setenv("GIT_SSH_VARIANT", "simple")
+    monkeypatch.setenv("HZ_TEST_OTHER_REPO", str(quick))
+    monkeypatch.setattr("hz_kernel.team.git.TIMEOUT_SECONDS", 8.0)
+    monkeypatch.setenv("HZ_NOW", "2026-11-27T08:00:00Z")
+    kernel = await Kernel.open(Home.resolve(team_home(tmp_path / "priya", "priya")))
+    try:
+        for name, repo in (("alpha", f"ssh://hang{slow}"), ("beta", str(quick))):
+            await kernel.new(text=team_contract(repo).replace("team-status", name))
+            await kernel.approve(ref=name)
+
+        report = await tick(kernel, T0, monkeypatch)
+
+        assert report.problems == []
+        assert sorted(w.name for w in report.woken) == ["alpha", "beta"]
+        for name, repo in (("alpha", slow), ("beta", quick)):
+            assert f"refs/hz/lease/{team_id(name)}" in refs(repo)
+    finally:
+        await kernel.close()
