@@ -118,10 +118,11 @@ class StateBranch:
     def push_pending(self, *, now: datetime) -> PushResult:
         """Deliver the outbox to ``hz/state``; never raises for an unreachable remote.
 
-        A receipt whose fencing token is below its heinzel's lease token
-        (HZS104), that is not a valid receipt (HZS108), or whose path on the
-        branch already holds other bytes (HZS106) is refused: taken out of the
-        outbox (kept beside it as ``.refused``) and reported, never pushed.
+        A receipt whose fencing token is not its heinzel's lease token (below:
+        another home took over; above: no lease gave it) (HZS104), that is not
+        a valid receipt (HZS108), or whose path on the branch already holds
+        other bytes (HZS106) is refused: taken out of the outbox (kept beside
+        it as ``.refused``) and reported, never pushed.
         """
         if not self.pending():
             return PushResult()
@@ -262,10 +263,14 @@ class StateBranch:
             expect[ref] = sha
             guards.append(f"{sha}:{ref}")
             for path, receipt in list(waiting.items()):
-                if receipt.heinzel == heinzel and receipt.token < lease.token:
+                if receipt.heinzel != heinzel or receipt.token == lease.token:
+                    continue
+                if receipt.token < lease.token:
                     message = f"token {receipt.token} is older than the lease's {lease.token}"
-                    self._refuse(path, HzError(STALE_TOKEN, message, path), refused)
-                    del waiting[path]
+                else:
+                    message = f"token {receipt.token} was never given: the lease's is {lease.token}"
+                self._refuse(path, HzError(STALE_TOKEN, message, path), refused)
+                del waiting[path]
         on_branch = {} if tip is None else self.repo.files(tip, "receipts/")
         ours = self.repo.blobs([self.outbox / path for path in waiting])
         blobs = dict(zip(waiting, ours, strict=True))

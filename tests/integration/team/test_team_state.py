@@ -459,3 +459,17 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+def test_a_receipt_with_a_token_no_lease_gave_is_refused(tmp_path: Path, team: Path) -> None:
+    repo = TeamRepo(tmp_path / "priya", str(team))
+    assert acquire_or_renew(repo, HEINZEL, handle="priya", now=T0, ttl=TTL).lease.token == 1
+    priya = branch(tmp_path, team)
+    priya.queue([finished("01JDTURN01", token=1), finished("01JDTURN02", token=7)])
+
+    result = priya.push_pending(now=T0)
+
+    assert result.delivered == [finished("01JDTURN01").path]
+    assert [(r.code, r.path) for r in result.refused] == [("HZS104", finished("01JDTURN02").path)]
+    assert "token 7 was never given: the lease's is 1" in result.refused[0].message
+    assert sorted(on_state(team)) == [finished("01JDTURN01").path]
