@@ -18,6 +18,7 @@ import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import orjson
@@ -28,7 +29,7 @@ from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, fsync_dir, 
 from hz_kernel.team.git import IDENTITY_EMAIL, IDENTITY_NAME, GitFailed, git
 from hz_kernel.team.lease import lease_ref, mirrored_lease
 from hz_kernel.team.lint import lint
-from hz_kernel.team.receipts import AnyReceipt, DraftPlacedReceipt, parse_receipt
+from hz_kernel.team.receipts import AnyReceipt, DraftPlacedReceipt, parse_receipt, read_back
 from hz_kernel.team.repo import STATE_BRANCH, TeamRepo
 
 #: Push rounds before the rest stays queued for the next flush.
@@ -191,12 +192,12 @@ class StateBranch:
         unreadable = [path for path in files if path not in small]
         for path, raw in zip(small, self.repo.contents(list(small.values())), strict=True):
             try:
-                receipt = parse_receipt(raw)
-            except ValidationError:
+                receipt = read_back(raw)
+            except ValueError:
                 unreadable.append(path)
                 continue
             try:
-                _check_read_back(receipt, path)
+                _check_read_back(receipt, orjson.loads(raw), path)
             except HzError as exc:
                 refused.append(Refused(path=path, code=exc.code, message=exc.message))
                 continue
@@ -370,11 +371,12 @@ class StateBranch:
         refused.append(Refused(path=path, code=error.code, message=error.message))
 
 
-def _check_read_back(receipt: AnyReceipt, path: str) -> None:
-    """Refuse a receipt from ``hz/state`` that this hz would not have written: it carries text
-    (HZS101–HZS103), or its asset, decoded, is not a printable ``doc:`` ref to a path inside
-    the documents (HZS122): the graph shows it and checks whether it is readable here."""
-    lint(receipt.model_dump(mode="json"), path)
+def _check_read_back(receipt: AnyReceipt, document: dict[str, Any], path: str) -> None:
+    """Refuse a receipt from ``hz/state`` that this hz would not have written: the document,
+    fields this hz does not know included, carries text (HZS101–HZS103), or its asset,
+    decoded, is not a printable ``doc:`` ref to a path inside the documents (HZS122): the
+    graph shows it and checks whether it is readable here."""
+    lint(document, path)
     if not isinstance(receipt, DraftPlacedReceipt):
         return
     ref = unquote(receipt.asset)

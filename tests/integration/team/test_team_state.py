@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 from hz_kernel.errors import HzError
@@ -473,3 +474,27 @@ def test_a_receipt_with_a_token_no_lease_gave_is_refused(tmp_path: Path, team: P
     assert [(r.code, r.path) for r in result.refused] == [("HZS104", finished("01JDTURN02").path)]
     assert "token 7 was never given: the lease's is 1" in result.refused[0].message
     assert sorted(on_state(team)) == [finished("01JDTURN01").path]
+
+
+def test_a_newer_hz_s_receipt_is_read_without_the_fields_this_hz_does_not_know(
+    tmp_path: Path, team: Path
+) -> None:
+    state = branch(tmp_path, team)
+    state.queue([finished("01JDTURN01")])
+    state.push_pending(now=T0)
+    newer = orjson.loads(finished("01JDTURN02").to_bytes()) | {"zone": "eu-1"}
+    texty = orjson.loads(finished("01JDTURN03").to_bytes()) | {"summary_v2": "x"}
+    put_on_state(
+        team,
+        {
+            finished("01JDTURN02").path: orjson.dumps(newer),
+            finished("01JDTURN03").path: orjson.dumps(texty),
+        },
+    )
+
+    log = state.read_receipts()
+
+    assert [r.turn for r in log.receipts] == ["01JDTURN01", "01JDTURN02"]
+    assert log.receipts[1] == finished("01JDTURN02")
+    assert [(r.code, r.path) for r in log.refused] == [("HZS101", finished("01JDTURN03").path)]
+    assert log.unreadable == []
