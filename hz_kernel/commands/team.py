@@ -66,6 +66,9 @@ FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL ORDER BY
 """
 #: The lease in force after a member's lease step, and the error the step met.
 _LeaseStep = tuple[Lease | None, HzError | None]
+CLOCK_SKEW = "HZS125"
+#: How far another home's clock may run ahead of this one's before the tick says so.
+CLOCK_TOLERANCE = timedelta(minutes=1)
 NO_HANDLE = "HZS113"
 NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
@@ -222,7 +225,7 @@ class TeamCommands(KernelCore):
             if member.delegate:
                 current = read_lease(repo, member.team_id)
                 if current is None or (current.holder != handle and not current.expired(now)):
-                    return current, None
+                    return current, _clock_ahead(current, handle, now)
                 wanted = mirrored_claim(repo, member.team_id)
                 if (
                     wanted is not None
@@ -236,7 +239,7 @@ class TeamCommands(KernelCore):
             )
             if not member.delegate and not outcome.held:
                 claim(repo, member.team_id, handle=handle, now=now)
-            return outcome.lease, None
+            return outcome.lease, _clock_ahead(outcome.lease, handle, now)
         except HzError as exc:
             if exc.code == SHARED_HANDLE:
                 return None, exc
@@ -504,6 +507,27 @@ def _undecided(item: PlannedTurn, lease: Lease) -> bool:
     return renewed is not None and any(
         w.slot is not None and slot_time(w.slot) > renewed for w in item.wakes
     )
+
+
+def _clock_ahead(lease: Lease | None, handle: str, now: datetime) -> HzError | None:
+    """HZS125 when another home renewed ``lease`` later than this home's clock says it is
+    now: one of the two clocks is off, and expiry and claims need clocks that agree (an owner
+    whose clock is a lease length behind would claim its heinzel back in vain)."""
+    if lease is None or lease.holder == handle or lease.renewed is None:
+        return None
+    ahead = lease.renewed - now
+    if ahead <= CLOCK_TOLERANCE:
+        return None
+    message = (
+        f"{lease.holder} renewed the lease {_minutes(ahead)} later than this home's clock says "
+        "it is now: set both clocks right (NTP); leases and claims need clocks that agree"
+    )
+    return HzError(CLOCK_SKEW, message)
+
+
+def _minutes(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    return f"{minutes} min" if minutes else f"{int(span.total_seconds())} s"
 
 
 def _team_spec(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,9 +45,14 @@ def claim_ref(heinzel: str) -> str:
 
 
 class Lease(BaseModel):
-    """Who runs the heinzel until when, and the fencing token of their tenure."""
+    """Who runs the heinzel until when, and the fencing token of their tenure.
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+    Fields a newer hz added are dropped on reading (``extra="ignore"``), so
+    homes on different versions of hz can share a heinzel; what is written
+    is still linted.
+    """
+
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
     holder: str = Field(pattern=HANDLE)
     expires: datetime
     token: int = Field(ge=1)
@@ -69,9 +74,10 @@ class Lease(BaseModel):
 
 
 class Claim(BaseModel):
-    """The owner's ask, while a delegate holds its heinzel, to have the lease handed back."""
+    """The owner's ask, while a delegate holds its heinzel, to have the lease handed back
+    (newer fields dropped on reading, as for the lease)."""
 
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
     owner: str = Field(pattern=HANDLE)
     at: datetime
 

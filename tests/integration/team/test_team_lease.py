@@ -94,29 +94,16 @@ def test_a_claim_lets_the_holder_release_and_the_owner_take_over(
     assert (taken.how, taken.lease.holder, taken.lease.token) == ("took-over", "priya", 2)
 
 
-def test_a_lease_ref_that_holds_no_lease_is_a_coded_error(tmp_path: Path, team: Path) -> None:
-    blob = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "hash-object", "-w", "--stdin"],
-            input=b"not json",
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    tree = (
-        subprocess.run(
-            ["git", f"--git-dir={team}", "mktree"],
-            input=f"100644 blob {blob}\tlease.json\n".encode(),
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .strip()
-    )
-    commit = run_git(team, "commit-tree", tree, "-m", "junk").strip()
+def put_lease(team: Path, content: bytes) -> None:
+    """Point the lease ref at a commit whose ``lease.json`` is ``content``, as another hz would."""
+    blob = run_git(team, "hash-object", "-w", "--stdin", stdin=content).strip()
+    tree = run_git(team, "mktree", stdin=f"100644 blob {blob}\tlease.json\n".encode()).strip()
+    commit = run_git(team, "commit-tree", tree, "-m", "hz: lease token 4").strip()
     run_git(team, "update-ref", lease_ref(HEINZEL), commit)
+
+
+def test_a_lease_ref_that_holds_no_lease_is_a_coded_error(tmp_path: Path, team: Path) -> None:
+    put_lease(team, b"not json")
 
     with pytest.raises(HzError) as junk:
         acquire_or_renew(TeamRepo(tmp_path / "p", str(team)), HEINZEL, handle="p", now=T0, ttl=TTL)
@@ -126,6 +113,18 @@ def test_a_lease_ref_that_holds_no_lease_is_a_coded_error(tmp_path: Path, team: 
         junk.value.one_line()
         == f"HZS109: {lease_ref(HEINZEL)}: the lease ref does not hold a lease"
     )
+
+
+def test_a_lease_a_newer_hz_wrote_is_read_without_the_fields_this_hz_does_not_know(
+    tmp_path: Path, team: Path
+) -> None:
+    expires = (T0 + TTL).isoformat().replace("+00:00", "Z")
+    newer = {"holder": "theo", "expires": expires, "token": 4, "owner": "priya", "zone": "eu-1"}
+    put_lease(team, orjson.dumps(newer))
+
+    lease = read_lease(TeamRepo(tmp_path / "p", str(team)), HEINZEL)
+
+    assert lease is not None and (lease.holder, lease.token, lease.owner) == ("theo", 4, "priya")
 
 
 def test_an_unreachable_remote_is_a_one_line_error(tmp_path: Path) -> None:

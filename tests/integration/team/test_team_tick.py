@@ -408,3 +408,22 @@ async def test_a_hung_team_repository_holds_only_its_own_heinzels_lease(
             assert f"refs/hz/lease/{team_id(name)}" in refs(repo)
     finally:
         await kernel.close()
+
+
+async def test_an_owner_whose_clock_is_behind_the_delegate_s_is_told_so(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Theo took the heinzel over at 09:40 by his clock; Priya's clock says 09:10 when she is
+    back, so her claims would lapse before his clock saw them: her tick says the clocks differ."""
+    priya, theo, _ = homes
+    await tick(priya, T0, monkeypatch)
+    await tick(theo, T0 + 4 * TICK, monkeypatch)
+
+    behind = await tick(priya, T0 + TICK, monkeypatch)
+    in_step = await tick(priya, T0 + 4 * TICK + timedelta(seconds=30), monkeypatch)
+
+    assert [(p.code, p.place) for p in behind.problems] == [("HZS125", "team-status")]
+    assert behind.problems[0].message.startswith(
+        "theo renewed the lease 30 min later than this home's clock says it is now"
+    )
+    assert in_step.problems == []
