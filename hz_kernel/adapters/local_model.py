@@ -192,13 +192,14 @@ _DISCOVERED_NOTE = (
 
 _UNREADABLE_NOTE = (
     "hz found a new source under one of your contract's discover hints, which the user wrote; "
-    "no input can read a file of the team repository yet, so it is for your information."
+    "hz could not write an input that reads it, so it is for your information."
 )
 
 
 def render_discovered(*, source: str, hint: str, input_name: str, proposal: str) -> str:
     """Frame a source the discovery job found for this turn, and the contract that reads it
-    (empty when no input can read it)."""
+    (empty when hz could not write one: no team repository is named, or the contract's text
+    cannot take one more input)."""
     return (
         f"{_DISCOVERED_NOTE if proposal else _UNREADABLE_NOTE}\n"
         f'<discovered source="{_attr(source)}" hint="{_attr(hint)}" input="{_attr(input_name)}">\n'

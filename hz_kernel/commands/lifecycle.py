@@ -404,10 +404,13 @@ class LifecycleCommands(KernelCore):
         self, current: CompiledContract, proposed: CompiledContract
     ) -> dict[str, str | None]:
         """The inputs ``proposed`` adds, each with the file it reads when it reads one file
-        (a source discovery may have found, and a decline names)."""
+        (a source discovery may have found, and a decline names): a path, or ``team:`` and a
+        path in the team repository."""
         resolve = self.home.settings.documents.resolve
+        team = proposed.hz.team
+        team_repo = (team.repo if team else None) or self.home.settings.team.repo
         return {
-            name: input_identity(proposed.inputs[name], resolve)
+            name: input_identity(proposed.inputs[name], resolve, team_repo)
             for name in sorted(set(proposed.inputs) - set(current.inputs))
         }
 

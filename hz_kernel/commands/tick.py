@@ -505,8 +505,9 @@ class TickCommands(KernelCore):
         spine, so an owed wake a lost ``discovery.json`` forgot comes back)."""
         hz = orjson.loads(row["hz"])
         resolve = self.home.settings.documents.resolve
+        team_repo = (hz.get("team") or {}).get("repo") or self.home.settings.team.repo
         reading = {
-            input_identity(InputSpec.model_validate(spec), resolve)
+            input_identity(InputSpec.model_validate(spec), resolve, team_repo)
             for spec in (hz.get("inputs") or {}).values()
         }
         async with self.holding(row["id"]) as held:
@@ -767,7 +768,9 @@ class TickCommands(KernelCore):
             base = self.home.settings.documents.resolve(".")
             self._fetcher = SourceFetcher(
                 SourceCache(self.home.sources_dir),
-                default_registry(base_dir=base, heinzel_root=self.home.heinzel_root),
+                default_registry(
+                    base_dir=base, heinzel_root=self.home.heinzel_root, home=self.home.root
+                ),
             )
         return self._fetcher
 

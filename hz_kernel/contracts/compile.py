@@ -323,23 +323,25 @@ def _cross_checks(name: str, hz: HzTable, located: Located, source: str) -> None
 
 
 def _check_hints(hz: HzTable, namespace: str, located: Located, source: str) -> None:
-    """A ``team:`` hint needs a team heinzel; a folder hint needs ``files:read``, since what it
-    finds is proposed as a ``files`` input (the user grants that by writing the hint)."""
+    """A ``team:`` hint needs a team heinzel and ``git:read``, a folder hint ``files:read``:
+    what a hint finds is proposed as a ``git`` file or ``files`` input (the user grants that
+    by writing the hint)."""
     for index, hint in enumerate(located.value["hz"].get("discover") or []):
         place = at(source, located.line(("hz", "discover", index)))
-        if str(hint).startswith(TEAM_HINT):
-            if namespace != "team":
-                raise ContractError(
-                    "HZC106",
-                    f"the discover hint {shown(hint)} reads the team repository's files: it "
-                    "belongs to a heinzel in the team namespace (add namespace: team)",
-                    place,
-                )
-        elif "files:read" not in hz.requires:
+        team = str(hint).startswith(TEAM_HINT)
+        if team and namespace != "team":
+            raise ContractError(
+                "HZC106",
+                f"the discover hint {shown(hint)} reads the team repository's files: it "
+                "belongs to a heinzel in the team namespace (add namespace: team)",
+                place,
+            )
+        needed = "git:read" if team else "files:read"
+        if needed not in hz.requires:
             raise ContractError(
                 "HZC107",
                 f"the discover hint {shown(hint)} finds files this heinzel would read: "
-                "add files:read to hz.requires",
+                f"add {needed} to hz.requires",
                 place,
             )
 

@@ -351,6 +351,25 @@ def _branch(value: str) -> str:
     return value
 
 
+def _repo_path(value: str) -> str:
+    """A file's path in a repository, tidied (``./a//b`` is ``a/b``): relative, inside it, one
+    line, and no option to git."""
+    if _CONTROL_OR_NEWLINE.search(value) or len(value) > 1024:
+        raise fail("HZC032", f"{shown(value)} is not a path: one line, up to 1024 characters")
+    if value.startswith(("/", "~")) or ".." in value.split("/"):
+        raise fail(
+            "HZC032",
+            f"the path {shown(value)} must be relative to the repository's root, without '..'",
+        )
+    tidy = posixpath.normpath(value)
+    if tidy == "." or value.endswith("/") or tidy.startswith("-"):
+        raise fail("HZC032", f"{shown(value)} does not name a file of the repository")
+    return tidy
+
+
+RepoPath = Annotated[str, AfterValidator(_repo_path)]
+
+
 class ArgsModel(FrozenModel):
     """Base of the per-method argument models; only the keys a method knows are accepted."""
 
@@ -365,6 +384,15 @@ class GitLogArgs(ArgsModel):
     branch: Annotated[str, AfterValidator(_branch)] | None = None
     window: Duration | None = None
     limit: Annotated[int, Field(strict=True, ge=1, le=10000)] | None = None
+
+
+class GitFileArgs(ArgsModel):
+    """One file of a repository (a path or URL, like the team repository) at a branch or tag
+    (unset: its default branch)."""
+
+    repo: LineText
+    path: RepoPath
+    branch: Annotated[str, AfterValidator(_branch)] | None = None
 
 
 class ShellRunArgs(ArgsModel):
@@ -389,7 +417,7 @@ class ApprovedOutputArgs(ArgsModel):
 
 SOURCES: dict[str, dict[str, type[ArgsModel]]] = {
     "files": {"glob": GlobArgs},
-    "git": {"commits": GitLogArgs, "merged_pull_requests": GitLogArgs},
+    "git": {"commits": GitLogArgs, "merged_pull_requests": GitLogArgs, "file": GitFileArgs},
     "shell": {"run": ShellRunArgs},
     "http": {"get": HttpGetArgs},
     "document": {"section": DocumentSectionArgs},

@@ -68,6 +68,7 @@ class TurnRunner:
         self.sources = default_registry(
             base_dir=Path(self.settings.documents.root).expanduser(),
             heinzel_root=kernel.home.heinzel_root,
+            home=kernel.home.root,
         )
         self.body: BodyWriter | None = None
         self.started_clock = time.monotonic()

@@ -4,8 +4,9 @@
 ``refs/heads/hz/*`` (the ``hz/state`` branch) and ``refs/hz/*`` (leases)
 into ``refs/mirror/…``; it never fetches, checks out or pushes ``main`` or
 any other branch. One process at a time works in it (an ``flock``).
-Discovery's ``team:`` hints list the default branch's files from another
-cache beside it (``inventory``), fetched shallowly.
+Discovery's ``team:`` hints list the default branch's files, and the ``git``
+source's ``file`` method reads one file of a branch, from another cache
+beside it (``inventory``), fetched shallowly.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ STATE_BRANCH = "refs/heads/hz/state"
 FETCH_REFSPECS = (f"+refs/heads/hz/*:{MIRROR}/heads/hz/*", f"+refs/hz/*:{MIRROR}/hz/*")
 #: Where the remote's default branch is fetched for discovery (in its own cache).
 INVENTORY = "refs/inventory/HEAD"
+#: Where another branch or tag is fetched into that cache, by the hash of its name.
+INVENTORY_AT = "refs/inventory/at-"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+@[^/:]+:")
+
+
+def is_url(remote: str) -> bool:
+    """Whether ``remote`` is a URL (``file://``, ``ssh://``, ``user@host:path``), not a path."""
+    return _URL.match(remote) is not None
 
 
 def normalise(remote: str) -> str:
@@ -40,7 +48,7 @@ def normalise(remote: str) -> str:
     remote = remote.strip()
     if not remote:
         raise HzError("HZS111", "the team repository is empty: give a path or a URL", "team.repo")
-    if _URL.match(remote):
+    if is_url(remote):
         return remote
     return os.path.abspath(os.path.expanduser(remote))
 
@@ -66,14 +74,8 @@ class TeamRepo:
     def locked(self) -> Iterator[None]:
         """Hold the cache for one operation (a daemon's push and a ``hz team log`` take turns)."""
         self.ensure()
-        path = self.git_dir / "hz.lock"
-        with store_io(path):
-            fd = open_regular(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with _flocked(self.git_dir / "hz.lock"):
             yield
-        finally:
-            os.close(fd)
 
     def fetch(self) -> None:
         """Bring the remote's ``hz/state`` and ``refs/hz/*`` into the mirror (nothing else)."""
@@ -86,17 +88,31 @@ class TeamRepo:
         )
         return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
-    def inventory(self) -> list[str]:
-        """The paths of the files on the remote's default branch, for discovery's ``team:``
-        hints. Fetched shallowly into a cache of its own (``<repo-id>.inventory.git``), so the
-        cache of hz's refs never holds the team's history; nothing is ever pushed from it."""
+    @contextlib.contextmanager
+    def snapshot(self, ref: str = "HEAD") -> Iterator[tuple[Path, str]]:
+        """The remote's ``ref`` (its default branch, a branch or a tag) fetched shallowly into
+        a cache of its own (``<repo-id>.inventory.git``), held for one read: the cache and the
+        local ref it is at. The cache of hz's refs never holds the team's history, and nothing
+        is ever pushed from this one; one process at a time fetches into it."""
         cache = self.team_dir / f"{self.id}.inventory.git"
         if not (cache / "HEAD").exists():
             with store_io(self.team_dir):
                 ensure_private_dir(self.team_dir)
             git(self.team_dir, "init", "--quiet", "--bare", str(cache))
-        git(cache, "fetch", "--quiet", "--depth=1", "--no-tags", self.remote, f"+HEAD:{INVENTORY}")
-        listed = git(cache, "ls-tree", "-r", "-z", "--name-only", INVENTORY).stdout
+        local = (
+            INVENTORY
+            if ref == "HEAD"
+            else INVENTORY_AT + hashlib.sha256(ref.encode()).hexdigest()[:16]
+        )
+        with _flocked(cache / "hz.lock"):
+            git(cache, "fetch", "--quiet", "--depth=1", "--no-tags", self.remote, f"+{ref}:{local}")
+            yield cache, local
+
+    def inventory(self) -> list[str]:
+        """The paths of the files on the remote's default branch, for discovery's ``team:``
+        hints."""
+        with self.snapshot() as (cache, local):
+            listed = git(cache, "ls-tree", "-r", "-z", "--name-only", local).stdout
         return sorted(path.decode(errors="replace") for path in filter(None, listed.split(b"\0")))
 
     def blob(self, data: bytes) -> str:
@@ -171,3 +187,15 @@ class TeamRepo:
     def set_mirror(self, ref: str, sha: str) -> None:
         """Record what this home just pushed, as a fetch would have."""
         git(self.git_dir, "update-ref", f"{MIRROR}/{ref[5:]}", sha)
+
+
+@contextlib.contextmanager
+def _flocked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created private if missing)."""
+    with store_io(path):
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

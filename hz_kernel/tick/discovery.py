@@ -8,7 +8,8 @@ is: an absolute path, or ``team:`` and its path in the repository. It is
 recorded once per heinzel (``source.discovered``) and wakes the heinzel once,
 by the key ``discovered_key`` makes of it. What the discovered turn may
 propose is the contract with one more input reading that source
-(``amended_text``); the heinzel may propose that widening because the user
+(``amended_text``): a ``files`` input, or a ``git`` file input on the team
+repository; the heinzel may propose that widening because the user
 wrote the hint (``contracts.amend``). See ``docs/discovery.md``.
 """
 
@@ -27,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.adapters.sources.files import MAX_MATCHES, matching, segment_matches
+from hz_kernel.adapters.sources.git import file_remote
 from hz_kernel.contracts.compile import compile_contract
 from hz_kernel.contracts.model import TEAM_HINT, ContractError, InputSpec
 from hz_kernel.contracts.parse import load_frontmatter, split_frontmatter
@@ -89,8 +91,18 @@ def _matches(parts: tuple[str, ...], names: tuple[str, ...]) -> bool:
 # -- the input that reads a source -----------------------------------------------------------
 
 
-def input_identity(spec: InputSpec, resolve: Callable[[str], Path]) -> str | None:
-    """The source a ``files`` input on one file reads (its absolute path), else None."""
+def input_identity(
+    spec: InputSpec, resolve: Callable[[str], Path], team_repo: str | None = None
+) -> str | None:
+    """The source an input on one file reads, else None: a ``files`` input's absolute path; a
+    ``git`` file input's ``team:`` and path when it reads the team repository ``team_repo``
+    (on any branch), else its repository and path."""
+    if spec.source == "git" and spec.method == "file":
+        remote = file_remote(str(spec.args.get("repo", "")), resolve("."))
+        path = str(spec.args.get("path", ""))
+        if team_repo is not None and remote == file_remote(team_repo, resolve(".")):
+            return TEAM_HINT + path
+        return f"git:{remote}:{path}"
     if spec.source != "files" or spec.method != "glob":
         return None
     pattern = str(spec.args.get("pattern", ""))
@@ -100,18 +112,24 @@ def input_identity(spec: InputSpec, resolve: Callable[[str], Path]) -> str | Non
     return os.path.normpath(os.path.abspath(root / _ESCAPED.sub(r"\1", pattern)))
 
 
-def input_for(source: str, taken: Iterable[str]) -> tuple[str, dict[str, Any]] | None:
-    """A name and an input reading ``source``: a ``files`` input on that one file, rechecked
-    every tick like any input. None for a team repository's file (no source reads one yet)."""
-    if source.startswith(TEAM_HINT):
-        return None
-    folder, _, file_name = source.rpartition("/")
+def input_for(
+    source: str, taken: Iterable[str], team_repo: str | None = None
+) -> tuple[str, dict[str, Any]] | None:
+    """A name and an input reading ``source``, rechecked every tick like any input: a ``files``
+    input on that one file, or a ``git`` file input on the team repository ``team_repo`` as
+    the contract or home names it (None without one)."""
+    folder, _, file_name = source.removeprefix(TEAM_HINT).rpartition("/")
     stem = _NOT_IN_NAME.sub("-", file_name.split(".")[0].lower()).strip("-_")
     stem = re.sub(r"^[^a-z]+", "", stem)[:56] or "found"
     used = set(taken)
     name, n = stem, 2
     while name in used:
         name, n = f"{stem}-{n}", n + 1
+    if source.startswith(TEAM_HINT):
+        if team_repo is None:
+            return None
+        args = {"repo": team_repo, "path": source.removeprefix(TEAM_HINT)}
+        return name, {"source": "git", "method": "file", "args": args}
     pattern = "".join(f"[{c}]" if c in _WILDCARDS else c for c in file_name)
     args = {"root": folder or "/", "pattern": pattern}
     return name, {"source": "files", "method": "glob", "args": args}

@@ -85,17 +85,18 @@ class SourceRegistry:
 
 
 def default_registry(
-    base_dir: Path | None = None, heinzel_root: Path | None = None
+    base_dir: Path | None = None, heinzel_root: Path | None = None, home: Path | None = None
 ) -> SourceRegistry:
     """Every built-in source, with relative paths anchored at ``base_dir`` (default: cwd).
 
     ``heinzel_root`` is the home's ``heinzel/`` folder, where ``heinzel`` inputs
-    find their upstreams; without it such an input fails with ``HZT113``.
+    find their upstreams; without it such an input fails with ``HZT113``. ``home``
+    holds the cache a ``git`` file input is fetched into; without it that input fails.
     """
     return SourceRegistry(
         [
             FilesSource(base_dir),
-            GitSource(base_dir),
+            GitSource(base_dir, home),
             ShellSource(base_dir),
             HttpSource(),
             DocumentSource(base_dir),

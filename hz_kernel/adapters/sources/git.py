@@ -1,9 +1,13 @@
-"""The ``git`` source: recent commits or merges of a local repository, one facet per commit.
+"""The ``git`` source: recent commits or merges of a local repository, one facet per commit,
+or one file of a repository's branch (``file``), one facet: its blob id.
 
 It runs the real ``git`` binary with hooks, pagers and the system config
 switched off, so a repository cannot make a read run code. The window is
 measured from the caller's ``now`` against committer dates, which is what
-makes a pinned clock (``HZ_NOW``) give the same answer every time.
+makes a pinned clock (``HZ_NOW``) give the same answer every time. A file
+is read from the shallow cache the team substrate keeps for discovery
+(``TeamRepo.snapshot``), with its timeouts and process-group kill, so a
+URL reads as a path does and the repository's own config is never used.
 """
 
 from __future__ import annotations
@@ -17,13 +21,17 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from hz_kernel.adapters.sources.base import (
+    OUTPUT_CAP_BYTES,
     FetchResult,
     SourceRequest,
     as_utc,
     resolve_path,
     sha256_hex,
 )
+from hz_kernel.contracts.model import GitFileArgs
 from hz_kernel.errors import HzError
+from hz_kernel.team.git import GitFailed, git
+from hz_kernel.team.repo import TeamRepo, is_url
 
 GIT_TIMEOUT_SECONDS = 8.0
 FIELD = "\x1f"
@@ -106,19 +114,30 @@ def git_env() -> dict[str, str]:
     }
 
 
+def file_remote(repo: str, base_dir: Path | None) -> str:
+    """The remote a ``file`` input fetches from: a URL as given, a path anchored at
+    ``base_dir`` and made absolute (links kept, as the team substrate names a repository)."""
+    repo = repo.strip()
+    return repo if is_url(repo) else os.path.normpath(resolve_path(repo, base_dir))
+
+
 class GitSource:
-    """Reads a repository's log; a relative ``repo`` resolves against ``base_dir``."""
+    """Reads a repository's log, or one file of it; a relative ``repo`` resolves against
+    ``base_dir``. A file is fetched into a cache under ``home`` (without one it is not read)."""
 
     kind = "git"
-    methods = frozenset({"commits", "merged_pull_requests"})
+    methods = frozenset({"commits", "merged_pull_requests", "file"})
     replay_safe = True
 
-    def __init__(self, base_dir: Path | None = None) -> None:
+    def __init__(self, base_dir: Path | None = None, home: Path | None = None) -> None:
         self.base_dir = base_dir
+        self.home = home
 
     def fetch(
         self, request: SourceRequest, *, now: datetime, previous: FetchResult | None = None
     ) -> FetchResult:
+        if request.method == "file":
+            return self._file(request, as_utc(now))
         args = request.parse_args(LogArgs)
         now = as_utc(now)
         repo = resolve_path(args.repo, self.base_dir)
@@ -145,6 +164,41 @@ class GitSource:
         cursor = commits[0].sha if commits else None
         return FetchResult(
             request=request, facets=facets, content=content, cursor=cursor, as_of=now
+        )
+
+    def _file(self, request: SourceRequest, now: datetime) -> FetchResult:
+        """The file at ``path`` on ``branch``: one facet named by the path, its blob id (a hash
+        of the content, so only an edit moves it). Over 1 MiB or binary, it is not shown."""
+        args = request.parse_args(GitFileArgs)
+        remote = file_remote(args.repo, self.base_dir)
+        if self.home is None:
+            raise HzError("HZT033", "a git file is read only within a home", remote)
+        branch = args.branch or "HEAD"
+        try:
+            with TeamRepo(self.home, remote).snapshot(branch) as (cache, ref):
+                found = git(
+                    cache, "cat-file", "--batch-check", stdin=f"{ref}:{args.path}\n".encode()
+                )
+                kind, oid, size = _object(found.stdout.decode(errors="replace"))
+                if kind != "blob":
+                    raise HzError("HZT035", f"no file {args.path!r} on {branch}", remote)
+                data = (
+                    git(cache, "cat-file", "blob", oid).stdout if size <= OUTPUT_CAP_BYTES else b""
+                )
+        except GitFailed as exc:
+            raise _fetch_failure(exc, branch, remote) from None
+        if size > OUTPUT_CAP_BYTES:
+            text = f"[hz: {size} bytes, over the 1 MiB limit; not shown]"
+        elif b"\0" in data:
+            text = f"[hz: binary file of {size} bytes; not shown]"
+        else:
+            text = data.decode("utf-8", errors="replace")
+        return FetchResult(
+            request=request,
+            facets={args.path: oid},
+            content={args.path: text},
+            cursor=oid,
+            as_of=now,
         )
 
     def _log(
@@ -200,6 +254,30 @@ class GitSource:
         if "unknown revision" in stderr or "bad revision" in stderr:
             return HzError("HZT031", f"no branch or revision {branch!r}", place)
         return HzError("HZT033", f"git log failed: {first.strip()}", place)
+
+
+def _object(line: str) -> tuple[str, str, int]:
+    """(type, id, size) from a ``cat-file --batch-check`` line; ``missing`` when none."""
+    fields = line.split()
+    if len(fields) == 3 and fields[2].isdigit():
+        return fields[1], fields[0], int(fields[2])
+    return "missing", "", 0
+
+
+def _fetch_failure(exc: GitFailed, branch: str, remote: str) -> HzError:
+    """A failed fetch in the source's codes: no such branch, no repository, slow, other."""
+    if "couldn't find remote ref" in exc.stderr:
+        return HzError("HZT031", f"no branch or tag {branch!r}", remote)
+    if exc.message.startswith("cannot run git"):
+        return HzError("HZT034", "the git program cannot be run", remote)
+    if exc.message.startswith("no answer within"):
+        return HzError("HZT032", f"git fetch got {exc.message}", remote)
+    if (
+        "not a git repository" in exc.stderr
+        or "does not appear to be a git repository" in exc.stderr
+    ):
+        return HzError("HZT030", "not a git repository, or it cannot be reached", remote)
+    return HzError("HZT033", f"git fetch failed: {exc.message}", remote)
 
 
 def parse_log(output: str) -> list[Commit]:

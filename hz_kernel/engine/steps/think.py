@@ -376,7 +376,8 @@ def _discovered(run: TurnRunner, state: TurnState, contract: CompiledContract) -
         return []
     keys = set(state.keys)
     resolve = run.settings.documents.resolve
-    reading = {input_identity(spec, resolve) for spec in contract.inputs.values()}
+    team_repo = (contract.hz.team.repo if contract.hz.team else None) or run.settings.team.repo
+    reading = {input_identity(spec, resolve, team_repo) for spec in contract.inputs.values()}
     declined = run.held.projection.declined
     text = ContractVersions(run.held.dir).text(state.version)
     framed = []
@@ -386,7 +387,7 @@ def _discovered(run: TurnRunner, state: TurnState, contract: CompiledContract) -
         source, hint = str(event.data.get("source")), str(event.data.get("hint"))
         if hint not in contract.hz.discover or source in reading or source in declined:
             continue
-        made = input_for(source, contract.inputs)
+        made = input_for(source, contract.inputs, team_repo)
         proposal = (amended_text(text, *made) if made else None) or ""
         name = made[0] if made and proposal else ""
         framed.append(

@@ -20,7 +20,7 @@ from time_machine import TimeMachineFixture
 from hz_kernel.contracts import ContractError
 from hz_kernel.kernel import Kernel
 from hz_kernel.tick.discovery import DiscoveryState, discovery_path
-from tests.integration.tick.tick_helpers import approved, open_kernel, spine_kinds, write_settings
+from tests.integration.tick.tick_helpers import approved, open_kernel, write_settings
 from tests.support.homes import World
 
 
@@ -280,9 +280,9 @@ def _git(*args: str, cwd: Path | None = None) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
 
 
-async def test_a_team_hint_matches_the_team_repositorys_inventory(
-    world: World, clock: TimeMachineFixture
-) -> None:
+def _team_repository(world: World) -> tuple[Path, Path]:
+    """A bare team repository with ``docs/incidents/checkout.md`` on main, named in hz.toml,
+    and a clone to push changes from."""
     bare = world.root / "team.git"
     _git("init", "--quiet", "--bare", "--initial-branch=main", str(bare))
     work = world.root / "team-work"
@@ -290,29 +290,93 @@ async def test_a_team_hint_matches_the_team_repositorys_inventory(
     (work / "docs" / "incidents").mkdir(parents=True)
     (work / "docs" / "incidents" / "checkout.md").write_text("- checkout\n")
     (work / "README.md").write_text("team\n")
-    _git("add", "-A", cwd=work)
-    _git("commit", "--quiet", "-m", "docs", cwd=work)
-    _git("push", "--quiet", "origin", "HEAD:main", cwd=work)
+    _push(work, "docs")
     settings = world.home / "hz.toml"
     settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{bare}"\n')
+    return bare, work
+
+
+def _push(work: Path, message: str) -> None:
+    _git("add", "-A", cwd=work)
+    _git("commit", "--quiet", "-m", message, cwd=work)
+    _git("push", "--quiet", "origin", "HEAD:main", cwd=work)
+
+
+def _team_discovering(hint: str) -> str:
+    return discovering("weekly", [hint], namespace="team").replace(
+        "[files:read, documents:write]", "[files:read, git:read, documents:write]"
+    )
+
+
+async def test_a_team_hints_file_is_proposed_as_a_git_file_input_and_then_read(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    bare, work = _team_repository(world)
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    heinzel = await approved(kernel, discovering("weekly", ["team:docs/**/*.md"], namespace="team"))
+    heinzel = await approved(kernel, _team_discovering("team:docs/**/*.md"))
     first = await kernel.tick_once()
     second = await kernel.tick_once()
-    await kernel.close()
     assert first.problems == [] and second.problems == []
     assert [e["data"] for e in _events(world, heinzel, "source.discovered")] == [
         {"source": "team:docs/incidents/checkout.md", "hint": "team:docs/**/*.md"}
     ]
     assert [w.causes for w in second.woken] == [["discovered"]]
-    assert "amendment.proposed" not in spine_kinds(world.home, heinzel)
-    # the inventory is fetched into a cache of its own; main is untouched
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None and pending.by == "heinzel"
+    assert 'inputs: adds "checkout", a discovered source' in pending.widens
+    reads = {"repo": str(bare), "path": "docs/incidents/checkout.md"}
+    line = json.dumps({"source": "git", "method": "file", "args": reads})
+    assert f'"checkout": {line}' in pending.text
+    assert (await kernel.approve(ref=f"weekly@amendment:{pending.proposal}")).version == 2
+    # version 2 reads the file: an edit pushed to the team repository wakes it, once
+    (work / "docs" / "incidents" / "checkout.md").write_text("- checkout fixed by theo\n")
+    _push(work, "fix")
+    clock.move_to("2026-12-01T10:00:00Z")
+    moved = await kernel.tick_once()
+    clock.move_to("2026-12-01T10:05:00Z")
+    still = await kernel.tick_once()
+    await kernel.close()
+    assert [w.causes for w in moved.woken] == [["source-changed"]]
+    assert still.woken == []
+    assert "checkout fixed by theo" in (world.root / "weekly.md").read_text()
+    # the file is fetched into the inventory cache; main is untouched, nothing else pushed
     heads = subprocess.run(
         ["git", f"--git-dir={bare}", "for-each-ref", "--format=%(refname)"],
         capture_output=True, text=True, check=True,
     ).stdout.split()  # fmt: skip
     assert "refs/heads/main" in heads and not any("inventory" in h for h in heads)
+
+
+async def test_a_declined_team_file_is_never_proposed_or_woken_again(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    _team_repository(world)
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, _team_discovering("team:docs/**/*.md"))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    proposal = (await kernel.contract("weekly")).pending
+    assert proposal is not None
+    await kernel.reject(ref=f"weekly@amendment:{proposal.proposal}")
+    declined = _events(world, heinzel, "amendment.declined")
+    assert declined[0]["data"]["sources"] == ["checkout", "team:docs/incidents/checkout.md"]  # type: ignore[index]
+    # under another name, and with the repository spelled another way, it is refused
+    text = proposal.text.replace('"checkout":', "cko:").replace(
+        f'"repo": "{world.root}/team.git"', f'"repo": "{world.root}/./team.git"'
+    )
+    assert "/./team.git" in text
+    with pytest.raises(ContractError) as again:
+        await kernel.amend(ref="weekly", text=text, by="heinzel")
+    assert again.value.code == "HZC108" and "team:docs/incidents/checkout.md" in again.value.message
+    discovery_path(world.home / "heinzel").unlink()
+    for day in ("2026-12-02", "2026-12-03"):
+        clock.move_to(f"{day}T09:00:00Z")
+        assert (await kernel.tick_once()).woken == []
+    await kernel.close()
+    assert len(_events(world, heinzel, "source.discovered")) == 1
+    assert len(_events(world, heinzel, "amendment.proposed")) == 1
 
 
 async def test_an_unreachable_team_repository_is_one_line(
@@ -323,7 +387,7 @@ async def test_an_unreachable_team_repository_is_one_line(
     settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{missing}"\n')
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    await approved(kernel, discovering("weekly", ["team:docs/*.md"], namespace="team"))
+    await approved(kernel, _team_discovering("team:docs/*.md"))
     report = await kernel.tick_once()
     await kernel.close()
     assert "HZS105" in [p.code for p in report.problems]

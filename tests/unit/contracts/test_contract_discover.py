@@ -1,5 +1,5 @@
-"""``hz.discover``: hints are globs on one line, a ``team:`` one needs a team heinzel, a folder
-one needs ``files:read``; each mistake is one coded line naming the place."""
+"""``hz.discover``: hints are globs on one line, a ``team:`` one needs a team heinzel and
+``git:read``, a folder one ``files:read``; each mistake is one coded line naming the place."""
 
 from __future__ import annotations
 
@@ -52,6 +52,42 @@ def test_a_folder_hint_needs_files_read() -> None:
     assert refused.value.code == "HZC107" and "add files:read" in refused.value.message
 
 
-def test_a_team_hint_in_a_team_heinzel_needs_no_files_read() -> None:
+def test_a_team_hint_in_a_team_heinzel_needs_git_read_not_files_read() -> None:
     text = _contract(["team:docs/**/*.md"], namespace="team", requires="git:read")
     assert compile_contract(text, source="c").hz.discover == ("team:docs/**/*.md",)
+    with pytest.raises(ContractError) as refused:
+        compile_contract(_contract(["team:docs/*.md"], namespace="team"), source="c")
+    assert refused.value.code == "HZC107" and "add git:read" in refused.value.message
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        ("/etc/passwd", "relative to the repository's root"),
+        ("docs/../../x", "without '..'"),
+        ("-x", "does not name a file"),
+        ("docs/", "does not name a file"),
+        ("a\nb", "one line"),
+    ],
+)
+def test_a_git_file_input_names_a_file_inside_its_repository(path: str, words: str) -> None:
+    spec = json.dumps({"source": "git", "method": "file", "args": {"repo": "t.git", "path": path}})
+    text = (
+        f"---\nname: weekly\nnamespace: me\nhz:\n  requires: [git:read]\n"
+        f"  inputs:\n    runbook: {spec}\n---\n### Goal\nKeep it.\n"
+    )
+    with pytest.raises(ContractError) as refused:
+        compile_contract(text, source="c")
+    assert refused.value.code == "HZC032" and words in refused.value.message
+    assert refused.value.place == "c:7"
+
+
+def test_a_git_file_input_path_is_tidied() -> None:
+    spec = json.dumps(
+        {"source": "git", "method": "file", "args": {"repo": "t.git", "path": "./d//a.md"}}
+    )
+    text = (
+        f"---\nname: weekly\nnamespace: me\nhz:\n  requires: [git:read]\n"
+        f"  inputs:\n    runbook: {spec}\n---\n### Goal\nKeep it.\n"
+    )
+    assert compile_contract(text, source="c").hz.inputs["runbook"].args["path"] == "d/a.md"

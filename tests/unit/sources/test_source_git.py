@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from sources_helpers import NOW, GitRepo
 
 from hz_kernel.adapters.sources import FetchResult, GitSource, SourceRequest
+from hz_kernel.adapters.sources.base import OUTPUT_CAP_BYTES
 from hz_kernel.errors import HzError
 
 
@@ -135,3 +137,81 @@ def test_missing_or_non_repositories(tmp_path: Path) -> None:
         log(tmp_path / "plain")
     assert caught.value.code == "HZT030"
     assert caught.value.place == str(tmp_path / "plain")
+
+
+# -- one file of a branch ----------------------------------------------------------------------
+
+
+def bare_with(git_repo: GitRepo, files: dict[str, bytes], branch: str = "main") -> Path:
+    """Commit ``files`` in the working repository and push ``branch`` to a bare one beside it."""
+    for name, data in files.items():
+        path = git_repo.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    git_repo.git("add", "-A")
+    git_repo.git("commit", "-q", "-m", "files")
+    bare = git_repo.path.parent / "team.git"
+    if not bare.exists():
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    git_repo.git("push", "-q", str(bare), f"HEAD:refs/heads/{branch}")
+    return bare
+
+
+def read_file(home: Path, repo: Path | str, path: str, **args: Any) -> FetchResult:
+    request = SourceRequest(
+        source="git", method="file", args={"repo": str(repo), "path": path, **args}
+    )
+    return GitSource(home=home).fetch(request, now=NOW, previous=None)
+
+
+def test_file_reads_one_file_of_a_bare_repository_and_moves_only_on_an_edit(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    bare = bare_with(git_repo, {"docs/runbook.md": b"# Runbook\n", "other.md": b"x\n"})
+    home = tmp_path / "home"
+    first = read_file(home, bare, "./docs//runbook.md")
+    assert first.content == {"docs/runbook.md": "# Runbook\n"}
+    assert (home / "team").is_dir()
+    bare_with(git_repo, {"other.md": b"y\n"})
+    assert read_file(home, bare, "docs/runbook.md").fingerprint() == first.fingerprint()
+    bare_with(git_repo, {"docs/runbook.md": b"# Runbook\n\nStep two.\n"})
+    edited = read_file(home, f"file://{bare}", "docs/runbook.md")
+    assert edited.content["docs/runbook.md"].endswith("Step two.\n")
+    assert edited.fingerprint() != first.fingerprint()
+
+
+def test_file_reads_a_named_branch_and_caps_what_a_turn_sees(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    big = b"a" * (OUTPUT_CAP_BYTES + 1)
+    bare = bare_with(git_repo, {"big.txt": big, "blob.bin": b"\0\1"}, branch="data")
+    result = read_file(tmp_path / "home", bare, "big.txt", branch="data")
+    assert result.content["big.txt"].startswith(f"[hz: {len(big)} bytes, over the 1 MiB")
+    binary = read_file(tmp_path / "home", bare, "blob.bin", branch="data")
+    assert binary.content["blob.bin"] == "[hz: binary file of 2 bytes; not shown]"
+
+
+@pytest.mark.parametrize(
+    ("path", "args", "code"),
+    [
+        ("missing.md", {}, "HZT035"),
+        ("docs", {}, "HZT035"),
+        ("docs/runbook.md", {"branch": "nope"}, "HZT031"),
+        ("../etc/passwd", {}, "HZT011"),
+        ("-x", {}, "HZT011"),
+    ],
+)
+def test_file_failures_are_coded(
+    git_repo: GitRepo, tmp_path: Path, path: str, args: dict[str, str], code: str
+) -> None:
+    bare = bare_with(git_repo, {"docs/runbook.md": b"# Runbook\n"})
+    with pytest.raises(HzError) as caught:
+        read_file(tmp_path / "home", bare, path, **args)
+    assert caught.value.code == code
+
+
+def test_file_of_an_unreachable_repository_is_coded(tmp_path: Path) -> None:
+    with pytest.raises(HzError) as caught:
+        read_file(tmp_path / "home", tmp_path / "nowhere.git", "a.md")
+    assert caught.value.code == "HZT030"
+    assert caught.value.place == str(tmp_path / "nowhere.git")

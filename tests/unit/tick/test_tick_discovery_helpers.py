@@ -92,3 +92,26 @@ def test_a_contract_without_inputs_or_in_flow_style_is_amended_all_the_same() ->
         amended = amended_text(text, *made)
         assert amended is not None
         assert list(compile_contract(amended, source="c").hz.inputs) == ["incident-a"]
+
+
+def test_a_team_file_is_read_by_a_git_file_input_on_the_team_repository() -> None:
+    team = BLOCK.replace("name: weekly\n", "name: weekly\nnamespace: team\n").replace(
+        "[files:read]", "[files:read, git:read]"
+    )
+    made = input_for("team:docs/Runbook.md", ["notes"], "~/team.git")
+    assert made == (
+        "runbook",
+        {
+            "source": "git",
+            "method": "file",
+            "args": {"repo": "~/team.git", "path": "docs/Runbook.md"},
+        },
+    )
+    compiled = compile_contract(amended_text(team, *made) or "", source="c")
+    spec = compiled.hz.inputs["runbook"]
+    assert input_identity(spec, Path, "~/team.git") == "team:docs/Runbook.md"
+    assert (
+        input_identity(spec, Path, str(Path("~/team.git").expanduser())) == "team:docs/Runbook.md"
+    )
+    elsewhere = str(Path("~/other.git").expanduser())
+    assert input_identity(spec, Path, elsewhere) == f"git:{Path.home()}/team.git:docs/Runbook.md"
