@@ -73,7 +73,8 @@ class Grant:
                 folders.append(resolve_path(args.get("root", "."), base_dir))
             elif spec.source == "document" and "path" in args:
                 files.append(resolve_path(args["path"], base_dir))
-            elif spec.source == "git" and "repo" in args:
+            elif spec.source == "git" and spec.method != "file" and "repo" in args:
+                # A file input grants that file, read by its input, not the repository's history.
                 repos.append(resolve_path(args["repo"], base_dir))
             elif spec.source == "http" and "url" in args:
                 urls.append(normal_url(args["url"]))

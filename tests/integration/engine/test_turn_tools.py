@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from hz_kernel.contracts import render_template
+from hz_kernel.contracts import compile_contract, render_template
 from hz_kernel.engine.tools import TOOLS, files
 from hz_kernel.engine.tools import git as git_tools
 from hz_kernel.engine.tools.base import SHOWN_HEAD_CHARS, SHOWN_TAIL_CHARS
@@ -360,3 +360,24 @@ def test_the_git_tools_never_run_a_repositorys_signature_program(tmp_path: Path)
     assert "signed" in git_tools.git_log(git_tools.GitLogArgs(repo=str(repo)), grant)
     assert "signed" in git_tools.git_show(git_tools.GitShowArgs(repo=str(repo), rev="HEAD"), grant)
     assert not marker.exists()
+
+
+def test_a_git_file_input_grants_no_history_of_its_repository(tmp_path: Path) -> None:
+    """A ``git: file`` input was approved to read one file: the git tools may not roam the
+    repository's history, while a ``commits`` input still grants them."""
+    text = (
+        "---\nname: reader\nhz:\n  requires: [git:read]\n  inputs:\n"
+        "    runbook: {source: git, method: file, args: {repo: team.git, path: docs/a.md}}\n"
+        "---\n### Goal\nKeep it.\n"
+    )
+    contract = compile_contract(text, source="c")
+    grant = Grant.of(
+        contract, base_dir=tmp_path, heinzel_root=None, resolve_asset=lambda a: (tmp_path, None)
+    )
+    assert grant.repos == ()
+    logged = compile_contract(text.replace("method: file", "method: commits").replace(
+        ", path: docs/a.md", ""), source="c")  # fmt: skip
+    granted = Grant.of(
+        logged, base_dir=tmp_path, heinzel_root=None, resolve_asset=lambda a: (tmp_path, None)
+    )
+    assert granted.repos == (tmp_path / "team.git",)
