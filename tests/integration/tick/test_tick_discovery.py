@@ -379,6 +379,24 @@ async def test_a_declined_team_file_is_never_proposed_or_woken_again(
     assert len(_events(world, heinzel, "amendment.proposed")) == 1
 
 
+async def test_a_team_file_the_heinzel_already_reads_is_not_discovered(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    bare, _ = _team_repository(world)
+    reads = {"repo": f"{bare.parent}/./team.git", "path": "docs/incidents/checkout.md"}
+    line = json.dumps({"source": "git", "method": "file", "args": reads})
+    text = _team_discovering("team:docs/**/*.md").replace(
+        "  inputs:\n", f"  inputs:\n    runbook: {line}\n"
+    )
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, text)
+    report = await kernel.tick_once()
+    await kernel.close()
+    assert report.problems == []
+    assert _events(world, heinzel, "source.discovered") == []
+
+
 async def test_an_unreachable_team_repository_is_one_line(
     world: World, clock: TimeMachineFixture
 ) -> None:
