@@ -250,6 +250,9 @@ class NewHeinzel(_Shape):
     proposal: str
     contract: str
     fingerprint: str
+    warnings: list[str] = []
+    """One coded line per thing a team heinzel lacks to be placed (a handle, a repository):
+    it is created all the same, and runs once ``[team]`` is set."""
 
 
 class Decision(_Shape):
@@ -263,6 +266,8 @@ class Decision(_Shape):
     already: Literal["approved", "superseded"] | None = None
     """An approve of a draft already decided that way (or replaced by a newer draft): nothing
     changed. Approving twice is safe, and the answer says so."""
+    warnings: list[str] = []
+    """For an approved contract: one coded line per thing a team heinzel lacks to be placed."""
 
 
 class Amendment(_Shape):

@@ -75,12 +75,20 @@ async def cmd_new(client: KernelClient, args: argparse.Namespace) -> int:
     made = await client.call(ops.NEW, request)
     if args.json:
         emit_json(made)
-        return 0
-    sys.stdout.write(made.contract.rstrip("\n") + "\n\n")
-    sys.stdout.write(
-        f"proposed {made.name} ({made.id}). Approve this contract with: hz approve {made.name}\n"
-    )
+    else:
+        sys.stdout.write(made.contract.rstrip("\n") + "\n\n")
+        sys.stdout.write(
+            f"proposed {made.name} ({made.id}). Approve this contract with: "
+            f"hz approve {made.name}\n"
+        )
+    _warn(made.warnings)
     return 0
+
+
+def _warn(warnings: Sequence[str]) -> None:
+    """Warnings go to stderr and leave the exit status 0: what they name may be set later."""
+    for warning in warnings:
+        sys.stderr.write(warning + "\n")
 
 
 async def cmd_templates(_: object, args: argparse.Namespace) -> int:
@@ -141,6 +149,7 @@ def _decision_command(operation: ops.Operation[Any, Any], verb: str) -> Command:
             version = f" v{decided.version}" if decided.version else ""
             did = f"already {decided.already}, nothing changed" if decided.already else verb
             sys.stdout.write(f"{args.name}: {did}{version}; now {decided.state}\n")
+        _warn(decided.warnings)
         return 0
 
     return run

@@ -36,6 +36,7 @@ from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, open_regular, read_nofollow
 from hz_kernel.store.session import HeldSession
+from hz_kernel.team.placement import unplaced
 from hz_kernel.tick.discovery import input_identity
 from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
@@ -215,7 +216,16 @@ class LifecycleCommands(KernelCore):
             proposal=proposal,
             contract=text,
             fingerprint=compiled.fingerprint,
+            warnings=self._unplaced(compiled),
         )
+
+    def _unplaced(self, compiled: CompiledContract) -> list[str]:
+        """Why this home could not place a team heinzel in a team yet, one coded line each: a
+        warning, never a refusal, since ``[team]`` may be set afterwards."""
+        if compiled.namespace != "team":
+            return []
+        repo = compiled.hz.team.repo if compiled.hz.team else None
+        return [e.one_line() for e in unplaced(compiled.name, repo, self.home.settings.team)]
 
     async def _written_by_model(self, sentence: str, params: dict[str, str]) -> tuple[str, Usage]:
         """The contract the home's default model writes for ``sentence``, and its ``usage``.
@@ -360,7 +370,13 @@ class LifecycleCommands(KernelCore):
         await held.append(
             ContractApproved(version=1, fingerprint=compiled.fingerprint, approver=approver)
         )
-        return api.Decision(heinzel=held.id, what="contract", version=1, state=_state(held))
+        return api.Decision(
+            heinzel=held.id,
+            what="contract",
+            version=1,
+            state=_state(held),
+            warnings=self._unplaced(compiled),
+        )
 
     async def _approve_amendment(
         self, held: HeldSession, proposal: str, approver: str
@@ -382,7 +398,13 @@ class LifecycleCommands(KernelCore):
                 approver=approver,
             )
         )
-        return api.Decision(heinzel=held.id, what="amendment", version=number, state=_state(held))
+        return api.Decision(
+            heinzel=held.id,
+            what="amendment",
+            version=number,
+            state=_state(held),
+            warnings=self._unplaced(compiled),
+        )
 
     async def reject(self, *, ref: str) -> api.Decision:
         """Decline the amendment ``ref`` names; its new sources are never proposed again."""

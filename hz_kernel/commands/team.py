@@ -46,6 +46,7 @@ from hz_kernel.team.lease import (
     read_lease,
     release,
 )
+from hz_kernel.team.placement import unplaced
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.state_branch import (
@@ -69,8 +70,6 @@ _LeaseStep = tuple[Lease | None, HzError | None]
 CLOCK_SKEW = "HZS125"
 #: How far another home's clock may run ahead of this one's before the tick says so.
 CLOCK_TOLERANCE = timedelta(minutes=1)
-NO_HANDLE = "HZS113"
-NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
 LEASE_LOST = "HZS121"
 _UNREADABLE = f"not a receipt this hz reads, or larger than {MAX_RECEIPT // 1024} KiB"
@@ -127,16 +126,9 @@ class TeamCommands(KernelCore):
         for row in rows:
             spec = _team_spec(row)
             repo = spec.get("repo") or settings.repo
-            if settings.handle is None:
-                message = "a team heinzel needs this home's roster handle: [team] handle in hz.toml"
-                errors.append(HzError(NO_HANDLE, message, row["name"]))
-                continue
-            if repo is None:
-                message = (
-                    "a team heinzel needs a team repository: hz.team.repo in its contract "
-                    "or [team] repo in hz.toml"
-                )
-                errors.append(HzError(NO_REPO, message, row["name"]))
+            missing = unplaced(row["name"], spec.get("repo"), settings)
+            if missing or repo is None:
+                errors.extend(missing[:1])
                 continue
             members.append(
                 TeamMember(

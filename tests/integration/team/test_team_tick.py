@@ -427,3 +427,42 @@ async def test_an_owner_whose_clock_is_behind_the_delegate_s_is_told_so(
         "theo renewed the lease 30 min later than this home's clock says it is now"
     )
     assert in_step.problems == []
+
+
+def test_new_and_approve_warn_about_a_team_heinzel_this_home_cannot_place(
+    tmp_path: Path,
+) -> None:
+    """Without a handle or a repository, ``hz heinzel new`` and ``hz approve`` still succeed,
+    each with one coded line per missing thing saying how to set it."""
+    home = team_home(tmp_path / "nobody", None)
+    contract = tmp_path / "team-status.prose.md"
+    contract.write_text(
+        team_contract("unused").replace('  team:\n    repo: "unused"\n', "  team:\n")
+    )
+    made = hz(home, T0, "heinzel", "new", str(contract))
+    approved = hz(home, T0, "approve", "team-status")
+    assert made.returncode == 0 and approved.returncode == 0, made.stderr + approved.stderr
+    for done in (made, approved):
+        lines = done.stderr.splitlines()
+        assert [line.split(": ")[:2] for line in lines] == [
+            ["HZS113", "team-status"],
+            ["HZS114", "team-status"],
+        ]
+        assert "[team] handle" in lines[0] and "hz.team.repo" in lines[1]
+    assert "proposed team-status" in made.stdout and "approved v1" in approved.stdout
+
+
+async def test_a_placed_team_heinzel_is_quiet_until_an_amendment_drops_its_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HZ_NOW", "2026-11-27T08:00:00Z")
+    repo = make_team_repo(tmp_path)
+    kernel = await Kernel.open(Home.resolve(team_home(tmp_path / "priya", "priya")))
+    made = await kernel.new(text=team_contract(repo))
+    first = await kernel.approve(ref="team-status")
+    dropped = team_contract(repo).replace(f'    repo: "{repo}"\n', "")
+    amended = await kernel.amend(ref="team-status", text=dropped)
+    decided = await kernel.approve(ref=f"team-status@amendment:{amended.proposal}")
+    await kernel.close()
+    assert (made.warnings, first.warnings) == ([], [])
+    assert [w.split(": ")[:2] for w in decided.warnings] == [["HZS114", "team-status"]]
