@@ -432,7 +432,8 @@ NEW: Operation[NewRequest, api.NewHeinzel] = Operation(
     "heinzel.new", NewRequest, "NewHeinzel", "new", True,
     "Create a heinzel from exactly one of: a contract's text, a template name with params, or "
     "a sentence saying what it should do. It starts proposed: approve it to let it run",
-    returns="the new heinzel's id, name, state and compiled contract, for review",
+    returns="the new heinzel's id, name, state and compiled contract, for review, and warnings "
+    "(a team heinzel this home cannot place yet)",
 )  # fmt: skip
 CONTRACT: Operation[ContractRequest, api.ContractView] = Operation(
     "heinzel.contract", ContractRequest, "ContractView", "contract", False,
@@ -455,7 +456,8 @@ APPROVE: Operation[ApproveRequest, api.Decision] = Operation(
     "approve", ApproveRequest, "Decision", "approve", True,
     "Approve a draft (ref is its key, as drafts lists it), or a heinzel's proposed contract "
     "(ref is the heinzel's name or id)",
-    returns="what was decided and the heinzel's state now",
+    returns="what was decided and the heinzel's state now, and warnings (a team heinzel this "
+    "home cannot place yet)",
 )  # fmt: skip
 REJECT: Operation[RejectRequest, api.Decision] = Operation(
     "reject", RejectRequest, "Decision", "reject", True,
