@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ulid import ULID
 
@@ -48,6 +47,15 @@ from hz_kernel.team.lease import (
 )
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
+from hz_kernel.team.seen import (
+    Seen,
+    SeenLease,
+    placement,
+    read_seen,
+    seen_path,
+    team_spec,
+    write_seen,
+)
 from hz_kernel.team.state_branch import (
     MAX_RECEIPT,
     RESTORED,
@@ -69,8 +77,6 @@ _LeaseStep = tuple[Lease | None, HzError | None]
 CLOCK_SKEW = "HZS125"
 #: How far another home's clock may run ahead of this one's before the tick says so.
 CLOCK_TOLERANCE = timedelta(minutes=1)
-NO_HANDLE = "HZS113"
-NO_REPO = "HZS114"
 NOT_HELD = "HZS115"
 LEASE_LOST = "HZS121"
 _UNREADABLE = f"not a receipt this hz reads, or larger than {MAX_RECEIPT // 1024} KiB"
@@ -121,30 +127,21 @@ class TeamCommands(KernelCore):
     async def team_members(self) -> tuple[list[TeamMember], list[HzError]]:
         """This home's team heinzels, and one error for each that cannot be placed in a team."""
         rows = await self.index.fetch("", TEAM_QUERY, ())
-        settings = self.home.settings.team
         members: list[TeamMember] = []
         errors: list[HzError] = []
         for row in rows:
-            spec = _team_spec(row)
-            repo = spec.get("repo") or settings.repo
-            if settings.handle is None:
-                message = "a team heinzel needs this home's roster handle: [team] handle in hz.toml"
-                errors.append(HzError(NO_HANDLE, message, row["name"]))
+            place = placement(team_spec(row["team"]), self.home.settings.team, row["name"])
+            if place.error is not None:
+                errors.append(place.error)
                 continue
-            if repo is None:
-                message = (
-                    "a team heinzel needs a team repository: hz.team.repo in its contract "
-                    "or [team] repo in hz.toml"
-                )
-                errors.append(HzError(NO_REPO, message, row["name"]))
-                continue
+            assert place.repo is not None
             members.append(
                 TeamMember(
                     heinzel=row["id"],
                     name=row["name"],
                     team_id=team_id(row["name"]),
-                    repo=repo,
-                    delegate=settings.handle in (spec.get("delegates") or []),
+                    repo=place.repo,
+                    delegate=place.delegate,
                     seq=int(row["seq"] or 0),
                     active=bool(row["active"]),
                 )
@@ -170,6 +167,13 @@ class TeamCommands(KernelCore):
         handle = self.home.settings.team.handle
         runs_here: dict[str, Lease | None] = {}
         for member, (lease, error) in await self._lease_steps(members, now, ttl):
+            self._team_seen()[member.heinzel] = Seen(
+                repo=member.repo,
+                at=now,
+                lease=_seen(lease, self._ours(lease)) if lease is not None else None,
+                error_code=error.code if error is not None else None,
+                error=error.one_line() if error is not None else None,
+            )
             if lease is not None and lease.holder == handle and not self._ours(lease):
                 lease = None  # another home that shares this handle: never ours to run
             if error is not None:
@@ -179,6 +183,7 @@ class TeamCommands(KernelCore):
             else:
                 self.team_leases[member.heinzel] = lease
             runs_here[member.heinzel] = lease
+        self._keep_seen({m.heinzel for m in members})
         decided: list[PlannedTurn] = []
         for item in plan:
             if item.name in unplaced and item.action in ("run", "resume"):
@@ -187,6 +192,28 @@ class TeamCommands(KernelCore):
                 item = _decided(item, runs_here[item.heinzel], handle, now)
             decided.append(item)
         return decided, problems
+
+    def _team_seen(self) -> dict[str, Seen]:
+        """What the lease steps last saw, per local heinzel id (read once from its file)."""
+        if not hasattr(self, "_seen_leases"):
+            self._seen_leases = read_seen(seen_path(self.home.root))
+        return self._seen_leases
+
+    def _keep_seen(self, heinzel_ids: set[str]) -> None:
+        """Record what the lease steps saw, for the listing (``hz_kernel.team.seen``)."""
+        seen = self._team_seen()
+        for gone in set(seen) - heinzel_ids:
+            del seen[gone]
+        write_seen(seen_path(self.home.root), seen)
+
+    def _seen_failed(self, heinzel_id: str, error: HzError) -> None:
+        """A team error after the lease step (receipts, the push): kept with the lease seen,
+        unless the lease step met one already."""
+        seen = self._team_seen()
+        known = seen.get(heinzel_id)
+        if known is not None and known.error is None:
+            update = {"error_code": error.code, "error": error.one_line()}
+            seen[heinzel_id] = known.model_copy(update=update)
 
     async def _lease_steps(
         self, members: list[TeamMember], now: datetime, ttl: timedelta
@@ -341,6 +368,7 @@ class TeamCommands(KernelCore):
                 continue  # another process writes the spine: the next tick queues it
             except HzError as exc:
                 problems.append(_problem(exc, member.name))
+                self._seen_failed(member.heinzel, exc)
         repos = sorted({m.repo for m in members})
         results = await asyncio.gather(
             *(
@@ -355,12 +383,15 @@ class TeamCommands(KernelCore):
             if result.error is not None:
                 code, _, message = result.error.partition(": ")
                 problems.append(TickProblem(code=code, message=message, place=repo))
+                for member in (m for m in members if m.repo == repo):
+                    self._seen_failed(member.heinzel, HzError(code, message, repo))
             if result.restored:
                 message = (
                     f"{len(result.restored)} receipt(s) this home delivered were gone from "
                     "hz/state (someone moved it back): pushed again"
                 )
                 problems.append(TickProblem(code=RESTORED, message=message, place=repo))
+        self._keep_seen({m.heinzel for m in members})
         return problems
 
     async def _queue_receipts(self, member: TeamMember) -> None:
@@ -443,7 +474,7 @@ class TeamCommands(KernelCore):
         rows = await self.index.fetch("", TEAM_QUERY, ())
         names = {team_id(row["name"]): row["name"] for row in rows}
         settings = self.home.settings.team
-        named = (_team_spec(row).get("repo") for row in rows)
+        named = (team_spec(row["team"]).get("repo") for row in rows)
         repos = sorted(set(filter(None, [*named, settings.repo])))
         entries: list[api.TeamReceipt] = []
         errors: list[str] = []
@@ -530,10 +561,14 @@ def _minutes(span: timedelta) -> str:
     return f"{minutes} min" if minutes else f"{int(span.total_seconds())} s"
 
 
-def _team_spec(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A team heinzel's ``hz.team`` as the index holds it."""
-    spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
-    return spec
+def _seen(lease: Lease, ours: bool) -> SeenLease:
+    return SeenLease(
+        holder=lease.holder,
+        expires=lease.expires,
+        token=lease.token,
+        renewed=lease.renewed,
+        ours=ours,
+    )
 
 
 def _free(lease: Lease | None, now: datetime) -> Literal["expired", "released"] | None:
