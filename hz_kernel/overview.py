@@ -57,11 +57,12 @@ class TeamView(_Shape):
     free: Literal["expired", "released"] | None = None
     """The lease no longer holds: it ran out, or its holder handed it back at ``expires``."""
     seen_at: str | None = None
-    """When this home last read the lease (its last tick's lease step)."""
+    """When this home last read the lease (a tick's lease step, or ``hz team status``)."""
     error_code: str | None = None
     error: str | None = None
     """The last team error of this heinzel as one coded line (the repository could not be
-    reached, no roster handle…), until the tick's team work goes through."""
+    reached, no roster handle…), until the tick's team work (or ``hz team status``) goes
+    through."""
 
     @property
     def who(self) -> str | None:

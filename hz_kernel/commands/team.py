@@ -426,13 +426,23 @@ class TeamCommands(KernelCore):
     # -- hz team status | log ----------------------------------------------------------
 
     async def team_status(self) -> api.TeamStatus:
-        """Who holds each team heinzel's lease and until when, and what waits to be pushed."""
+        """Who holds each team heinzel's lease and until when, and what waits to be pushed.
+
+        What it fetched is recorded as a tick's lease step is, so the listing agrees.
+        """
         members, errors = await self.team_members()
         handle = self.home.settings.team.handle
         now = now_utc()
         rows: list[api.TeamLeaseRow] = []
         for member in members:
             lease, error = await asyncio.to_thread(self._read_lease, member)
+            self._team_seen()[member.heinzel] = Seen(
+                repo=member.repo,
+                at=now,
+                lease=_seen(lease, self._ours(lease)) if lease is not None else None,
+                error_code=error.partition(":")[0] if error else None,
+                error=error,
+            )
             rows.append(
                 api.TeamLeaseRow(
                     name=member.name,
@@ -452,6 +462,7 @@ class TeamCommands(KernelCore):
             repo: StateBranch(self.home.root, repo) for repo in sorted({m.repo for m in members})
         }
         foreign = await asyncio.to_thread(lambda: [b.tip_problem() for b in branches.values()])
+        self._keep_seen({m.heinzel for m in members})
         return api.TeamStatus(
             handle=handle,
             leases=rows,

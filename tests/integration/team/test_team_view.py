@@ -12,9 +12,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from hz_kernel.commands.team import team_id
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.team import git as team_git
+from hz_kernel.team.lease import release
+from hz_kernel.team.repo import TeamRepo
 from tests.support.env import hz_env
 from tests.support.team import make_team_repo, team_contract, team_home
 
@@ -101,6 +104,26 @@ async def test_a_lease_that_ran_out_reads_free_and_a_missing_handle_is_an_error(
     priya.home.__dict__.pop("settings", None)
     unplaced = (await priya.show(ref="team-status")).heinzel.team
     assert unplaced is not None and unplaced.error_code == "HZS113"
+
+
+async def test_hz_team_status_brings_the_listing_up_to_date(
+    theo_holds: tuple[Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Theo hands the lease back after Priya's tick: the listing still shows what the tick saw
+    until ``hz team status`` fetches the lease again."""
+    priya, root = theo_holds
+    later = T0 + timedelta(minutes=2)
+    theos = TeamRepo(root / "theo", str(root / "team.git"))
+    assert release(theos, team_id("team-status"), handle="theo", now=later) is not None
+    monkeypatch.setenv("HZ_NOW", (later + timedelta(seconds=30)).isoformat())
+
+    before = (await priya.show(ref="team-status")).heinzel.team
+    await priya.team_status()
+    after = (await priya.show(ref="team-status")).heinzel.team
+
+    assert before is not None and (before.free, before.who) == (None, "theo")
+    assert after is not None and (after.free, after.who) == ("released", "free")
+    assert after.seen_at == "2026-11-27T09:03:00Z"
 
 
 def hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
