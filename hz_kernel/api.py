@@ -22,6 +22,7 @@ from hz_kernel.overview import KernelLoad as KernelLoad
 from hz_kernel.overview import KernelStatus as KernelStatus
 from hz_kernel.overview import SpendToday as SpendToday
 from hz_kernel.overview import State as State
+from hz_kernel.overview import TeamView as TeamView
 from hz_kernel.overview import TickStatus as TickStatus
 from hz_kernel.overview import TurnActivity as TurnActivity
 from hz_kernel.tick.report import TickDeferred as TickDeferred

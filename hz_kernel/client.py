@@ -224,7 +224,10 @@ class DeferredClient:
         if self._clock is None:
             self._clock = SlotClock(user_zone(self.home.settings.heinzel.timezone))
         failures = read_failures(failures_path(self.home.heinzel_root))
-        items = await list_summaries(reader, self._clock, failures=failures, **_arguments(request))
+        team = (self.home.root, self.home.settings.team)
+        items = await list_summaries(
+            reader, self._clock, failures=failures, team=team, **_arguments(request)
+        )
         return HeinzelList(items=items)
 
     async def subscribe(

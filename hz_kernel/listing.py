@@ -12,22 +12,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from hz_kernel import overview
 from hz_kernel.clock import now_utc, stamp
+from hz_kernel.config import TeamSettings
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.index import IndexQueries
+from hz_kernel.team.seen import fill_team
 from hz_kernel.tick.schedule import SlotClock
 
 #: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
 RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 
-#: Filled beside the index's columns: today's cost by the query, failures from the tick's
-#: record, the admission queue from the kernel that runs the turns.
-_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued", "interrupted"})
+#: Filled beside the index's columns: today's cost by the query, failures and team leases from
+#: the tick's records, the admission queue from the kernel that runs the turns.
+_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued", "interrupted", "team"})
 _SUMMARY_FIELDS = tuple(f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS)
 #: One validation call for the whole listing (pydantic's core loop, not one call per row).
 _SUMMARIES = TypeAdapter(list[overview.HeinzelSummary])
@@ -44,9 +47,11 @@ async def list_summaries(
     ids: list[str] | None = None,
     failures: Mapping[str, overview.HeinzelFailure] | None = None,
     queued: Mapping[str, str] | None = None,
+    team: tuple[Path, TeamSettings] | None = None,
 ) -> list[overview.HeinzelSummary]:
-    """The summaries that match every filter given, sorted by name, with their failures
-    and why a turn of theirs waits for admission (``queued``: heinzel id to reason)."""
+    """The summaries that match every filter given, sorted by name, with their failures,
+    why a turn of theirs waits for admission (``queued``: heinzel id to reason) and, given
+    the home's root and ``[team]`` (``team``), the team block of each team heinzel."""
     name, version = split_contract(contract)
     now = now_utc()
     rows = await index.summary_rows(
@@ -66,6 +71,8 @@ async def list_summaries(
     if queued:
         for row in rows:
             row["queued"] = queued.get(row["id"])
+    if team is not None:
+        await fill_team(index, rows, *team, now)
     return _SUMMARIES.validate_python(rows)
 
 

@@ -38,6 +38,43 @@ class HeinzelFailure(_Shape):
     retry_at: datetime
 
 
+class TeamView(_Shape):
+    """A team heinzel's place in its team as this home last saw it (``docs/team.md``).
+
+    Read from what the tick recorded (``<home>/team/seen.json``), never from
+    git: a listing stays as fast with team heinzels as without.
+    """
+
+    repo: str | None = None
+    """The team repository (None: none is named, see ``error``)."""
+    role: Literal["owner", "delegate"] = "owner"
+    holder: str | None = None
+    """The roster handle holding the lease (None: no lease seen yet)."""
+    expires: str | None = None
+    token: int | None = None
+    held_here: bool = False
+    """This home holds the lease (and it has not run out)."""
+    free: Literal["expired", "released"] | None = None
+    """The lease no longer holds: it ran out, or its holder handed it back at ``expires``."""
+    seen_at: str | None = None
+    """When this home last read the lease (a tick's lease step, or ``hz team status``)."""
+    error_code: str | None = None
+    error: str | None = None
+    """The last team error of this heinzel as one coded line (the repository could not be
+    reached, no roster handle…), until the tick's team work (or ``hz team status``) goes
+    through."""
+
+    @property
+    def who(self) -> str | None:
+        """Who runs it now as this home knows: ``here``, the holder's handle, ``free`` (the
+        lease ran out or was handed back) or None (no lease seen yet)."""
+        if self.held_here:
+            return "here"
+        if self.free is not None:
+            return "free"
+        return self.holder
+
+
 class HeinzelSummary(_Shape):
     """One row of ``hz heinzel list``."""
 
@@ -71,6 +108,9 @@ class HeinzelSummary(_Shape):
     interrupted: bool = False
     """Its open turn (state ``awake``) runs nowhere now: a crash or a stopped kernel cut it,
     and it resumes when its heinzel next runs (the tick, a wake)."""
+    team: TeamView | None = None
+    """A team heinzel's lease and last team error as this home knows them (None: not a team
+    heinzel)."""
 
 
 class HeinzelList(_Shape):

@@ -19,7 +19,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.color import Color, ColorParseError
 
-from hz_kernel.overview import HeinzelSummary
+from hz_kernel.overview import HeinzelSummary, TeamView
 from hz_tui import display
 
 #: The style of a cell with none of its own (one instance: a home of hundreds of rows builds
@@ -41,19 +41,23 @@ class Cell(Text):
 
 
 class RowCell:
-    """One cell of the home table: its text (safe to draw), style and the value it sorts by."""
+    """One cell of the home table: its text (safe to draw), style and the value it sorts by;
+    ``kept``: how many of its last characters stay when the column cuts it (a team mark)."""
 
-    __slots__ = ("order", "plain", "style")
+    __slots__ = ("kept", "order", "plain", "style")
 
-    def __init__(self, text: str, style: Style = PLAIN, *, order: object = None) -> None:
+    def __init__(
+        self, text: str, style: Style = PLAIN, *, order: object = None, kept: int = 0
+    ) -> None:
         self.plain = display.visible(text)
         self.style = style
         self.order = order if order is not None else text.lower()
+        self.kept = kept
 
     @property
-    def signature(self) -> tuple[str, Style, object]:
-        """What decides whether a redraw is needed: text, style and sort value."""
-        return (self.plain, self.style, self.order)
+    def signature(self) -> tuple[str, Style, object, int]:
+        """What decides whether a redraw is needed: text, style, sort value and kept tail."""
+        return (self.plain, self.style, self.order, self.kept)
 
     def as_text(self) -> Text:
         return Text(self.plain, style=self.style, end="")
@@ -224,6 +228,8 @@ def matches(item: HeinzelSummary, terms: list[str]) -> bool:
     fields = [item.name, item.state, item.contract_name or "", *item.assets]
     if item.damaged:
         fields.append("damaged")
+    if item.team is not None:
+        fields += ["team", team_mark(item)]
     haystack = "\n".join(fields).lower()
     return all(term in haystack for term in terms)
 
@@ -272,8 +278,12 @@ def cells(
         contract = RowCell(label, order=(item.contract_name or "", item.contract_version))
     last_turn = _last_turn(item, palette, now, stale)
     waits = waits_on_user(item)
+    name_style = palette.bad if item.damaged else PLAIN
+    if item.team is not None and item.team.error_code and not item.damaged:
+        name_style = palette.warn
+    mark = team_mark(item)
     return {
-        "name": RowCell(item.name, palette.bad if item.damaged else PLAIN, order=item.name.lower()),
+        "name": RowCell(item.name + mark, name_style, order=item.name.lower(), kept=len(mark)),
         "state": state,
         "contract": contract,
         "next_due": RowCell(display.due(item.next_due, now), order=item.next_due or "~"),
@@ -281,6 +291,38 @@ def cells(
         "waits": RowCell(", ".join(waits), palette.warn if waits else PLAIN, order=-len(waits)),
         "cost": RowCell(display.usd(item.cost_today), order=-item.cost_today),
     }
+
+
+def team_mark(item: HeinzelSummary) -> str:
+    """A team heinzel's mark after its name: ``@`` and who runs it (``here``, the holder's
+    handle, ``free``, ``?`` before a lease is seen), then `` !`` when its last team work
+    failed; nothing for a local heinzel. Characters, so it reads without colour too."""
+    team = item.team
+    if team is None:
+        return ""
+    return f" @{team.who or '?'}" + (" !" if team.error_code else "")
+
+
+def team_facts(team: TeamView, palette: Palette, now: datetime) -> list[tuple[str, str | Text]]:
+    """A team heinzel's lease as this home last saw it, its repository and role here, and its
+    last team error (in the error colour, and named so without colour too)."""
+    token = f" · token {team.token}" if team.token is not None else ""
+    if team.holder is None:
+        lease = "no lease found" if team.seen_at else "no lease seen yet"
+    elif team.free == "released":
+        lease = f"free since {display.clock(team.expires)} (released by {team.holder}){token}"
+    elif team.free == "expired":
+        lease = f"expired {display.clock(team.expires)} (held by {team.holder}){token}"
+    else:
+        holder = "this home" if team.held_here else team.holder
+        lease = f"held by {holder} until {display.clock(team.expires)}{token}"
+    if team.seen_at:
+        lease += f" · checked {display.ago(team.seen_at, now, exact=False)}"
+    repo = f"{display.visible(team.repo or '—')} ({team.role} here)"
+    facts: list[tuple[str, str | Text]] = [("Team", lease), ("Team repo", repo)]
+    if team.error:
+        facts.append(("Team error", Text(display.visible(team.error), style=palette.bad)))
+    return facts
 
 
 def live_turn(item: HeinzelSummary) -> bool:

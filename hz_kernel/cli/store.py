@@ -49,6 +49,7 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
             "no heinzels yet — create one with: hz heinzel new --template weekly-report\n"
         )
         return 0
+    teamed = any(h.team is not None for h in result.items)
     rows = [
         [
             h.name + (" (damaged)" if h.damaged else "") + (" (failing)" if h.failure else ""),
@@ -57,11 +58,41 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
             h.last_disposition or "-",
             (h.last_turn_at or "-")[:16],
             f"{h.cost_today:.2f}",
+            *([_team_mark(h.team)] if teamed else []),
         ]
         for h in result.items
     ]
-    table(rows, ["NAME", "STATE", "CONTRACT", "LAST", "WHEN", "USD TODAY"])
+    team = ["TEAM"] if teamed else []
+    table(rows, ["NAME", "STATE", "CONTRACT", "LAST", "WHEN", "USD TODAY", *team])
     return 0
+
+
+def _team_mark(team: api.TeamView | None) -> str:
+    """Who runs a team heinzel (``here``, a handle, ``free``) and its last team error's code;
+    nothing for a local heinzel."""
+    if team is None:
+        return ""
+    error = f"! {team.error_code}" if team.error_code else ""
+    return " ".join(filter(None, [team.who or ("" if error else "no lease"), error]))
+
+
+def _team_lines(team: api.TeamView) -> list[str]:
+    """``hz heinzel show``'s team section: the repository and role, the lease, the error."""
+    lines = [f"team: {team.repo or '-'} ({team.role} here)"]
+    seen = f" (as of {team.seen_at})" if team.seen_at else ""
+    if team.holder is None:
+        lease = "none found" if team.seen_at else "none seen yet"
+    elif team.free == "released":
+        lease = f"free since {team.expires} (released by {team.holder}), token {team.token}"
+    elif team.free == "expired":
+        lease = f"expired at {team.expires} (held by {team.holder}), token {team.token}"
+    else:
+        holder = "this home" if team.held_here else team.holder
+        lease = f"held by {holder} until {team.expires}, token {team.token}"
+    lines.append(f"  lease: {lease}{seen}")
+    if team.error:
+        lines.append(f"  error: {echoed(team.error)}")
+    return lines
 
 
 async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
@@ -77,6 +108,8 @@ async def cmd_show(client: KernelClient, args: argparse.Namespace) -> int:
     if detail.model:
         chosen = "set in the contract" if detail.model_from == "contract" else "the home's default"
         out(f"model: {detail.model} ({chosen})\n")
+    if h.team is not None:
+        out("".join(line + "\n" for line in _team_lines(h.team)))
     cost = detail.cost_month
     parts = ", ".join(f"{usd:.2f} {cause}" for cause, usd in cost.by_cause.items())
     out(f"cost this month: {cost.total:.2f} USD" + (f": {parts}" if parts else "") + "\n")

@@ -20,6 +20,7 @@ from hz_kernel.store.bodies import BODY_NAME, body_path
 from hz_kernel.store.inbox import Inbox
 from hz_kernel.store.scan import index_break, scan_file
 from hz_kernel.store.spine import SPINE_NAME
+from hz_kernel.team.seen import fill_team
 from hz_kernel.tick.cache import SourceCache
 from hz_kernel.tick.failures import failures_path, read_failures
 from hz_kernel.vocabulary import ChainAccepted
@@ -47,6 +48,7 @@ class StoreCommands(KernelCore):
             ids=ids,
             failures=read_failures(failures_path(self.home.heinzel_root)),
             queued=self.queued_heinzels(),
+            team=(self.home.root, self.home.settings.team),
         )
         return api.HeinzelList(
             items=[self._marked_cut(item) for item in items],
@@ -84,6 +86,7 @@ class StoreCommands(KernelCore):
         summary = [s for s in summary if s["id"] == heinzel_id] or [row]
         fill_next_due(summary, self.slot_clock(self.home.settings.heinzel.timezone), now)
         failure = read_failures(failures_path(self.home.heinzel_root)).get(heinzel_id)
+        await fill_team(self.index, summary, self.home.root, self.home.settings.team, now)
         turns = await self.index.rows_of("turns", heinzel_id)
         heinzel_dir = self.home.heinzel_dir(heinzel_id)
         month = day[:7]

@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ulid import ULID
 
@@ -46,9 +45,17 @@ from hz_kernel.team.lease import (
     read_lease,
     release,
 )
-from hz_kernel.team.placement import unplaced
 from hz_kernel.team.receipts import receipts_from
 from hz_kernel.team.repo import TeamRepo
+from hz_kernel.team.seen import (
+    Seen,
+    SeenLease,
+    placement,
+    read_seen,
+    seen_path,
+    team_spec,
+    write_seen,
+)
 from hz_kernel.team.state_branch import (
     MAX_RECEIPT,
     RESTORED,
@@ -120,23 +127,21 @@ class TeamCommands(KernelCore):
     async def team_members(self) -> tuple[list[TeamMember], list[HzError]]:
         """This home's team heinzels, and one error for each that cannot be placed in a team."""
         rows = await self.index.fetch("", TEAM_QUERY, ())
-        settings = self.home.settings.team
         members: list[TeamMember] = []
         errors: list[HzError] = []
         for row in rows:
-            spec = _team_spec(row)
-            repo = spec.get("repo") or settings.repo
-            missing = unplaced(row["name"], spec.get("repo"), settings)
-            if missing or repo is None:
-                errors.extend(missing[:1])
+            place = placement(team_spec(row["team"]), self.home.settings.team, row["name"])
+            if place.error is not None:
+                errors.append(place.error)
                 continue
+            assert place.repo is not None
             members.append(
                 TeamMember(
                     heinzel=row["id"],
                     name=row["name"],
                     team_id=team_id(row["name"]),
-                    repo=repo,
-                    delegate=settings.handle in (spec.get("delegates") or []),
+                    repo=place.repo,
+                    delegate=place.delegate,
                     seq=int(row["seq"] or 0),
                     active=bool(row["active"]),
                 )
@@ -162,6 +167,13 @@ class TeamCommands(KernelCore):
         handle = self.home.settings.team.handle
         runs_here: dict[str, Lease | None] = {}
         for member, (lease, error) in await self._lease_steps(members, now, ttl):
+            self._team_seen()[member.heinzel] = Seen(
+                repo=member.repo,
+                at=now,
+                lease=_seen(lease, self._ours(lease)) if lease is not None else None,
+                error_code=error.code if error is not None else None,
+                error=error.one_line() if error is not None else None,
+            )
             if lease is not None and lease.holder == handle and not self._ours(lease):
                 lease = None  # another home that shares this handle: never ours to run
             if error is not None:
@@ -171,6 +183,7 @@ class TeamCommands(KernelCore):
             else:
                 self.team_leases[member.heinzel] = lease
             runs_here[member.heinzel] = lease
+        self._keep_seen({m.heinzel for m in members})
         decided: list[PlannedTurn] = []
         for item in plan:
             if item.name in unplaced and item.action in ("run", "resume"):
@@ -179,6 +192,28 @@ class TeamCommands(KernelCore):
                 item = _decided(item, runs_here[item.heinzel], handle, now)
             decided.append(item)
         return decided, problems
+
+    def _team_seen(self) -> dict[str, Seen]:
+        """What the lease steps last saw, per local heinzel id (read once from its file)."""
+        if not hasattr(self, "_seen_leases"):
+            self._seen_leases = read_seen(seen_path(self.home.root))
+        return self._seen_leases
+
+    def _keep_seen(self, heinzel_ids: set[str]) -> None:
+        """Record what the lease steps saw, for the listing (``hz_kernel.team.seen``)."""
+        seen = self._team_seen()
+        for gone in set(seen) - heinzel_ids:
+            del seen[gone]
+        write_seen(seen_path(self.home.root), seen)
+
+    def _seen_failed(self, heinzel_id: str, error: HzError) -> None:
+        """A team error after the lease step (receipts, the push): kept with the lease seen,
+        unless the lease step met one already."""
+        seen = self._team_seen()
+        known = seen.get(heinzel_id)
+        if known is not None and known.error is None:
+            update = {"error_code": error.code, "error": error.one_line()}
+            seen[heinzel_id] = known.model_copy(update=update)
 
     async def _lease_steps(
         self, members: list[TeamMember], now: datetime, ttl: timedelta
@@ -333,6 +368,7 @@ class TeamCommands(KernelCore):
                 continue  # another process writes the spine: the next tick queues it
             except HzError as exc:
                 problems.append(_problem(exc, member.name))
+                self._seen_failed(member.heinzel, exc)
         repos = sorted({m.repo for m in members})
         results = await asyncio.gather(
             *(
@@ -347,12 +383,15 @@ class TeamCommands(KernelCore):
             if result.error is not None:
                 code, _, message = result.error.partition(": ")
                 problems.append(TickProblem(code=code, message=message, place=repo))
+                for member in (m for m in members if m.repo == repo):
+                    self._seen_failed(member.heinzel, HzError(code, message, repo))
             if result.restored:
                 message = (
                     f"{len(result.restored)} receipt(s) this home delivered were gone from "
                     "hz/state (someone moved it back): pushed again"
                 )
                 problems.append(TickProblem(code=RESTORED, message=message, place=repo))
+        self._keep_seen({m.heinzel for m in members})
         return problems
 
     async def _queue_receipts(self, member: TeamMember) -> None:
@@ -387,13 +426,23 @@ class TeamCommands(KernelCore):
     # -- hz team status | log ----------------------------------------------------------
 
     async def team_status(self) -> api.TeamStatus:
-        """Who holds each team heinzel's lease and until when, and what waits to be pushed."""
+        """Who holds each team heinzel's lease and until when, and what waits to be pushed.
+
+        What it fetched is recorded as a tick's lease step is, so the listing agrees.
+        """
         members, errors = await self.team_members()
         handle = self.home.settings.team.handle
         now = now_utc()
         rows: list[api.TeamLeaseRow] = []
         for member in members:
             lease, error = await asyncio.to_thread(self._read_lease, member)
+            self._team_seen()[member.heinzel] = Seen(
+                repo=member.repo,
+                at=now,
+                lease=_seen(lease, self._ours(lease)) if lease is not None else None,
+                error_code=error.partition(":")[0] if error else None,
+                error=error,
+            )
             rows.append(
                 api.TeamLeaseRow(
                     name=member.name,
@@ -413,6 +462,7 @@ class TeamCommands(KernelCore):
             repo: StateBranch(self.home.root, repo) for repo in sorted({m.repo for m in members})
         }
         foreign = await asyncio.to_thread(lambda: [b.tip_problem() for b in branches.values()])
+        self._keep_seen({m.heinzel for m in members})
         return api.TeamStatus(
             handle=handle,
             leases=rows,
@@ -435,7 +485,7 @@ class TeamCommands(KernelCore):
         rows = await self.index.fetch("", TEAM_QUERY, ())
         names = {team_id(row["name"]): row["name"] for row in rows}
         settings = self.home.settings.team
-        named = (_team_spec(row).get("repo") for row in rows)
+        named = (team_spec(row["team"]).get("repo") for row in rows)
         repos = sorted(set(filter(None, [*named, settings.repo])))
         entries: list[api.TeamReceipt] = []
         errors: list[str] = []
@@ -522,10 +572,14 @@ def _minutes(span: timedelta) -> str:
     return f"{minutes} min" if minutes else f"{int(span.total_seconds())} s"
 
 
-def _team_spec(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A team heinzel's ``hz.team`` as the index holds it."""
-    spec: dict[str, Any] = orjson.loads(row["team"]) if row["team"] else {}
-    return spec
+def _seen(lease: Lease, ours: bool) -> SeenLease:
+    return SeenLease(
+        holder=lease.holder,
+        expires=lease.expires,
+        token=lease.token,
+        renewed=lease.renewed,
+        ours=ours,
+    )
 
 
 def _free(lease: Lease | None, now: datetime) -> Literal["expired", "released"] | None:

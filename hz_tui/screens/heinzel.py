@@ -200,7 +200,7 @@ class HeinzelScreen(Screen[None]):
         if self.detail is None:
             self.show_not_loaded()
             return
-        facts = _facts(self.detail, now)
+        facts = _facts(self.detail, now, rows.Palette.from_theme(self.app.theme_variables))
         if self.load_error is not None:
             facts.append(("Error", self.load_error))
         self.query_one(Facts).show(facts)
@@ -404,7 +404,9 @@ def _request_id() -> str:
     return f"cockpit-{ULID()}"
 
 
-def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str | Text]]:
+def _facts(
+    detail: HeinzelDetail, now: datetime, palette: rows.Palette
+) -> list[tuple[str, str | Text]]:
     """The page's header: who the heinzel is, what it keeps, when it ran and is due."""
     summary = detail.heinzel
     versions = ", ".join(f"v{n}" for n in detail.contract_versions) or "none yet"
@@ -425,6 +427,8 @@ def _facts(detail: HeinzelDetail, now: datetime) -> list[tuple[str, str | Text]]
     ]
     if summary.waiting_until:
         facts.append(("Waiting until", display.clock(summary.waiting_until)))
+    if summary.team is not None:
+        facts += rows.team_facts(summary.team, palette, now)
     return facts
 
 

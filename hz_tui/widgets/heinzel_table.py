@@ -395,7 +395,9 @@ class HeinzelTable(ScrollView, can_focus=True):
         strip = self._strips.get(heinzel_id)
         if strip is None:
             cells = self.shown[heinzel_id]
-            strip = self._line((cells[key].plain, cells[key].style) for key in rows.COLUMN_KEYS)
+            strip = self._line(
+                (cells[key].plain, cells[key].style, cells[key].kept) for key in rows.COLUMN_KEYS
+            )
             self._strips[heinzel_id] = strip
         return strip
 
@@ -411,22 +413,23 @@ class HeinzelTable(ScrollView, can_focus=True):
                     # The mark says how the rows are sorted: the label is cut, never the mark.
                     label = _cut(spec.label, self.widths[spec.key] - 2)
                     mark = SORT_MARKS[self.sort_reverse]
-                    labels.append((f"{label} {mark}".lstrip(), sorted_style))
+                    labels.append((f"{label} {mark}".lstrip(), sorted_style, 0))
                 else:
-                    labels.append((spec.label, base))
+                    labels.append((spec.label, base, 0))
             self._header = self._line(labels).apply_style(base)
         return self._header
 
     def _header_style(self) -> Style:
         return self.get_component_rich_style("heinzel-table--header")
 
-    def _line(self, cells: Iterable[tuple[str, Style]]) -> Strip:
-        """One row's segments: each cell padded, cut to its column with an ellipsis."""
+    def _line(self, cells: Iterable[tuple[str, Style, int]]) -> Strip:
+        """One row's segments: each cell padded, cut to its column with an ellipsis (before
+        the last ``kept`` characters of its text, which stay)."""
         pad = Segment(" " * CELL_PADDING, Style())
         segments: list[Segment] = []
-        for key, (text, style) in zip(rows.COLUMN_KEYS, cells, strict=True):
+        for key, (text, style, kept) in zip(rows.COLUMN_KEYS, cells, strict=True):
             width = self.widths[key]
-            segments += [pad, Segment(set_cell_size(_cut(text, width), width), style), pad]
+            segments += [pad, Segment(set_cell_size(_cut(text, width, kept), width), style), pad]
         return Strip(segments)
 
     def _refresh_row(self, row: int) -> None:
@@ -463,10 +466,14 @@ class HeinzelTable(ScrollView, can_focus=True):
         self._announce_cursor()
 
 
-def _cut(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells with an ellipsis (whole when it fits)."""
+def _cut(text: str, width: int, kept: int = 0) -> str:
+    """``text`` cut to ``width`` cells with an ellipsis (whole when it fits); its last
+    ``kept`` characters stay while the ellipsis has a character of the rest before it."""
     if cell_len(text) <= width:
         return text
+    tail = text[len(text) - kept :] if kept else ""
+    if tail and width >= cell_len(tail) + 2:
+        return set_cell_size(text[: len(text) - kept], width - 1 - cell_len(tail)) + "…" + tail
     return set_cell_size(text, width - 1) + "…" if width > 0 else ""
 
 

@@ -114,6 +114,8 @@ def describe(
     facts.add_row("Turns", str(item.turns_count))
     if item.lessons_active:
         facts.add_row("Lessons", str(item.lessons_active))
+    for label, value in rows.team_facts(item.team, palette, now) if item.team else []:
+        facts.add_row(label, value)
     if item.failure is not None:
         facts.add_row("Failing", Text(f"{item.failure.code}: {item.failure.message}", palette.bad))
     if item.damaged:
