@@ -24,11 +24,12 @@ carries (``lines``, one read per spine for any number of its lines).
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -105,8 +106,14 @@ class Spot(NamedTuple):
     offset: int
 
 
+_SPOT_FIELDS = attrgetter("seq", "ts", "offset")
+_new_spot = functools.partial(tuple.__new__, Spot)
+
+
 def spots(lines: Iterable[Placed]) -> list[Spot]:
-    return [Spot(line.seq, line.ts, line.offset) for line in lines]
+    """What positioning needs of each line, made without a Python call per line (a reindex
+    keeps a hundred thousand)."""
+    return list(map(_new_spot, map(_SPOT_FIELDS, lines)))
 
 
 def _spine_number(w: sqlite3.Connection, heinzel_id: str) -> int:

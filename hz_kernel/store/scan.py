@@ -219,6 +219,47 @@ def _intact_fast(data: bytes, end: int) -> tuple[int, int, str, int] | None:
     return len(lines), len(lines), hashes[-1].decode(), end - len(lines[-1]) - 1
 
 
+def _events_fast(lines: list[bytes]) -> list[Event] | None:
+    """Every line as an event when each is the writer's layout, chained, in order and of
+    the types its kind has; else None, and the full decode explains what is wrong.
+
+    A reindex reads a hundred thousand lines, nearly all whole: one tight loop
+    that stops at the first surprise costs less than sorting each line into
+    its kind of damage.
+    """
+    events: list[Event] = []
+    append = events.append
+    loads, sha256 = orjson.loads, hashlib.sha256
+    prev, pos = GENESIS, 0
+    for expected, line in enumerate(lines, 1):
+        if len(line) > MAX_LINE_BYTES:
+            return None
+        try:
+            obj = loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if type(obj) is not dict or tuple(obj) != _LAYOUT:
+            return None
+        v, seq, ts, prev_seen, turn, kind, key, data = obj.values()
+        if not (
+            type(seq) is int
+            and seq == expected
+            and prev_seen == prev
+            and type(v) is int
+            and type(ts) is str
+            and type(kind) is str
+            and (turn is None or type(turn) is str)
+            and (key is None or type(key) is str)
+            and type(data) is dict
+            and payload_fault(kind, data) is None
+        ):
+            return None
+        prev = sha256(line).hexdigest()
+        append(Event(v, seq, ts, prev_seen, turn, kind, key, data, pos, prev))
+        pos += len(line) + 1
+    return events
+
+
 def _chain_break(
     result: SpineScan,
     seq: int,
@@ -276,14 +317,22 @@ def scan(data: bytes, path: Path, *, collect: bool = True) -> SpineScan:
             result.lines, result.last_seq, result.last_hash, result.last_offset = fast
             return result
 
+    lines = data[:end].split(b"\n")
+    lines.pop()
+    result.lines = len(lines)
+    if collect and lines:
+        events = _events_fast(lines)
+        if events is not None:
+            last = events[-1]
+            result.events = events
+            result.last_seq, result.last_hash, result.last_offset = last.seq, last.hash, last.offset
+            return result
+
     prev_hash, prev_seq, prev_offset = GENESIS, 0, 0
     prev_bad = False
     accepted_marks: list[dict[str, object]] = []
     pos = 0
     events = result.events
-    lines = data[:end].split(b"\n")
-    lines.pop()
-    result.lines = len(lines)
     sha256 = hashlib.sha256
     for line in lines:
         digest = sha256(line).hexdigest()
