@@ -101,10 +101,13 @@ class Context:
         }
 
 
-def active_lessons(events: Sequence[Event], lessons_seq: int) -> list[tuple[str, str]]:
-    """Lessons recorded up to ``lessons_seq``, minus dismissed ones and hidden ones."""
+def active_lessons(
+    events: Sequence[Event], lessons_seq: int, hidden: dict[str, str | None] | None = None
+) -> list[tuple[str, str]]:
+    """Lessons recorded up to ``lessons_seq``, minus dismissed ones and hidden ones (``hidden``:
+    the spine's context edits, when the caller has them already)."""
     lessons: dict[str, str] = {}
-    hidden = _hidden(events)
+    hidden = _hidden(events) if hidden is None else hidden
     for event in events:
         if event.seq > lessons_seq:
             break
@@ -211,12 +214,12 @@ def build_context(
     in for the history as one written before it would.
     """
     parts = [("framing", FRAMING), ("contract", render_contract(contract, version))]
-    lessons = active_lessons(events, lessons_seq)
+    hidden = _hidden(events)
+    lessons = active_lessons(events, lessons_seq, hidden)
     if lessons:
         lines = "\n".join(f"- {text}" for _, text in lessons)
         parts.append(("lessons", f"{LESSONS_HEADING}\n{lines}"))
 
-    hidden = _hidden(events)
     summary: Event | None = None
     for event in reversed(events):
         if event.kind == "summary.written" and (event.seq < before_seq or event.turn == turn):

@@ -236,7 +236,10 @@ class TurnRunner:
     def contract(self, state: TurnState) -> CompiledContract:
         """The contract version the turn started with (a resumed turn keeps it)."""
         if self._pinned is None:
-            self._pinned = ContractVersions(self.held.dir).read(state.version)[1]
+            read = self.held.contracts
+            if state.version not in read:
+                read[state.version] = ContractVersions(self.held.dir).read(state.version)[1]
+            self._pinned = read[state.version]
         return self._pinned
 
     def resolve_asset(self, asset: str) -> tuple[Path, str | None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -23,6 +24,9 @@ from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import ChainBreak, SpineScan, index_break
 from hz_kernel.store.spine import SpineWriter
 from hz_kernel.vocabulary import ChainAccepted, EventData
+
+if TYPE_CHECKING:
+    from hz_kernel.contracts import CompiledContract
 
 #: The writer's code for a spine shorter than it left it (``SpineWriter._foreign``).
 CUT_UNDER_WRITER = "HZS100"
@@ -73,6 +77,9 @@ class HeldSession:
         self.before_flush: Callable[[], None] | None = None
         #: Set when the spine contradicts the index (cut off, last line changed): see ``append``.
         self.index_break: ChainBreak | None = None
+        #: Contract versions compiled, read once while held: a version is never rewritten
+        #: with other text, so each turn takes its pinned one from here, not from disk.
+        self.contracts: dict[int, CompiledContract] = {}
 
     @property
     def damaged(self) -> bool:
