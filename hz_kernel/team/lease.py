@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from hz_kernel.errors import HzError
 from hz_kernel.team.git import git
 from hz_kernel.team.lint import lint
-from hz_kernel.team.receipts import HANDLE, HEINZEL_ID
+from hz_kernel.team.receipts import HANDLE, HEINZEL_ID, MAX_TOKEN
 from hz_kernel.team.repo import TeamRepo
 
 LEASE_FILE = "lease.json"
@@ -55,7 +55,7 @@ class Lease(BaseModel):
     model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
     holder: str = Field(pattern=HANDLE)
     expires: datetime
-    token: int = Field(ge=1)
+    token: int = Field(ge=1, le=MAX_TOKEN)
     renewed: datetime | None = None
     """When the holder last renewed or took the lease (None: written before hz kept it)."""
     owner: str | None = Field(default=None, pattern=HANDLE)
@@ -154,6 +154,9 @@ def acquire_or_renew(
                 token, owner = 1, handle
             elif current.holder == handle and not shared:
                 how, token, owner = "renewed", current.token, current.owner
+            elif current.token >= MAX_TOKEN:
+                message = "the lease's token cannot grow any further: it is not hz's"
+                raise HzError("HZS109", message, ref)
             else:
                 how, token, owner = "took-over", current.token + 1, current.owner
             lease = _new_lease(handle, now, now + ttl, token, owner=owner, home=home)

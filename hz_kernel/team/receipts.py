@@ -29,6 +29,9 @@ RECEIPT_VERSION = 1
 HEINZEL_ID = r"^hz-[0-9A-HJKMNP-TV-Z]{26}$"
 _TURN_ID = r"^[0-9A-Za-z_-]{1,64}$"
 _SHA256 = r"^[0-9a-f]{64}$"
+#: The largest fencing token, JSON's largest exact integer: a lease or receipt with a larger
+#: one is not hz's (and would not survive a round trip through every JSON reader).
+MAX_TOKEN = 2**53 - 1
 
 Fingerprint = Annotated[str, Field(pattern=_SHA256)]
 #: A source's fingerprint: a hash today, kept looser since each source kind makes its own.
@@ -43,7 +46,7 @@ class Receipt(BaseModel):
     kind: str
     heinzel: str = Field(pattern=HEINZEL_ID)
     turn: str | None = Field(default=None, pattern=_TURN_ID)
-    token: int = Field(ge=0)
+    token: int = Field(ge=0, le=MAX_TOKEN)
     at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT[\d:.]+Z$")
     by: str | None = Field(default=None, pattern=HANDLE)
     """The roster handle of the home that ran it (receipts an older hz wrote have none)."""

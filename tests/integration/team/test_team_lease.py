@@ -188,3 +188,28 @@ def test_two_homes_racing_for_an_expired_lease_leave_exactly_one_holder(
             racer.stdin.close()
             racer.wait(timeout=60)
     assert tokens == list(range(1, 32))
+
+
+@pytest.mark.parametrize("token", [2**64 - 1, 2**53])
+def test_a_lease_with_a_token_beyond_json_s_exact_integers_holds_no_lease(
+    tmp_path: Path, team: Path, token: int
+) -> None:
+    expires = T0.isoformat().replace("+00:00", "Z")
+    put_lease(team, orjson.dumps({"holder": "theo", "expires": expires, "token": token}))
+
+    with pytest.raises(HzError) as forged:
+        acquire_or_renew(TeamRepo(tmp_path / "p", str(team)), HEINZEL, handle="p", now=T0, ttl=TTL)
+
+    assert forged.value.code == "HZS109"
+
+
+def test_a_lease_at_the_largest_token_is_not_taken_over_into_an_invalid_one(
+    tmp_path: Path, team: Path
+) -> None:
+    expires = T0.isoformat().replace("+00:00", "Z")
+    put_lease(team, orjson.dumps({"holder": "theo", "expires": expires, "token": 2**53 - 1}))
+
+    with pytest.raises(HzError) as full:
+        acquire_or_renew(TeamRepo(tmp_path / "p", str(team)), HEINZEL, handle="p", now=T0, ttl=TTL)
+
+    assert full.value.code == "HZS109" and "cannot grow" in full.value.message
