@@ -164,7 +164,9 @@ class TeamRepo:
         ``expect`` maps a ref to the object id it must still have on the
         remote (None: it must not exist), git's compare-and-swap
         (``--force-with-lease``). False means another writer got there
-        first: fetch and try again. An unreachable remote raises.
+        first: fetch and try again. An unreachable remote raises, and so
+        does a hook on the remote that refuses the push (retrying cannot
+        help; its first line says why).
         """
         leases = [f"--force-with-lease={ref}:{old or ''}" for ref, old in expect.items()]
         args = [
@@ -180,9 +182,19 @@ class TeamRepo:
         done = git(self.git_dir, *args, check=False)
         if done.returncode == 0:
             return True
-        if any(line.startswith("!") for line in done.stdout.decode(errors="replace").splitlines()):
+        stderr = done.stderr.decode(errors="replace")
+        refused = [
+            line
+            for line in done.stdout.decode(errors="replace").splitlines()
+            if line.startswith("!")
+        ]
+        if any("hook declined" in line for line in refused):
+            said = [line[7:].strip() for line in stderr.splitlines() if line.startswith("remote:")]
+            reason = next((line for line in said if line), "no reason given")
+            raise GitFailed(args, f"the team repository's hook refused the push: {reason}", stderr)
+        if refused:
             return False
-        raise GitFailed(args, complaint(done.stderr), done.stderr.decode(errors="replace"))
+        raise GitFailed(args, complaint(done.stderr), stderr)
 
     def set_mirror(self, ref: str, sha: str) -> None:
         """Record what this home just pushed, as a fetch would have."""

@@ -213,3 +213,19 @@ def test_a_lease_at_the_largest_token_is_not_taken_over_into_an_invalid_one(
         acquire_or_renew(TeamRepo(tmp_path / "p", str(team)), HEINZEL, handle="p", now=T0, ttl=TTL)
 
     assert full.value.code == "HZS109" and "cannot grow" in full.value.message
+
+
+def test_a_hook_that_refuses_the_push_is_named_not_taken_for_a_race(
+    tmp_path: Path, team: Path
+) -> None:
+    hook = team / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refs/hz/* are not allowed here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    with pytest.raises(HzError) as refused:
+        acquire_or_renew(TeamRepo(tmp_path / "p", str(team)), HEINZEL, handle="p", now=T0, ttl=TTL)
+
+    assert refused.value.code == "HZS105"
+    assert refused.value.message == (
+        "the team repository's hook refused the push: refs/hz/* are not allowed here"
+    )
