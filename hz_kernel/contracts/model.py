@@ -596,6 +596,12 @@ def _discover_hint(value: str) -> str:
 DiscoverHint = Annotated[str, AfterValidator(_discover_hint)]
 
 
+def _at_most_hints(value: Any) -> Any:
+    if isinstance(value, list | tuple) and len(value) > MAX_HINTS:
+        raise fail("HZC105", f"a contract has at most {MAX_HINTS} discover hints, not {len(value)}")
+    return value
+
+
 class HzTable(FrozenModel):
     """The machine part of a contract, normalised: defaults filled, sets sorted."""
 
@@ -608,9 +614,9 @@ class HzTable(FrozenModel):
     approvers: Annotated[tuple[Approver, ...], AfterValidator(_approvers)] = ("owner",)
     agent: AgentSpec = Field(default_factory=AgentSpec)
     team: TeamSpec | None = None
-    discover: Annotated[tuple[DiscoverHint, ...], AfterValidator(_sorted_unique)] = Field(
-        default=(), max_length=MAX_HINTS
-    )
+    discover: Annotated[
+        tuple[DiscoverHint, ...], BeforeValidator(_at_most_hints), AfterValidator(_sorted_unique)
+    ] = ()
     """Globs over the user's folders (or ``team:`` globs over the team repository's files)
     whose new files hz offers this heinzel to read (``docs/discovery.md``)."""
 

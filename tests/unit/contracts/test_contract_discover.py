@@ -32,7 +32,7 @@ def test_hints_are_kept_sorted_and_unique() -> None:
         (["notes/"], "HZC105", "names no files"),
         (["team:/abs/*.md"], "HZC105", "relative to the team repository's root"),
         (["team:"], "HZC105", "names no files"),
-        ([f"n{i}/*.md" for i in range(21)], "HZC012", "at most 20"),
+        ([f"n{i}/*.md" for i in range(21)], "HZC105", "at most 20 discover hints, not 21"),
         ("~/notes/*.md", "HZC012", "must be a list"),
         (["team:docs/*.md"], "HZC106", "belongs to a heinzel in the team namespace"),
     ],
