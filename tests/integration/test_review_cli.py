@@ -197,3 +197,28 @@ def test_the_same_rule_taught_twice_is_one_lesson(world: World) -> None:
     assert draft_keys(world), "a second draft waits"
     world.hz("reject", "notes-digest", "--reason", "Shorter", HZ_NOW="2026-12-01T09:15:00Z")
     assert lessons(world) == ["Keep drafts shorter."]
+
+
+def test_hz_heinzel_contract_shows_the_text_and_the_waiting_amendment(world: World) -> None:
+    """``hz heinzel contract NAME``, as docs/discovery.md names it (found by the new-user pass)."""
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert shown.startswith("notes-digest v1 (versions: 1)\n") and "max_usd: 0.2" in shown
+    assert "waits" not in shown
+    v1 = world.home / "heinzel" / heinzel_id(world) / "contract" / "v1.prose.md"
+    wider = world.root / "v2.prose.md"
+    wider.write_text(v1.read_text().replace("max_usd: 0.2", "max_usd: 0.4"))
+    world.hz("heinzel", "amend", "notes-digest", str(wider), HZ_NOW=NOW)
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert "\nwidens: " in shown, shown
+    assert "-    max_usd: 0.2\n+    max_usd: 0.4\n" in shown
+    assert "+++ proposed.prose.md" in shown
+    (ref,) = re.findall(r"hz approve (notes-digest@amendment:\S+)", shown)
+    world.hz("approve", ref, HZ_NOW=NOW)
+    viewed = json.loads(world.hz("heinzel", "contract", "notes-digest", "--json").stdout)
+    assert (viewed["versions"], viewed["version"], viewed["pending"]) == ([1, 2], 2, None)
+    diff = world.hz("heinzel", "contract", "notes-digest", "--version", "2", "--against", "1")
+    assert "--- v1.prose.md" in diff.stdout and "+++ v2.prose.md" in diff.stdout
+    old = world.hz("heinzel", "contract", "notes-digest", "--version", "1").stdout
+    assert old.startswith("notes-digest v1 (versions: 1, 2)") and "max_usd: 0.2" in old
+    missing = world.hz("heinzel", "contract", "notes-digest", "--version", "9", check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("HZC082: ")
