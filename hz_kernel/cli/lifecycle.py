@@ -260,6 +260,10 @@ def register(sub: Subcommands) -> None:
 
     p = sub.add_parser("reject", help="decline an amendment or reject a draft")
     p.add_argument("name", metavar="KEY|NAME")
-    p.add_argument("--reason", help="why; it may become a lesson (the rejected text never does)")
+    p.add_argument(
+        "--reason",
+        help="why; a draft's reason may become a lesson (its text never does), an amendment's "
+        "is kept in the heinzel's history",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))

@@ -222,3 +222,18 @@ def test_hz_heinzel_contract_shows_the_text_and_the_waiting_amendment(world: Wor
     assert old.startswith("notes-digest v1 (versions: 1, 2)") and "max_usd: 0.2" in old
     missing = world.hz("heinzel", "contract", "notes-digest", "--version", "9", check=False)
     assert missing.returncode == 1 and missing.stderr.startswith("HZC082: ")
+
+
+def test_declining_an_amendment_with_a_reason_teaches_no_writing_lesson(world: World) -> None:
+    """An amendment is no draft (found by the new-user pass): its reason runs no learning turn
+    and is kept on ``amendment.declined`` instead."""
+    amend_narrower(world)
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    (ref,) = re.findall(r"hz reject (notes-digest@amendment:\S+)", shown)
+    turns_before = world.kinds(heinzel_id(world)).count("turn.started")
+    world.hz("reject", ref, "--reason", "not\x1b relevant\n now", HZ_NOW=NOW)
+    assert lessons(world) == []
+    spine = world.spine(heinzel_id(world))
+    declined = [e["data"] for e in spine if e["kind"] == "amendment.declined"]
+    assert [d.get("reason") for d in declined] == ["not relevant now"]
+    assert world.kinds(heinzel_id(world)).count("turn.started") == turns_before
