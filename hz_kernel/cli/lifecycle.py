@@ -151,7 +151,8 @@ async def cmd_contract(client: KernelClient, args: argparse.Namespace) -> int:
             out.write(f"narrows: {'; '.join(pending.narrows)}\n")
         out.write("\n" + (pending.diff or pending.text).rstrip("\n") + "\n")
     ref = f"{view.name}@{pending.short_key}"
-    out.write(f"\napprove with: hz approve {ref}   decline with: hz reject {ref}\n")
+    decline = "" if pending.first else f"   decline with: hz reject {ref}"
+    out.write(f"\napprove with: hz approve {ref}{decline}\n")
     return 0
 
 

@@ -187,6 +187,9 @@ def test_issue12_item4_reject_by_name_of_a_proposed_first_contract_says_how_to_d
     assert "nothing of this heinzel waits" not in refused.stderr
     assert "hz heinzel retire notes-digest" in refused.stderr
     assert "proposed" in world.hz("heinzel", "list").stdout
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert shown.startswith("notes-digest: its first contract waits for approval\n")
+    assert shown.endswith("\napprove with: hz approve notes-digest@contract:v1\n")
 
 
 def test_the_same_rule_taught_twice_is_one_lesson(world: World) -> None:
