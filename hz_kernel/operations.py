@@ -462,7 +462,8 @@ APPROVE: Operation[ApproveRequest, api.Decision] = Operation(
 REJECT: Operation[RejectRequest, api.Decision] = Operation(
     "reject", RejectRequest, "Decision", "reject", True,
     "Reject a draft (ref is its key) or decline a heinzel's proposed contract (ref is the "
-    "heinzel), with an optional reason the heinzel learns from",
+    "heinzel), with an optional reason: a draft's may become a writing lesson, an "
+    "amendment's is kept in the heinzel's history",
     returns="what was decided and the heinzel's state now",
 )  # fmt: skip
 AMEND: Operation[AmendRequest, api.Amendment] = Operation(

@@ -47,7 +47,8 @@ class TeamView(_Shape):
 
     repo: str | None = None
     """The team repository (None: none is named, see ``error``)."""
-    role: Literal["owner", "delegate"] = "owner"
+    role: Literal["owner", "delegate"] | None = None
+    """None: the home has no ``[team] handle``, so its role is unknown."""
     holder: str | None = None
     """The roster handle holding the lease (None: no lease seen yet)."""
     expires: str | None = None

@@ -110,6 +110,7 @@ class AmendmentDeclined(EventData):
     kind: ClassVar[str] = "amendment.declined"
     proposal: str
     sources: list[str] = []
+    reason: str | None = Field(default=None, max_length=2000)
 
 
 class SourceDiscovered(EventData):

@@ -318,7 +318,8 @@ def team_facts(team: TeamView, palette: Palette, now: datetime) -> list[tuple[st
         lease = f"held by {holder} until {display.clock(team.expires)}{token}"
     if team.seen_at:
         lease += f" · checked {display.ago(team.seen_at, now, exact=False)}"
-    repo = f"{display.visible(team.repo or '—')} ({team.role} here)"
+    role = f" ({team.role} here)" if team.role else ""
+    repo = f"{display.visible(team.repo or '—')}{role}"
     facts: list[tuple[str, str | Text]] = [("Team", lease), ("Team repo", repo)]
     if team.error:
         facts.append(("Team error", Text(display.visible(team.error), style=palette.bad)))

@@ -682,8 +682,10 @@ def compose_draft(
         groups = _outlined(ordered, headings)
     else:
         groups = [_Group(_title(i.name), _items(i.content), i.moved) for i in ordered]
+    if not inputs:
+        return NothingOutcome(report="Nothing to draft: the contract reads no inputs.")
     if sum(len(g.items) for g in groups) == 0:
-        names = ", ".join(i.name for i in inputs) or "no inputs"
+        names = ", ".join(i.name for i in inputs)
         return NothingOutcome(report=_clip(f"Nothing to draft: {names} had no items.", REPORT_MAX))
     for group in groups:
         _apply_to_items(group, rules)

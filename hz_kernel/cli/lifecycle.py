@@ -1,4 +1,4 @@
-"""``hz heinzel new|templates|import|amend|pause|unpause|retire|unretire|rename`` and
+"""``hz heinzel new|templates|import|contract|amend|pause|unpause|retire|unretire|rename`` and
 ``hz approve|reject``: a heinzel's contract and state (the kernel's side is
 ``hz_kernel.commands.lifecycle``)."""
 
@@ -121,6 +121,41 @@ async def cmd_import(client: KernelClient, args: argparse.Namespace) -> int:
     return 1 if report.conflicts else 0
 
 
+async def cmd_contract(client: KernelClient, args: argparse.Namespace) -> int:
+    """A version's text (or, with ``--against``, a diff between two), then what waits."""
+    view = await client.call(
+        ops.CONTRACT,
+        ops.ContractRequest(ref=args.name, version=args.version, against=args.against),
+    )
+    if args.json:
+        emit_json(view)
+        return 0
+    out = sys.stdout
+    if view.version is not None:
+        listed = ", ".join(str(n) for n in view.versions)
+        out.write(f"{view.name} v{view.version} (versions: {listed})\n\n")
+        body = view.diff if args.against is not None else view.text
+        out.write((body or "(no changes)\n").rstrip("\n") + "\n")
+    pending = view.pending
+    if pending is None:
+        return 0
+    if pending.first:
+        out.write(f"{view.name}: its first contract waits for approval\n\n")
+        out.write(pending.text.rstrip("\n") + "\n")
+    else:
+        reason = f": {pending.reason}" if pending.reason else ""
+        out.write(f"\namendment {pending.proposal} by {pending.by} waits{reason}\n")
+        if pending.widens:
+            out.write(f"widens: {'; '.join(pending.widens)}\n")
+        if pending.narrows:
+            out.write(f"narrows: {'; '.join(pending.narrows)}\n")
+        out.write("\n" + (pending.diff or pending.text).rstrip("\n") + "\n")
+    ref = f"{view.name}@{pending.short_key}"
+    decline = "" if pending.first else f"   decline with: hz reject {ref}"
+    out.write(f"\napprove with: hz approve {ref}{decline}\n")
+    return 0
+
+
 @writes
 async def cmd_amend(client: KernelClient, args: argparse.Namespace) -> int:
     text = _read_text(args.contract)
@@ -166,8 +201,8 @@ async def cmd_rename(client: KernelClient, args: argparse.Namespace) -> int:
 
 
 def register_heinzel(hsub: Subcommands) -> None:
-    """``new``, ``templates``, ``import``, ``amend``, ``pause``, ``unpause``, ``retire``,
-    ``unretire`` and ``rename`` under ``hz heinzel``."""
+    """``new``, ``templates``, ``import``, ``contract``, ``amend``, ``pause``, ``unpause``,
+    ``retire``, ``unretire`` and ``rename`` under ``hz heinzel``."""
     p = hsub.add_parser("new", help="create a heinzel from a contract, a template or a sentence")
     p.add_argument("source", nargs="?", help="CONTRACT.prose.md or a sentence in quotes")
     p.add_argument("--template", help="a shipped template (see hz heinzel templates)")
@@ -183,6 +218,15 @@ def register_heinzel(hsub: Subcommands) -> None:
     p.add_argument("folder")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_import)
+
+    p = hsub.add_parser("contract", help="a contract version's text or diff, and what waits")
+    p.add_argument("name")
+    p.add_argument("--version", type=int, metavar="N", help="this version (default: the newest)")
+    p.add_argument(
+        "--against", type=int, metavar="M", help="print the diff from version M instead of text"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_contract)
 
     p = hsub.add_parser("amend", help="propose a new contract text (you approve it after)")
     p.add_argument("name")
@@ -217,6 +261,10 @@ def register(sub: Subcommands) -> None:
 
     p = sub.add_parser("reject", help="decline an amendment or reject a draft")
     p.add_argument("name", metavar="KEY|NAME")
-    p.add_argument("--reason", help="why; it may become a lesson (the rejected text never does)")
+    p.add_argument(
+        "--reason",
+        help="why; a draft's reason may become a lesson (its text never does), an amendment's "
+        "is kept in the heinzel's history",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_decision_command(ops.REJECT, "rejected"))

@@ -78,7 +78,8 @@ def _team_mark(team: api.TeamView | None) -> str:
 
 def _team_lines(team: api.TeamView) -> list[str]:
     """``hz heinzel show``'s team section: the repository and role, the lease, the error."""
-    lines = [f"team: {team.repo or '-'} ({team.role} here)"]
+    role = f" ({team.role} here)" if team.role else ""
+    lines = [f"team: {team.repo or '-'}{role}"]
     seen = f" (as of {team.seen_at})" if team.seen_at else ""
     if team.holder is None:
         lease = "none found" if team.seen_at else "none seen yet"

@@ -406,8 +406,12 @@ class LifecycleCommands(KernelCore):
             warnings=self._unplaced(compiled),
         )
 
-    async def reject(self, *, ref: str) -> api.Decision:
-        """Decline the amendment ``ref`` names; its new sources are never proposed again."""
+    async def reject(self, *, ref: str, reason: str | None = None) -> api.Decision:
+        """Decline the amendment ``ref`` names; its new sources are never proposed again.
+
+        The ``reason`` is kept as one printable line on the event, for the heinzel's history.
+        """
+        said = "".join(ch for ch in " ".join((reason or "").split()) if ch.isprintable())
         row, item = await resolve_waiting(self, ref, "reject")
         proposal = item.key
         async with self.holding(row["id"]) as held:
@@ -415,7 +419,9 @@ class LifecycleCommands(KernelCore):
             current = _current_contract(held)
             added = self._added_sources(current, proposed) if current else {}
             sources = [*sorted(added), *sorted(path for path in added.values() if path)]
-            await held.append(AmendmentDeclined(proposal=proposal, sources=sources))
+            await held.append(
+                AmendmentDeclined(proposal=proposal, sources=sources, reason=said or None)
+            )
             return api.Decision(
                 heinzel=held.id, what="amendment", declined=True, state=_state(held)
             )

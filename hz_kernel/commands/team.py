@@ -31,6 +31,7 @@ from ulid import ULID
 from hz_kernel import api
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.commands.tick import tick_interval
+from hz_kernel.contracts.versions import ContractVersions
 from hz_kernel.core import KernelCore
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, store_io
@@ -45,7 +46,12 @@ from hz_kernel.team.lease import (
     read_lease,
     release,
 )
-from hz_kernel.team.receipts import receipts_from
+from hz_kernel.team.receipts import (
+    AnyReceipt,
+    ContractAmendedReceipt,
+    TurnFinishedReceipt,
+    receipts_from,
+)
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.team.seen import (
     Seen,
@@ -68,13 +74,14 @@ from hz_kernel.tick.schedule import slot_time
 from hz_kernel.tick.wakes import PlannedTurn
 
 TEAM_QUERY = """
-SELECT id, name, seq, json_extract(hz, '$.team') AS team,
+SELECT id, name, seq, contract_version, json_extract(hz, '$.team') AS team,
        NOT (COALESCE(paused, 0) OR COALESCE(retired, 0) OR COALESCE(damaged, 0)) AS active
 FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL ORDER BY name
 """
 #: The lease in force after a member's lease step, and the error the step met.
 _LeaseStep = tuple[Lease | None, HzError | None]
 CLOCK_SKEW = "HZS125"
+DRIFT = "HZS126"
 #: How far another home's clock may run ahead of this one's before the tick says so.
 CLOCK_TOLERANCE = timedelta(minutes=1)
 NOT_HELD = "HZS115"
@@ -100,6 +107,8 @@ class TeamMember:
     delegate: bool
     seq: int
     active: bool
+    version: int
+    """The contract version this home runs it under."""
 
 
 class _Cursor(BaseModel):
@@ -144,6 +153,7 @@ class TeamCommands(KernelCore):
                     delegate=place.delegate,
                     seq=int(row["seq"] or 0),
                     active=bool(row["active"]),
+                    version=int(row["contract_version"] or 0),
                 )
             )
         return members, errors
@@ -184,6 +194,7 @@ class TeamCommands(KernelCore):
                 self.team_leases[member.heinzel] = lease
             runs_here[member.heinzel] = lease
         self._keep_seen({m.heinzel for m in members})
+        problems += [_problem(error) for error in await asyncio.to_thread(self._drift, members)]
         decided: list[PlannedTurn] = []
         for item in plan:
             if item.name in unplaced and item.action in ("run", "resume"):
@@ -205,6 +216,34 @@ class TeamCommands(KernelCore):
         for gone in set(seen) - heinzel_ids:
             del seen[gone]
         write_seen(seen_path(self.home.root), seen)
+
+    def _drift(self, members: list[TeamMember]) -> list[HzError]:
+        """HZS126 for each team heinzel whose newest receipt from another home ran a contract
+        this home has no version of, at a higher version: the homes drifted apart, and this
+        one would run the older contract when it takes over. Reads the receipts as last
+        fetched, never the remote, and a contract's versions only when it is behind."""
+        handle = self.home.settings.team.handle
+        logs: dict[str, list[AnyReceipt]] = {}
+        drifted: list[HzError] = []
+        for member in members:
+            try:
+                if member.repo not in logs:
+                    branch = StateBranch(self.home.root, member.repo)
+                    logs[member.repo] = branch.cached_receipts().receipts
+                ran = _newest_contract(logs[member.repo], member.team_id, handle)
+                if ran is None or ran[1] <= member.version:
+                    continue
+                versions = ContractVersions(self.home.heinzel_dir(member.heinzel))
+                if ran[2] in {versions.read(n)[1].fingerprint for n in versions.all()}:
+                    continue
+            except HzError:
+                continue  # the cache or a version cannot be read: the tick says so elsewhere
+            message = (
+                f"{ran[0]}'s home runs {member.name} v{ran[1]}; this home has "
+                f"v{member.version}: make the same amendment here"
+            )
+            drifted.append(HzError(DRIFT, message, member.name))
+        return drifted
 
     def _seen_failed(self, heinzel_id: str, error: HzError) -> None:
         """A team error after the lease step (receipts, the push): kept with the lease seen,
@@ -462,12 +501,14 @@ class TeamCommands(KernelCore):
             repo: StateBranch(self.home.root, repo) for repo in sorted({m.repo for m in members})
         }
         foreign = await asyncio.to_thread(lambda: [b.tip_problem() for b in branches.values()])
+        drifted = await asyncio.to_thread(self._drift, members)
         self._keep_seen({m.heinzel for m in members})
         return api.TeamStatus(
             handle=handle,
             leases=rows,
             pending={repo: len(branch.pending()) for repo, branch in branches.items()},
-            problems=[error.one_line() for error in errors] + list(filter(None, foreign)),
+            problems=[error.one_line() for error in [*errors, *drifted]]
+            + list(filter(None, foreign)),
         )
 
     def _read_lease(self, member: TeamMember) -> tuple[Lease | None, str | None]:
@@ -516,6 +557,29 @@ class TeamCommands(KernelCore):
                 return state.read_receipts(fetch=False), exc.one_line()
             except HzError:
                 return ReceiptLog(receipts=[]), exc.one_line()
+
+
+def _newest_contract(
+    receipts: list[AnyReceipt], heinzel: str, handle: str | None
+) -> tuple[str, int, str] | None:
+    """Who ran ``heinzel`` last on another home, and under which contract version and
+    fingerprint: its newest ``contract.amended`` or ``turn.finished`` receipt that names them."""
+    ran: list[tuple[str, str, int, str]] = []
+    for receipt in receipts:
+        if receipt.heinzel != heinzel or receipt.by is None or receipt.by == handle:
+            continue
+        if isinstance(receipt, ContractAmendedReceipt):
+            ran.append((receipt.at, receipt.by, receipt.version, receipt.fingerprint))
+        elif (
+            isinstance(receipt, TurnFinishedReceipt)
+            and receipt.contract_fp is not None
+            and receipt.contract_version is not None
+        ):
+            ran.append((receipt.at, receipt.by, receipt.contract_version, receipt.contract_fp))
+    if not ran:
+        return None
+    _, by, version, fingerprint = max(ran)
+    return by, version, fingerprint
 
 
 def _decided(

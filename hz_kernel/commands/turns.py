@@ -843,8 +843,10 @@ class TurnCommands(KernelCore):
         """Reject a draft (its section is removed) or decline an amendment.
 
         A rejection teaches nothing by itself: the deleted text is never learned
-        from. A ``reason`` is admitted to the inbox and runs one learning turn
-        (cause ``approval``) that sees the reason alone; it may become a lesson.
+        from. A draft's ``reason`` is admitted to the inbox and runs one learning
+        turn (cause ``approval``) that sees the reason alone; it may become a
+        writing lesson. An amendment is no draft: its reason is kept on
+        ``amendment.declined`` (the heinzel's history shows it) and teaches no lesson.
         """
         heinzel_id, item = await self._named(ref, "reject")
         await self._check_intact(heinzel_id)
@@ -862,7 +864,7 @@ class TurnCommands(KernelCore):
                     message=reason,
                 ),
             )
-            if reason and reason.strip()
+            if draft is not None and reason and reason.strip()
             else None
         )
         if draft is not None:
@@ -870,7 +872,9 @@ class TurnCommands(KernelCore):
             MarkdownDocuments().remove_draft(path, item.key)
             await self._learn_from(heinzel_id, item.key)
         else:
-            await super().reject(ref=f"{heinzel_id}@{item.short}")  # type: ignore[misc]
+            await super().reject(  # type: ignore[misc]
+                ref=f"{heinzel_id}@{item.short}", reason=reason
+            )
         row = await self.index.heinzel(heinzel_id)
         if request is not None and row and not (row["paused"] or row["retired"]):
             wake = Wake(

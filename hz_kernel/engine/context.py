@@ -181,7 +181,9 @@ def event_line(event: Event) -> str | None:
     if event.kind == "contract.amended":
         return f"{when} the contract became version {data.get('version')}"
     if event.kind == "amendment.declined":
-        return f"{when} the user declined a proposed amendment"
+        reason = data.get("reason")
+        because = f": {escape_body(str(reason))}" if reason else ""
+        return f"{when} the user declined a proposed amendment{because}"
     if event.kind == "source.discovered":
         return f"{when} hz discovered {escape_body(str(data.get('source')))}"
     if event.kind == "question.asked":

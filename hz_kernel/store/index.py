@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 #: an older index may have folded such a line as sound.
 #: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
 #: 7: a turn skipped ``held-by`` names the home that holds the lease (``turns.holder``).
-SCHEMA_VERSION = 7
+#: 8: a skipped turn sets the heinzel's ``last_cause`` (an older index left the one before).
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True, slots=True)

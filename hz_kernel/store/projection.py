@@ -490,7 +490,14 @@ def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
     for key in keys:
         p._set_key(key, e.turn, "skipped")
     h = p.heinzel
-    h.update(last_turn=e.turn, last_disposition="skipped", last_turn_at=e.ts)
+    # ``turns_count`` counts turns that started; a skip is still the last turn, with its cause.
+    causes = d.get("causes") or []
+    h.update(
+        last_turn=e.turn,
+        last_cause=causes[0] if causes else None,
+        last_disposition="skipped",
+        last_turn_at=e.ts,
+    )
     h["last_report"] = row["report"] if row else None
     _note_slot(p, keys)
 

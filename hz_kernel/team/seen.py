@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -90,18 +90,23 @@ class Placement:
     """Where a team heinzel's lease and receipts live, or why it cannot be placed."""
 
     repo: str | None
-    delegate: bool
+    role: Literal["owner", "delegate"] | None
+    """None: the home has no ``[team] handle``, so whose role it plays is unknown."""
     error: HzError | None
+
+    @property
+    def delegate(self) -> bool:
+        return self.role == "delegate"
 
 
 def placement(spec: Mapping[str, Any], settings: TeamSettings, name: str) -> Placement:
     """A team heinzel's repository and role from its ``hz.team`` and the home's ``[team]``."""
     repo = spec.get("repo") or settings.repo
-    delegate = settings.handle is not None and settings.handle in (spec.get("delegates") or [])
+    role: Literal["owner", "delegate"] | None = None
+    if settings.handle is not None:
+        role = "delegate" if settings.handle in (spec.get("delegates") or []) else "owner"
     missing = unplaced(name, spec.get("repo"), settings)
-    if missing:
-        return Placement(repo, delegate, missing[0])
-    return Placement(repo, delegate, None)
+    return Placement(repo, role, missing[0] if missing else None)
 
 
 def team_spec(raw: object) -> dict[str, Any]:
@@ -113,7 +118,7 @@ def team_spec(raw: object) -> dict[str, Any]:
 def view(place: Placement, seen: Seen | None, now: datetime) -> TeamView:
     """The team block of a listing row: the placement, and the lease step's record when it
     was of the same repository."""
-    role = "delegate" if place.delegate else "owner"
+    role = place.role
     if place.error is not None:
         error = place.error
         return TeamView(repo=place.repo, role=role, error_code=error.code, error=error.one_line())

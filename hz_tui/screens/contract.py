@@ -166,8 +166,9 @@ class ContractScreen(Screen[None]):
     # -- actions -----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Approve and decline leave the footer while nothing waits for them."""
         if action == "decide":
-            return True if self.pending is not None else None
+            return self.pending is not None
         return True
 
     def action_back(self) -> None:

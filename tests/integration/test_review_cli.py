@@ -187,6 +187,9 @@ def test_issue12_item4_reject_by_name_of_a_proposed_first_contract_says_how_to_d
     assert "nothing of this heinzel waits" not in refused.stderr
     assert "hz heinzel retire notes-digest" in refused.stderr
     assert "proposed" in world.hz("heinzel", "list").stdout
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert shown.startswith("notes-digest: its first contract waits for approval\n")
+    assert shown.endswith("\napprove with: hz approve notes-digest@contract:v1\n")
 
 
 def test_the_same_rule_taught_twice_is_one_lesson(world: World) -> None:
@@ -197,3 +200,43 @@ def test_the_same_rule_taught_twice_is_one_lesson(world: World) -> None:
     assert draft_keys(world), "a second draft waits"
     world.hz("reject", "notes-digest", "--reason", "Shorter", HZ_NOW="2026-12-01T09:15:00Z")
     assert lessons(world) == ["Keep drafts shorter."]
+
+
+def test_hz_heinzel_contract_shows_the_text_and_the_waiting_amendment(world: World) -> None:
+    """``hz heinzel contract NAME``, as docs/discovery.md names it (found by the new-user pass)."""
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert shown.startswith("notes-digest v1 (versions: 1)\n") and "max_usd: 0.2" in shown
+    assert "waits" not in shown
+    v1 = world.home / "heinzel" / heinzel_id(world) / "contract" / "v1.prose.md"
+    wider = world.root / "v2.prose.md"
+    wider.write_text(v1.read_text().replace("max_usd: 0.2", "max_usd: 0.4"))
+    world.hz("heinzel", "amend", "notes-digest", str(wider), HZ_NOW=NOW)
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    assert "\nwidens: " in shown, shown
+    assert "-    max_usd: 0.2\n+    max_usd: 0.4\n" in shown
+    assert "+++ proposed.prose.md" in shown
+    (ref,) = re.findall(r"hz approve (notes-digest@amendment:\S+)", shown)
+    world.hz("approve", ref, HZ_NOW=NOW)
+    viewed = json.loads(world.hz("heinzel", "contract", "notes-digest", "--json").stdout)
+    assert (viewed["versions"], viewed["version"], viewed["pending"]) == ([1, 2], 2, None)
+    diff = world.hz("heinzel", "contract", "notes-digest", "--version", "2", "--against", "1")
+    assert "--- v1.prose.md" in diff.stdout and "+++ v2.prose.md" in diff.stdout
+    old = world.hz("heinzel", "contract", "notes-digest", "--version", "1").stdout
+    assert old.startswith("notes-digest v1 (versions: 1, 2)") and "max_usd: 0.2" in old
+    missing = world.hz("heinzel", "contract", "notes-digest", "--version", "9", check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("HZC082: ")
+
+
+def test_declining_an_amendment_with_a_reason_teaches_no_writing_lesson(world: World) -> None:
+    """An amendment is no draft (found by the new-user pass): its reason runs no learning turn
+    and is kept on ``amendment.declined`` instead."""
+    amend_narrower(world)
+    shown = world.hz("heinzel", "contract", "notes-digest").stdout
+    (ref,) = re.findall(r"hz reject (notes-digest@amendment:\S+)", shown)
+    turns_before = world.kinds(heinzel_id(world)).count("turn.started")
+    world.hz("reject", ref, "--reason", "not\x1b relevant\n now", HZ_NOW=NOW)
+    assert lessons(world) == []
+    spine = world.spine(heinzel_id(world))
+    declined = [e["data"] for e in spine if e["kind"] == "amendment.declined"]
+    assert [d.get("reason") for d in declined] == ["not relevant now"]
+    assert world.kinds(heinzel_id(world)).count("turn.started") == turns_before

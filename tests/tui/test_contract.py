@@ -8,6 +8,7 @@ from hz_kernel.home import Home
 from hz_tui.app import CockpitApp
 from hz_tui.screens.contract import ContractScreen
 from hz_tui.widgets.diff_view import DiffView
+from hz_tui.widgets.key_bar import KeyBar
 from tests.tui.test_cockpit import SIZE, open_page, text_of, until
 
 TEXT = render_template("weekly-report", {"name": "contract-demo"})
@@ -16,6 +17,10 @@ TEXT = render_template("weekly-report", {"name": "contract-demo"})
 def capped(cap: str) -> str:
     lines = [f"    max_usd: {cap}" if "max_usd:" in line else line for line in TEXT.splitlines()]
     return "\n".join(lines) + "\n"
+
+
+def footer_words(bar: KeyBar) -> set[str]:
+    return {key.description for key in bar.keys}
 
 
 def pane_text(page: ContractScreen) -> str:
@@ -61,3 +66,27 @@ async def test_versions_diffs_and_an_amendment_approved_from_the_contract_page(
         assert (await kernel.contract(ref=made.id)).versions == [1, 2]
         await pilot.press("escape")
         assert not isinstance(app.screen, ContractScreen)
+
+
+async def test_the_footer_drops_approve_and_decline_once_nothing_waits(
+    cockpit_home: Home, client: LocalClient
+) -> None:
+    """After ``x`` declined the amendment, ``a Approve  x Decline`` leave the footer (found by
+    the new-user pass): nothing waits for them."""
+    kernel = client.kernel
+    made = await kernel.new(text=TEXT)
+    await kernel.approve(ref=made.id)
+    await kernel.amend(ref=made.id, text=capped("0.25"), by="heinzel")
+    app = CockpitApp(cockpit_home, client)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.loaded.wait()
+        await open_page(pilot, made.id)
+        await pilot.press("v")
+        page = app.screen
+        assert isinstance(page, ContractScreen)
+        bar = page.query_one(KeyBar)
+        await until(lambda: page.pending is not None)
+        await until(lambda: {"Approve", "Decline"} <= footer_words(bar))
+        await pilot.press("x")
+        await until(lambda: page.view is not None and page.pending is None)
+        await until(lambda: not {"Approve", "Decline"} & footer_words(bar))

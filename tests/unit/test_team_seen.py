@@ -53,3 +53,11 @@ def test_a_record_hz_did_not_write_is_no_record(tmp_path: Path) -> None:
 
     path.write_text('{"hz-01JD0000000000000000000000": {"repo": 3}}')
     assert read_seen(path) == {}
+
+
+def test_a_home_without_a_handle_has_no_role() -> None:
+    """Not "owner" (found by the new-user pass): whose role it plays is unknown."""
+    place = placement({"delegates": ["priya"]}, TeamSettings(repo="/srv/git/team.git"), "w")
+    unknown = view(place, None, T0)
+    assert (place.role, place.delegate, unknown.role) == (None, False, None)
+    assert unknown.model_dump(mode="json")["role"] is None

@@ -466,3 +466,36 @@ async def test_a_placed_team_heinzel_is_quiet_until_an_amendment_drops_its_repos
     await kernel.close()
     assert (made.warnings, first.warnings) == ([], [])
     assert [w.split(": ")[:2] for w in decided.warnings] == [["HZS114", "team-status"]]
+
+
+async def test_a_home_behind_another_homes_amendment_is_told_to_make_it_here(
+    homes: tuple[Kernel, Kernel, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Priya approves v2; Theo's home keeps v1 and would run it when it takes over (found by
+    the new-user pass). Its tick and ``hz team status`` say so (HZS126) from the receipts as
+    last fetched, until Theo makes the same amendment."""
+    priya, theo, repo = homes
+    await tick(priya, T0, monkeypatch)
+    await tick(theo, T0, monkeypatch)
+    amended = team_contract(repo).replace("a short note", "a shorter note")
+    await priya.amend(ref="team-status", text=amended)
+    assert (await priya.approve(ref="team-status")).version == 2
+    assert [p.code for p in (await tick(priya, T0 + TICK, monkeypatch)).problems] == []
+
+    behind = (await tick(theo, T0 + TICK, monkeypatch)).problems
+    assert [(p.code, p.place, p.message) for p in behind] == [
+        (
+            "HZS126",
+            "team-status",
+            "priya's home runs team-status v2; this home has v1: make the same amendment here",
+        )
+    ]
+    status = await theo.team_status()
+    assert [line.split(": ")[0] for line in status.problems] == ["HZS126"]
+    assert [p.code for p in (await tick(priya, T0 + 2 * TICK, monkeypatch)).problems] == []
+
+    await theo.amend(ref="team-status", text=amended)
+    await theo.approve(ref="team-status")
+    caught_up = (await tick(theo, T0 + 2 * TICK, monkeypatch)).problems
+    assert "HZS126" not in [p.code for p in caught_up]
+    assert (await theo.team_status()).problems == []

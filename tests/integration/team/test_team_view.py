@@ -104,6 +104,7 @@ async def test_a_lease_that_ran_out_reads_free_and_a_missing_handle_is_an_error(
     priya.home.__dict__.pop("settings", None)
     unplaced = (await priya.show(ref="team-status")).heinzel.team
     assert unplaced is not None and unplaced.error_code == "HZS113"
+    assert unplaced.role is None, "with no handle the home's role is unknown, not owner"
 
 
 async def test_hz_team_status_brings_the_listing_up_to_date(

@@ -166,6 +166,14 @@ async def test_inputs_without_items_give_nothing() -> None:
     empty = [FramedInput(name="merged", source="git:/r", content="\n\n")]
     result, _ = await draft(inputs=empty)
     assert isinstance(result.outcome, NothingOutcome)
+    assert result.outcome.report == "Nothing to draft: merged had no items."
+
+
+def test_a_contract_without_inputs_says_so() -> None:
+    """Not "no inputs had no items" (found by the new-user pass)."""
+    nothing = compose_draft("section", [])
+    assert isinstance(nothing, NothingOutcome)
+    assert nothing.report == "Nothing to draft: the contract reads no inputs."
 
 
 PLACED = """## Weekly report

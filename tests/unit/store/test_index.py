@@ -21,6 +21,7 @@ from hz_kernel.vocabulary import (
     QuestionAsked,
     StepDone,
     TurnFinished,
+    TurnSkipped,
     TurnStarted,
 )
 
@@ -227,3 +228,27 @@ async def test_the_idle_tick_seeks_the_current_contract_s_turns_however_many_the
     finally:
         await index.close()
     assert plan == ["SEARCH turns USING INDEX turns_by_version (heinzel=? AND contract_version>?)"]
+
+
+async def test_a_skip_without_a_start_is_the_last_turn_with_its_cause(kernel: Kernel) -> None:
+    """A delegate's ``held-by`` skip never started: the row names its cause as ``show`` does,
+    and ``turns_count`` counts only turns that started (found by the new-user pass)."""
+    heinzel_id = await kernel.create_heinzel("weekly")
+    turn = "01JTURN" + "8" * 19
+    async with kernel.holding(heinzel_id) as held:
+        await held.append(ContractApproved(version=1, fingerprint="f" * 64))
+        await held.append(
+            TurnSkipped(
+                causes=["discovered", "created"], keys=[], reason="held-by", holder="priya"
+            ),
+            turn=turn,
+        )
+    row = (await kernel.list_heinzels(ids=[heinzel_id])).items[0]
+    shown = (await kernel.show(ref=heinzel_id)).turns[0]
+    assert (row.last_turn, row.last_cause, row.last_disposition) == (
+        turn,
+        "discovered",
+        "skipped",
+    )
+    assert (shown.turn, shown.cause) == (turn, row.last_cause)
+    assert row.turns_count == 0
