@@ -103,7 +103,11 @@ class ContractAmendedReceipt(Receipt):
     fingerprint: Fingerprint
 
     def _stem(self) -> str:
-        return self.turn or f"v{self.version}"
+        """Outside a turn, each home that makes the amendment has a file of its own (an older
+        hz, without ``by``, wrote ``v<version>``)."""
+        if self.turn:
+            return self.turn
+        return f"v{self.version}" if self.by is None else f"v{self.version}-by-{self.by}"
 
 
 AnyReceipt = Annotated[

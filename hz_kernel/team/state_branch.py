@@ -88,6 +88,10 @@ class ReceiptLog(BaseModel):
     not a document ref (HZS122). Another home wrote it, so it is held to the outbox's rules."""
 
 
+#: Per cache: the last tip whose receipts were read, and what was read there.
+_READ_AT_TIP: dict[Path, tuple[str, ReceiptLog]] = {}
+
+
 class StateBranch:
     """``hz/state`` of the team repository ``remote``, from the home at ``home``."""
 
@@ -177,9 +181,19 @@ class StateBranch:
         return None
 
     def _mirrored_receipts(self) -> ReceiptLog:
+        """The receipts at the mirrored tip, read once per tip: a tip names its tree for
+        ever, and the tick asks every time (HZS126) while a large team's branch takes seconds."""
         tip = self.repo.mirrored(STATE_BRANCH)
         if tip is None:
             return ReceiptLog(receipts=[])
+        known = _READ_AT_TIP.get(self.repo.git_dir)
+        if known is not None and known[0] == tip:
+            return known[1]
+        log = self._receipts_at(tip)
+        _READ_AT_TIP[self.repo.git_dir] = (tip, log)
+        return log
+
+    def _receipts_at(self, tip: str) -> ReceiptLog:
         try:
             self.check_tip(tip)
         except ForeignTip as exc:
@@ -266,6 +280,8 @@ class StateBranch:
             for path, receipt in list(waiting.items()):
                 if receipt.heinzel != heinzel or receipt.token == lease.token:
                     continue
+                if receipt.token == 0 and receipt.turn is None:
+                    continue  # outside a turn at a home without the lease: nothing to fence
                 if receipt.token < lease.token:
                     message = f"token {receipt.token} is older than the lease's {lease.token}"
                 else:

@@ -106,7 +106,7 @@ def test_an_amendment_outside_a_turn_is_a_receipt_named_by_its_version() -> None
     (receipt,) = receipts_from([amended], heinzel=HEINZEL, handle="priya", token=1)
 
     assert isinstance(receipt, ContractAmendedReceipt)
-    assert receipt.path == f"receipts/{HEINZEL}/v2.contract.amended.json"
+    assert receipt.path == f"receipts/{HEINZEL}/v2-by-priya.contract.amended.json"
     assert "proposal" not in receipt.model_dump()
 
 

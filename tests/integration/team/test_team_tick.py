@@ -497,5 +497,7 @@ async def test_a_home_behind_another_homes_amendment_is_told_to_make_it_here(
     await theo.amend(ref="team-status", text=amended)
     await theo.approve(ref="team-status")
     caught_up = (await tick(theo, T0 + 2 * TICK, monkeypatch)).problems
-    assert "HZS126" not in [p.code for p in caught_up]
+    assert caught_up == []
     assert (await theo.team_status()).problems == []
+    theirs = [r.receipt for r in (await priya.team_log()).receipts if r.receipt.get("by") == "theo"]
+    assert [(r["kind"], r["version"], r["token"]) for r in theirs] == [("contract.amended", 2, 0)]
