@@ -55,6 +55,7 @@ from hz_kernel.team.repo import TeamRepo
 from hz_kernel.tick.cache import SourceCache
 from hz_kernel.tick.discovery import (
     DiscoveryState,
+    KnownSources,
     discovered_key,
     discovery_path,
     folder_sources,
@@ -512,7 +513,7 @@ class TickCommands(KernelCore):
         }
         async with self.holding(row["id"]) as held:
             projection = held.projection
-            seen = reading | set(projection.discovered) | projection.declined
+            seen = KnownSources([*reading, *projection.discovered, *projection.declined])
             for hint in hz.get("discover") or []:
                 try:
                     sources = await self._hint_sources(str(hint), row, hz, inventories)

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,14 @@ def split_hint(hint: str) -> tuple[str, tuple[str, ...]]:
 
 
 def folder_sources(hint: str, resolve: Callable[[str], Path]) -> list[str]:
-    """The regular files a folder hint matches, as absolute paths (``HZT020``/``HZT022`` when
-    its folder is missing, unreadable, or it matches too much). The walk is the ``files``
-    source's: links to folders are not entered, a FIFO or a socket is no file."""
+    """The regular files a folder hint matches, as real paths (``HZT020``/``HZT022`` when its
+    folder is missing, unreadable, or it matches too much): a link or a ``..`` is named by the
+    file it leads to, as the ``files`` source reads it. The walk is that source's: links to
+    folders are not entered, a FIFO or a socket is no file."""
     root_text, parts = split_hint(hint)
     root = Path(os.path.abspath(resolve(root_text)))
     found = matching(root, parts, MAX_MATCHES, hint)
-    return sorted(os.path.normpath(root / relative) for relative in found)
+    return sorted({os.path.realpath(readable) for readable in found.values()})
 
 
 def team_sources(hint: str, files: Iterable[str]) -> list[str]:
@@ -91,12 +93,55 @@ def _matches(parts: tuple[str, ...], names: tuple[str, ...]) -> bool:
 # -- the input that reads a source -----------------------------------------------------------
 
 
+def _file_id(source: str) -> tuple[int, int] | None:
+    """A folder source's (device, inode) when it is a regular file now, else None."""
+    if not source.startswith("/"):
+        return None
+    try:
+        found = os.stat(source)
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
+
+
+class KnownSources:
+    """Sources compared by what they are, not how they are spelled: a folder source by its
+    real path and, while it exists, its (device, inode), so a link, a hard link or a
+    ``sub/..`` alias of a known file is that file. Other entries (team paths, input names)
+    compare as they are."""
+
+    def __init__(self, sources: Iterable[str | None] = ()) -> None:
+        self._names: set[str] = set()
+        self._files: set[tuple[int, int]] = set()
+        for source in sources:
+            if source is not None:
+                self.add(source)
+
+    def add(self, source: str) -> None:
+        self._names.update((source, _real(source)))
+        if (found := _file_id(source)) is not None:
+            self._files.add(found)
+
+    def __contains__(self, source: object) -> bool:
+        if not isinstance(source, str):
+            return False
+        if source in self._names or _real(source) in self._names:
+            return True
+        found = _file_id(source)
+        return found is not None and found in self._files
+
+
+def _real(source: str) -> str:
+    return os.path.realpath(source) if source.startswith("/") else source
+
+
 def input_identity(
     spec: InputSpec, resolve: Callable[[str], Path], team_repo: str | None = None
 ) -> str | None:
-    """The source an input on one file reads, else None: a ``files`` input's absolute path; a
-    ``git`` file input's ``team:`` and path when it reads the team repository ``team_repo``
-    (on any branch), else its repository and path."""
+    """The source an input on one file reads, else None: a ``files`` input's real path (links
+    and ``..`` followed, as the source reads it); a ``git`` file input's ``team:`` and path
+    when it reads the team repository ``team_repo`` (on any branch), else its repository and
+    path."""
     if spec.source == "git" and spec.method == "file":
         remote = file_remote(str(spec.args.get("repo", "")), resolve("."))
         path = str(spec.args.get("path", ""))
@@ -109,7 +154,7 @@ def input_identity(
     if _WILDCARDS & set(_ESCAPED.sub("", pattern)):
         return None
     root = resolve(str(spec.args.get("root", ".")))
-    return os.path.normpath(os.path.abspath(root / _ESCAPED.sub(r"\1", pattern)))
+    return os.path.realpath(root / _ESCAPED.sub(r"\1", pattern))
 
 
 def input_for(

@@ -1,0 +1,103 @@
+"""Discovery against aliases: a source is the file it is, not how a path spells it.
+
+A proposed input widens only onto the very file hz discovered (a ``..``
+after a link, or another branch of a team file, is not it: ``HZC050``), and
+a declined file stays declined under a link, a hard link or a new name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from time_machine import TimeMachineFixture
+
+from hz_kernel.contracts import ContractError
+from tests.integration.tick.test_tick_discovery import _events, discovering
+from tests.integration.tick.tick_helpers import approved, open_kernel
+from tests.support.homes import World
+
+
+def _with_input(text: str, name: str, spec: dict[str, object]) -> str:
+    return text.replace("    notes:\n", f"    {name}: {json.dumps(spec)}\n    notes:\n", 1)
+
+
+async def test_a_link_and_dot_dot_do_not_pass_off_a_secret_file_as_discovered(
+    world: World, clock: TimeMachineFixture, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    incidents = world.root / "incidents"
+    incidents.mkdir()
+    (incidents / "incident-z.md").write_text("- the discovered one\n")
+    secret = tmp_path_factory.mktemp("secret")
+    (secret / "x").mkdir()
+    (secret / "incident-z.md").write_text("- not under any hint\n")
+    (incidents / "link").symlink_to(secret / "x")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    text = discovering("weekly", ["incidents/incident*.md"])
+    heinzel = await approved(kernel, text)
+    await kernel.tick_once()
+    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert found == [str(incidents / "incident-z.md")]
+    spec = {"source": "files", "method": "glob",
+            "args": {"root": "incidents/link/..", "pattern": "incident-z.md"}}  # fmt: skip
+    with pytest.raises(ContractError) as refused:
+        await kernel.amend(ref="weekly", text=_with_input(text, "z", spec), by="heinzel")
+    assert refused.value.code == "HZC050"
+    # the input that reads the discovered file itself is still the heinzel's to propose
+    spec["args"] = {"root": "incidents", "pattern": "incident-z.md"}
+    amended = await kernel.amend(ref="weekly", text=_with_input(text, "z", spec), by="heinzel")
+    await kernel.close()
+    assert amended.widens == ['inputs: adds "z", a discovered source']
+
+
+async def test_a_declined_file_is_not_discovered_again_under_another_name(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    (incidents / "sub").mkdir(parents=True)
+    declined = incidents / "incident-a.md"
+    declined.write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/**/*.md"]))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None
+    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+    (incidents / "incident-link.md").symlink_to(declined)
+    os.link(declined, incidents / "sub" / "incident-hard.md")
+    (incidents / "incident-new.md").write_text("- new\n")
+    clock.move_to("2026-12-02T09:00:00Z")
+    await kernel.tick_once()
+    await kernel.close()
+    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert found == [str(declined), str(incidents / "incident-new.md")]
+
+
+async def test_a_new_file_named_as_a_declined_input_is_proposed_under_another_name(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    (incidents / "2027").mkdir(parents=True)
+    (incidents / "incident-a.md").write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/**/*.md"]))
+    await kernel.tick_once()
+    await kernel.tick_once()
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None and '"incident-a":' in pending.text
+    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+    (incidents / "2027" / "incident-a.md").write_text("- another a\n")
+    clock.move_to("2026-12-02T09:00:00Z")
+    woken = await kernel.tick_once()
+    assert [w.causes for w in woken.woken] == [["discovered"]]
+    again = (await kernel.contract("weekly")).pending
+    await kernel.close()
+    assert again is not None and again.by == "heinzel"
+    assert 'inputs: adds "incident-a-2", a discovered source' in again.widens
+    assert str(incidents / "2027") in again.text
+    assert len(_events(world, heinzel, "amendment.proposed")) == 2
