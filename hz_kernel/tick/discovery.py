@@ -157,6 +157,14 @@ def input_identity(
     return os.path.realpath(root / _ESCAPED.sub(r"\1", pattern))
 
 
+def reads_as_discovered(spec: InputSpec) -> bool:
+    """Whether an input on a discovered source reads it where discovery found it: a team
+    file on the default branch (no branch, or ``HEAD``), never another branch of it."""
+    if spec.source != "git":
+        return True
+    return spec.args.get("branch", "HEAD") == "HEAD"
+
+
 def input_for(
     source: str, taken: Iterable[str], team_repo: str | None = None
 ) -> tuple[str, dict[str, Any]] | None:

@@ -14,7 +14,12 @@ import pytest
 from time_machine import TimeMachineFixture
 
 from hz_kernel.contracts import ContractError
-from tests.integration.tick.test_tick_discovery import _events, discovering
+from tests.integration.tick.test_tick_discovery import (
+    _events,
+    _team_discovering,
+    _team_repository,
+    discovering,
+)
 from tests.integration.tick.tick_helpers import approved, open_kernel
 from tests.support.homes import World
 
@@ -101,3 +106,23 @@ async def test_a_new_file_named_as_a_declined_input_is_proposed_under_another_na
     assert 'inputs: adds "incident-a-2", a discovered source' in again.widens
     assert str(incidents / "2027") in again.text
     assert len(_events(world, heinzel, "amendment.proposed")) == 2
+
+
+async def test_another_branch_of_a_discovered_team_file_is_a_widening(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    bare, _ = _team_repository(world)
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    text = _team_discovering("team:docs/**/*.md")
+    await approved(kernel, text)
+    await kernel.tick_once()
+    await kernel.tick_once()
+    pending = (await kernel.contract("weekly")).pending
+    assert pending is not None
+    args = {"repo": str(bare), "path": "docs/incidents/checkout.md", "branch": "secret"}
+    spec = {"source": "git", "method": "file", "args": args}
+    with pytest.raises(ContractError) as refused:
+        await kernel.amend(ref="weekly", text=_with_input(text, "other", spec), by="heinzel")
+    await kernel.close()
+    assert refused.value.code == "HZC050" and '"other"' in refused.value.message
