@@ -531,7 +531,11 @@ class TickCommands(KernelCore):
                     if source not in seen:
                         seen.add(source)
                         key = discovered_key(held.id, source)
-                        await held.append(SourceDiscovered(source=source, hint=str(hint)), key=key)
+                        try:
+                            found = SourceDiscovered(source=source, hint=str(hint))
+                            await held.append(found, key=key)
+                        except (HzError, ValueError) as exc:
+                            problems.append(_unrecorded(exc, hint, row))
             keys = (discovered_key(held.id, source) for source in projection.discovered)
             return [(held.id, key) for key in keys if key not in projection.keys]
 
@@ -819,6 +823,18 @@ def _source_readers(
         place = f"{readers}: {error.place}" if error.place else readers
         problems.append(TickProblem(code=error.code, message=error.message, place=place))
     return problems
+
+
+def _unrecorded(exc: Exception, hint: object, row: dict[str, Any]) -> TickProblem:
+    """A found file the spine may not record (``HZT036``), named by its reason, not its path:
+    an e-mail-like name the spine refuses, a path too long. The hint's other files go on."""
+    why = f"{exc.code}: {exc.message}" if isinstance(exc, HzError) else "the path is too long"
+    return TickProblem(
+        code="HZT036",
+        message=f"discovery passed over a file it cannot record ({why})",
+        place=f"{row['name']}: {hint}",
+        heinzel=row["id"],
+    )
 
 
 def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) -> TickProblem:

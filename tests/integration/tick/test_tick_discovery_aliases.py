@@ -126,3 +126,22 @@ async def test_another_branch_of_a_discovered_team_file_is_a_widening(
         await kernel.amend(ref="weekly", text=_with_input(text, "other", spec), by="heinzel")
     await kernel.close()
     assert refused.value.code == "HZC050" and '"other"' in refused.value.message
+
+
+async def test_a_file_with_an_e_mail_like_name_costs_a_line_not_the_rest_of_the_hint(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    incidents.mkdir()
+    for name in ("a.md", "from-bob@acme.com.md", "z.md"):
+        (incidents / name).write_text(f"- {name}\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    report = await kernel.tick_once()
+    await kernel.close()
+    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert found == [str(incidents / "a.md"), str(incidents / "z.md")]
+    assert [p.code for p in report.problems] == ["HZT036"]
+    assert "acme" not in report.problems[0].message
+    assert report.problems[0].place == "weekly: incidents/*.md"
