@@ -493,7 +493,17 @@ class TickCommands(KernelCore):
                 continue
             owed = {entry: None for entry in owed if entry[0] != row["id"]}
             owed.update(dict.fromkeys(found))
-        DiscoveryState(day=day, owed=list(owed)).save(path)
+        try:
+            DiscoveryState(day=day, owed=list(owed)).save(path)
+        except OSError as exc:
+            problems.append(
+                TickProblem(
+                    code="HZT037",
+                    message="discovery cannot keep its day and owed wakes "
+                    f"({exc.strerror or type(exc).__name__}); it runs again next tick",
+                    place=str(path),
+                )
+            )
         return problems
 
     async def _discover_for(

@@ -14,6 +14,7 @@ import pytest
 from time_machine import TimeMachineFixture
 
 from hz_kernel.contracts import ContractError
+from hz_kernel.tick.discovery import discovery_path
 from tests.integration.tick.test_tick_discovery import (
     _events,
     _team_discovering,
@@ -145,3 +146,19 @@ async def test_a_file_with_an_e_mail_like_name_costs_a_line_not_the_rest_of_the_
     assert [p.code for p in report.problems] == ["HZT036"]
     assert "acme" not in report.problems[0].message
     assert report.problems[0].place == "weekly: incidents/*.md"
+
+
+async def test_a_discovery_file_that_is_a_folder_costs_a_line_not_the_tick(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-a.md").write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    discovery_path(world.home / "heinzel").mkdir()
+    report = await kernel.tick_once()
+    await kernel.close()
+    assert [w.causes for w in report.woken] == [["source-changed", "created"]]
+    assert [p.code for p in report.problems] == ["HZT037"]
+    assert len(_events(world, heinzel, "source.discovered")) == 1
