@@ -54,6 +54,7 @@ from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.tick.cache import SourceCache
 from hz_kernel.tick.discovery import (
+    MAX_NEW_PER_DAY,
     DiscoveryState,
     KnownSources,
     discovered_key,
@@ -524,7 +525,10 @@ class TickCommands(KernelCore):
         async with self.holding(row["id"]) as held:
             projection = held.projection
             seen = KnownSources([*reading, *projection.discovered, *projection.declined])
+            room, full = MAX_NEW_PER_DAY, False
             for hint in hz.get("discover") or []:
+                if full:
+                    break
                 try:
                     sources = await self._hint_sources(str(hint), row, hz, inventories)
                 except HzError as exc:
@@ -538,14 +542,29 @@ class TickCommands(KernelCore):
                     )
                     continue
                 for source in sources:
-                    if source not in seen:
-                        seen.add(source)
-                        key = discovered_key(held.id, source)
-                        try:
-                            found = SourceDiscovered(source=source, hint=str(hint))
-                            await held.append(found, key=key)
-                        except (HzError, ValueError) as exc:
-                            problems.append(_unrecorded(exc, hint, row))
+                    if source in seen:
+                        continue
+                    if room == 0:
+                        full = True
+                        break
+                    seen.add(source)
+                    key = discovered_key(held.id, source)
+                    try:
+                        found = SourceDiscovered(source=source, hint=str(hint))
+                        await held.append(found, key=key)
+                        room -= 1
+                    except (HzError, ValueError) as exc:
+                        problems.append(_unrecorded(exc, hint, row))
+            if full:
+                problems.append(
+                    TickProblem(
+                        code="HZT038",
+                        message=f"discovery recorded {MAX_NEW_PER_DAY} new sources today, "
+                        "its most for one heinzel a day; the rest come on the next days",
+                        place=row["name"],
+                        heinzel=row["id"],
+                    )
+                )
             keys = (discovered_key(held.id, source) for source in projection.discovered)
             return [(held.id, key) for key in keys if key not in projection.keys]
 

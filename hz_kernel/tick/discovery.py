@@ -35,6 +35,10 @@ from hz_kernel.contracts.model import TEAM_HINT, ContractError, InputSpec
 from hz_kernel.contracts.parse import load_frontmatter, split_frontmatter
 from hz_kernel.store.fsutil import atomic_write, is_regular_file, read_nofollow
 
+MAX_NEW_PER_DAY = 100
+"""The most new sources the daily job records for one heinzel; the rest wait for the next
+days (they are not recorded, so they are found again), so no hint floods a spine or a tick."""
+
 _WILDCARDS = frozenset("*?[")
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 _NOT_IN_NAME = re.compile(r"[^a-z0-9_-]+")

@@ -162,3 +162,25 @@ async def test_a_discovery_file_that_is_a_folder_costs_a_line_not_the_tick(
     assert [w.causes for w in report.woken] == [["source-changed", "created"]]
     assert [p.code for p in report.problems] == ["HZT037"]
     assert len(_events(world, heinzel, "source.discovered")) == 1
+
+
+async def test_a_day_records_at_most_its_share_of_new_sources_and_the_rest_later(
+    world: World, clock: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("hz_kernel.commands.tick.MAX_NEW_PER_DAY", 2)
+    incidents = world.root / "incidents"
+    incidents.mkdir()
+    for n in range(5):
+        (incidents / f"incident-{n}.md").write_text(f"- {n}\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    counts, codes = [], []
+    for day in ("2026-12-01", "2026-12-02", "2026-12-03"):
+        clock.move_to(f"{day}T09:00:00Z")
+        report = await kernel.tick_once()
+        codes.append([p.code for p in report.problems])
+        counts.append(len(_events(world, heinzel, "source.discovered")))
+    await kernel.close()
+    assert counts == [2, 4, 5]
+    assert codes == [["HZT038"], ["HZT038"], []]
