@@ -61,6 +61,7 @@ from hz_kernel.tick.discovery import (
     discovery_path,
     folder_sources,
     input_identity,
+    plainly_named,
     team_sources,
 )
 from hz_kernel.tick.failures import FailureLedger, failures_path
@@ -541,8 +542,11 @@ class TickCommands(KernelCore):
                         )
                     )
                     continue
+                hostile = [source for source in sources if not plainly_named(source)]
+                if hostile:
+                    problems.append(_hostile(len(hostile), hint, row))
                 for source in sources:
-                    if source in seen:
+                    if source in seen or not plainly_named(source):
                         continue
                     if room == 0:
                         full = True
@@ -852,6 +856,18 @@ def _source_readers(
         place = f"{readers}: {error.place}" if error.place else readers
         problems.append(TickProblem(code=error.code, message=error.message, place=place))
     return problems
+
+
+def _hostile(count: int, hint: object, row: dict[str, Any]) -> TickProblem:
+    """Found files whose names hold control or bidi characters (``HZT039``): not proposed,
+    as their names could not be shown as they are; the line does not echo them."""
+    return TickProblem(
+        code="HZT039",
+        message=f"discovery passed over {count} file(s) whose names hold control or bidi "
+        "characters; rename them to have them proposed",
+        place=f"{row['name']}: {hint}",
+        heinzel=row["id"],
+    )
 
 
 def _unrecorded(exc: Exception, hint: object, row: dict[str, Any]) -> TickProblem:

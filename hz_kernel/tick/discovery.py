@@ -20,6 +20,7 @@ import json
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,12 @@ def discovered_key(heinzel_id: str, source: str) -> str:
 
 
 # -- expanding hints -------------------------------------------------------------------------
+
+
+def plainly_named(source: str) -> bool:
+    """Whether a source's name can be shown as it is: no control, format (bidi) or line
+    separator characters, which would hide or reorder what the user approves."""
+    return not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in source)
 
 
 def split_hint(hint: str) -> tuple[str, tuple[str, ...]]:

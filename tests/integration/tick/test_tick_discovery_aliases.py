@@ -184,3 +184,22 @@ async def test_a_day_records_at_most_its_share_of_new_sources_and_the_rest_later
     await kernel.close()
     assert counts == [2, 4, 5]
     assert codes == [["HZT038"], ["HZT038"], []]
+
+
+async def test_files_with_control_or_bidi_characters_in_their_names_are_one_line(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    incidents.mkdir()
+    for name in ("a.md", "esc\x1b[31m.md", "new\nline.md", "bel\x07.md", "rev\u202egpj.md"):
+        (incidents / name).write_text("- x\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    report = await kernel.tick_once()
+    await kernel.close()
+    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert found == [str(incidents / "a.md")]
+    assert [p.code for p in report.problems] == ["HZT039"]
+    assert "4 file(s)" in report.problems[0].message
+    assert "\x1b" not in report.problems[0].message
