@@ -40,6 +40,10 @@ MAX_NEW_PER_DAY = 100
 """The most new sources the daily job records for one heinzel; the rest wait for the next
 days (they are not recorded, so they are found again), so no hint floods a spine or a tick."""
 
+MAX_WALKED = 200_000
+"""The most folder entries one hint's walk lists (``HZT024``): a hint such as ``/**/*.conf``
+is passed over rather than walking a whole disk every day."""
+
 _WILDCARDS = frozenset("*?[")
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 _NOT_IN_NAME = re.compile(r"[^a-z0-9_-]+")
@@ -68,13 +72,13 @@ def split_hint(hint: str) -> tuple[str, tuple[str, ...]]:
 
 
 def folder_sources(hint: str, resolve: Callable[[str], Path]) -> list[str]:
-    """The regular files a folder hint matches, as real paths (``HZT020``/``HZT022`` when its
-    folder is missing, unreadable, or it matches too much): a link or a ``..`` is named by the
-    file it leads to, as the ``files`` source reads it. The walk is that source's: links to
-    folders are not entered, a FIFO or a socket is no file."""
+    """The regular files a folder hint matches, as real paths (``HZT020``/``HZT022``/``HZT024``
+    when its folder is missing, unreadable, or it matches or walks too much): a link or a
+    ``..`` is named by the file it leads to, as the ``files`` source reads it. The walk is that
+    source's: links to folders are not entered, a FIFO or a socket is no file."""
     root_text, parts = split_hint(hint)
     root = Path(os.path.abspath(resolve(root_text)))
-    found = matching(root, parts, MAX_MATCHES, hint)
+    found = matching(root, parts, MAX_MATCHES, hint, MAX_WALKED)
     return sorted({os.path.realpath(readable) for readable in found.values()})
 
 

@@ -203,3 +203,24 @@ async def test_files_with_control_or_bidi_characters_in_their_names_are_one_line
     assert [p.code for p in report.problems] == ["HZT039"]
     assert "4 file(s)" in report.problems[0].message
     assert "\x1b" not in report.problems[0].message
+
+
+async def test_a_hint_that_walks_too_many_entries_is_one_line(
+    world: World, clock: TimeMachineFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("hz_kernel.tick.discovery.MAX_WALKED", 20)
+    wide = world.root / "wide"
+    for n in range(30):
+        (wide / f"d{n}").mkdir(parents=True)
+        (wide / f"d{n}" / "x.txt").write_text("- x\n")
+    (world.root / "incidents").mkdir()
+    (world.root / "incidents" / "incident-a.md").write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["wide/**/*.conf", "incidents/*.md"]))
+    report = await kernel.tick_once()
+    await kernel.close()
+    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    assert found == [str(world.root / "incidents" / "incident-a.md")]
+    assert [p.code for p in report.problems] == ["HZT024"]
+    assert "wide/**/*.conf" in report.problems[0].message
