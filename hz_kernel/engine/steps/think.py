@@ -49,6 +49,7 @@ from hz_kernel.engine.window import Window, estimate_tokens, window_for
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.envelope import since_seq
+from hz_kernel.store.fsutil import is_regular_file
 from hz_kernel.store.inbox import Inbox
 from hz_kernel.tick.discovery import KnownSources, amended_text, input_for, input_identity
 from hz_kernel.vocabulary import (
@@ -389,6 +390,11 @@ def _discovered(run: TurnRunner, state: TurnState, contract: CompiledContract) -
             continue
         source, hint = str(event.data.get("source")), str(event.data.get("hint"))
         if hint not in contract.hz.discover or source in reading or source in known:
+            continue
+        if source.startswith("/") and not is_regular_file(Path(source)):
+            framed.append(
+                render_discovered(source=source, hint=hint, input_name="", proposal="", gone=True)
+            )
             continue
         made = input_for(source, [*contract.inputs, *declined], team_repo)
         proposal = (amended_text(text, *made) if made else None) or ""

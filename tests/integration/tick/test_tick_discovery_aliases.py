@@ -224,3 +224,22 @@ async def test_a_hint_that_walks_too_many_entries_is_one_line(
     assert found == [str(world.root / "incidents" / "incident-a.md")]
     assert [p.code for p in report.problems] == ["HZT024"]
     assert "wide/**/*.conf" in report.problems[0].message
+
+
+async def test_a_discovered_file_replaced_by_a_folder_before_its_turn_is_not_proposed(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    incidents.mkdir()
+    path = incidents / "incident-a.md"
+    path.write_text("- a\n")
+    clock.move_to("2026-12-01T09:00:00Z")
+    kernel = await open_kernel(world.home)
+    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
+    await kernel.tick_once()  # the first turn; the source is recorded, its wake owed
+    path.unlink()
+    path.mkdir()
+    woken = await kernel.tick_once()
+    await kernel.close()
+    assert [w.causes for w in woken.woken] == [["discovered"]]
+    assert _events(world, heinzel, "amendment.proposed") == []
