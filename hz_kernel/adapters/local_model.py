@@ -196,12 +196,22 @@ _UNREADABLE_NOTE = (
 )
 
 
-def render_discovered(*, source: str, hint: str, input_name: str, proposal: str) -> str:
+_NOT_A_FILE_NOTE = (
+    "hz found a new source under one of your contract's discover hints, which the user wrote; "
+    "it is no longer a file (gone, or a folder now), so it is not offered and there is nothing "
+    "to propose for it."
+)
+
+
+def render_discovered(
+    *, source: str, hint: str, input_name: str, proposal: str, gone: bool = False
+) -> str:
     """Frame a source the discovery job found for this turn, and the contract that reads it
-    (empty when hz could not write one: no team repository is named, or the contract's text
-    cannot take one more input)."""
+    (empty when hz could not write one: no team repository is named, the contract's text
+    cannot take one more input, or the file is ``gone``: no longer a regular file)."""
+    note = _NOT_A_FILE_NOTE if gone else _DISCOVERED_NOTE if proposal else _UNREADABLE_NOTE
     return (
-        f"{_DISCOVERED_NOTE if proposal else _UNREADABLE_NOTE}\n"
+        f"{note}\n"
         f'<discovered source="{_attr(source)}" hint="{_attr(hint)}" input="{_attr(input_name)}">\n'
         f"{escape_body(proposal)}\n</discovered>"
     )

@@ -37,7 +37,7 @@ from hz_kernel.errors import HzError, UsageError
 from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, open_regular, read_nofollow
 from hz_kernel.store.session import HeldSession
 from hz_kernel.team.placement import unplaced
-from hz_kernel.tick.discovery import input_identity
+from hz_kernel.tick.discovery import KnownSources, input_identity, reads_as_discovered
 from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
     AmendmentDeclined,
@@ -465,17 +465,19 @@ class LifecycleCommands(KernelCore):
             hints = set(current.hz.discover)
             found = held.projection.discovered
             discovered = frozenset(
-                name for name, path in sources.items() if path and found.get(path) in hints
+                name
+                for name, path in sources.items()
+                if path and found.get(path) in hints and reads_as_discovered(proposed.inputs[name])
             )
             check = check_amendment(current, proposed, by=by, zone=zone, discovered=discovered)
             added = set(proposed.assets) - set(current.assets)
             await self._check_assets_free(added, held.id, source)
             if by == "heinzel":
-                declined = held.projection.declined
+                declined = KnownSources(held.projection.declined)
                 again = sorted(
                     path or name
                     for name, path in sources.items()
-                    if name in declined or path in declined
+                    if (path in declined if path else name in declined)
                 )
                 if again:
                     raise ContractError(

@@ -54,11 +54,14 @@ from hz_kernel.store.spine import LOCK_NAME
 from hz_kernel.team.repo import TeamRepo
 from hz_kernel.tick.cache import SourceCache
 from hz_kernel.tick.discovery import (
+    MAX_NEW_PER_DAY,
     DiscoveryState,
+    KnownSources,
     discovered_key,
     discovery_path,
     folder_sources,
     input_identity,
+    plainly_named,
     team_sources,
 )
 from hz_kernel.tick.failures import FailureLedger, failures_path
@@ -492,7 +495,17 @@ class TickCommands(KernelCore):
                 continue
             owed = {entry: None for entry in owed if entry[0] != row["id"]}
             owed.update(dict.fromkeys(found))
-        DiscoveryState(day=day, owed=list(owed)).save(path)
+        try:
+            DiscoveryState(day=day, owed=list(owed)).save(path)
+        except OSError as exc:
+            problems.append(
+                TickProblem(
+                    code="HZT037",
+                    message="discovery cannot keep its day and owed wakes "
+                    f"({exc.strerror or type(exc).__name__}); it runs again next tick",
+                    place=str(path),
+                )
+            )
         return problems
 
     async def _discover_for(
@@ -512,8 +525,11 @@ class TickCommands(KernelCore):
         }
         async with self.holding(row["id"]) as held:
             projection = held.projection
-            seen = reading | set(projection.discovered) | projection.declined
+            seen = KnownSources([*reading, *projection.discovered, *projection.declined])
+            room, full = MAX_NEW_PER_DAY, False
             for hint in hz.get("discover") or []:
+                if full:
+                    break
                 try:
                     sources = await self._hint_sources(str(hint), row, hz, inventories)
                 except HzError as exc:
@@ -526,11 +542,33 @@ class TickCommands(KernelCore):
                         )
                     )
                     continue
+                hostile = [source for source in sources if not plainly_named(source)]
+                if hostile:
+                    problems.append(_hostile(len(hostile), hint, row))
                 for source in sources:
-                    if source not in seen:
-                        seen.add(source)
-                        key = discovered_key(held.id, source)
-                        await held.append(SourceDiscovered(source=source, hint=str(hint)), key=key)
+                    if source in seen or not plainly_named(source):
+                        continue
+                    if room == 0:
+                        full = True
+                        break
+                    seen.add(source)
+                    key = discovered_key(held.id, source)
+                    try:
+                        found = SourceDiscovered(source=source, hint=str(hint))
+                        await held.append(found, key=key)
+                        room -= 1
+                    except (HzError, ValueError) as exc:
+                        problems.append(_unrecorded(exc, hint, row))
+            if full:
+                problems.append(
+                    TickProblem(
+                        code="HZT038",
+                        message=f"discovery recorded {MAX_NEW_PER_DAY} new sources today, "
+                        "its most for one heinzel a day; the rest come on the next days",
+                        place=row["name"],
+                        heinzel=row["id"],
+                    )
+                )
             keys = (discovered_key(held.id, source) for source in projection.discovered)
             return [(held.id, key) for key in keys if key not in projection.keys]
 
@@ -818,6 +856,30 @@ def _source_readers(
         place = f"{readers}: {error.place}" if error.place else readers
         problems.append(TickProblem(code=error.code, message=error.message, place=place))
     return problems
+
+
+def _hostile(count: int, hint: object, row: dict[str, Any]) -> TickProblem:
+    """Found files whose names hold control or bidi characters (``HZT039``): not proposed,
+    as their names could not be shown as they are; the line does not echo them."""
+    return TickProblem(
+        code="HZT039",
+        message=f"discovery passed over {count} file(s) whose names hold control or bidi "
+        "characters; rename them to have them proposed",
+        place=f"{row['name']}: {hint}",
+        heinzel=row["id"],
+    )
+
+
+def _unrecorded(exc: Exception, hint: object, row: dict[str, Any]) -> TickProblem:
+    """A found file the spine may not record (``HZT036``), named by its reason, not its path:
+    an e-mail-like name the spine refuses, a path too long. The hint's other files go on."""
+    why = f"{exc.code}: {exc.message}" if isinstance(exc, HzError) else "the path is too long"
+    return TickProblem(
+        code="HZT036",
+        message=f"discovery passed over a file it cannot record ({why})",
+        place=f"{row['name']}: {hint}",
+        heinzel=row["id"],
+    )
 
 
 def _problem(exc: Exception, *, heinzel: str | None, name: str | None = None) -> TickProblem:

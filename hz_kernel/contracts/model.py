@@ -345,8 +345,17 @@ def _http_url(value: str) -> str:
     return value
 
 
+_NOT_A_REF = re.compile(r"\.\.|@\{|//|/\.|^[./]|[./]$|\.lock(?:/|$)|^@$")
+"""What ``git check-ref-format`` refuses beyond single characters: ``..`` and ``@{`` (ranges,
+reflog forms such as ``HEAD@{1}``), empty or dot components, a ``.lock`` component."""
+
+
 def _branch(value: str) -> str:
-    if value.startswith("-") or not re.fullmatch(r"[^\s~^:?*\[\\\x00-\x1f\x7f]{1,200}", value):
+    if (
+        value.startswith("-")
+        or not re.fullmatch(r"[^\s~^:?*\[\\\x00-\x1f\x7f]{1,200}", value)
+        or _NOT_A_REF.search(value)
+    ):
         raise fail("HZC032", f"{shown(value)} is not a usable git branch or ref")
     return value
 

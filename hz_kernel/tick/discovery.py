@@ -19,6 +19,8 @@ import hashlib
 import json
 import os
 import re
+import stat
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,14 @@ from hz_kernel.contracts.model import TEAM_HINT, ContractError, InputSpec
 from hz_kernel.contracts.parse import load_frontmatter, split_frontmatter
 from hz_kernel.store.fsutil import atomic_write, is_regular_file, read_nofollow
 
+MAX_NEW_PER_DAY = 100
+"""The most new sources the daily job records for one heinzel; the rest wait for the next
+days (they are not recorded, so they are found again), so no hint floods a spine or a tick."""
+
+MAX_WALKED = 200_000
+"""The most folder entries one hint's walk lists (``HZT024``): a hint such as ``/**/*.conf``
+is passed over rather than walking a whole disk every day."""
+
 _WILDCARDS = frozenset("*?[")
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 _NOT_IN_NAME = re.compile(r"[^a-z0-9_-]+")
@@ -47,6 +57,12 @@ def discovered_key(heinzel_id: str, source: str) -> str:
 # -- expanding hints -------------------------------------------------------------------------
 
 
+def plainly_named(source: str) -> bool:
+    """Whether a source's name can be shown as it is: no control, format (bidi) or line
+    separator characters, which would hide or reorder what the user approves."""
+    return not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in source)
+
+
 def split_hint(hint: str) -> tuple[str, tuple[str, ...]]:
     """A folder hint's root (its leading segments without a wildcard) and the glob under it."""
     segments = hint.split("/")
@@ -56,13 +72,14 @@ def split_hint(hint: str) -> tuple[str, tuple[str, ...]]:
 
 
 def folder_sources(hint: str, resolve: Callable[[str], Path]) -> list[str]:
-    """The regular files a folder hint matches, as absolute paths (``HZT020``/``HZT022`` when
-    its folder is missing, unreadable, or it matches too much). The walk is the ``files``
+    """The regular files a folder hint matches, as real paths (``HZT020``/``HZT022``/``HZT024``
+    when its folder is missing, unreadable, or it matches or walks too much): a link or a
+    ``..`` is named by the file it leads to, as the ``files`` source reads it. The walk is that
     source's: links to folders are not entered, a FIFO or a socket is no file."""
     root_text, parts = split_hint(hint)
     root = Path(os.path.abspath(resolve(root_text)))
-    found = matching(root, parts, MAX_MATCHES, hint)
-    return sorted(os.path.normpath(root / relative) for relative in found)
+    found = matching(root, parts, MAX_MATCHES, hint, MAX_WALKED)
+    return sorted({os.path.realpath(readable) for readable in found.values()})
 
 
 def team_sources(hint: str, files: Iterable[str]) -> list[str]:
@@ -91,12 +108,55 @@ def _matches(parts: tuple[str, ...], names: tuple[str, ...]) -> bool:
 # -- the input that reads a source -----------------------------------------------------------
 
 
+def _file_id(source: str) -> tuple[int, int] | None:
+    """A folder source's (device, inode) when it is a regular file now, else None."""
+    if not source.startswith("/"):
+        return None
+    try:
+        found = os.stat(source)
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISREG(found.st_mode) else None
+
+
+class KnownSources:
+    """Sources compared by what they are, not how they are spelled: a folder source by its
+    real path and, while it exists, its (device, inode), so a link, a hard link or a
+    ``sub/..`` alias of a known file is that file. Other entries (team paths, input names)
+    compare as they are."""
+
+    def __init__(self, sources: Iterable[str | None] = ()) -> None:
+        self._names: set[str] = set()
+        self._files: set[tuple[int, int]] = set()
+        for source in sources:
+            if source is not None:
+                self.add(source)
+
+    def add(self, source: str) -> None:
+        self._names.update((source, _real(source)))
+        if (found := _file_id(source)) is not None:
+            self._files.add(found)
+
+    def __contains__(self, source: object) -> bool:
+        if not isinstance(source, str):
+            return False
+        if source in self._names or _real(source) in self._names:
+            return True
+        found = _file_id(source)
+        return found is not None and found in self._files
+
+
+def _real(source: str) -> str:
+    return os.path.realpath(source) if source.startswith("/") else source
+
+
 def input_identity(
     spec: InputSpec, resolve: Callable[[str], Path], team_repo: str | None = None
 ) -> str | None:
-    """The source an input on one file reads, else None: a ``files`` input's absolute path; a
-    ``git`` file input's ``team:`` and path when it reads the team repository ``team_repo``
-    (on any branch), else its repository and path."""
+    """The source an input on one file reads, else None: a ``files`` input's real path (links
+    and ``..`` followed, as the source reads it); a ``git`` file input's ``team:`` and path
+    when it reads the team repository ``team_repo`` (on any branch), else its repository and
+    path."""
     if spec.source == "git" and spec.method == "file":
         remote = file_remote(str(spec.args.get("repo", "")), resolve("."))
         path = str(spec.args.get("path", ""))
@@ -109,7 +169,15 @@ def input_identity(
     if _WILDCARDS & set(_ESCAPED.sub("", pattern)):
         return None
     root = resolve(str(spec.args.get("root", ".")))
-    return os.path.normpath(os.path.abspath(root / _ESCAPED.sub(r"\1", pattern)))
+    return os.path.realpath(root / _ESCAPED.sub(r"\1", pattern))
+
+
+def reads_as_discovered(spec: InputSpec) -> bool:
+    """Whether an input on a discovered source reads it where discovery found it: a team
+    file on the default branch (no branch, or ``HEAD``), never another branch of it."""
+    if spec.source != "git":
+        return True
+    return spec.args.get("branch", "HEAD") == "HEAD"
 
 
 def input_for(

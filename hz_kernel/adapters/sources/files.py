@@ -92,17 +92,39 @@ class FilesSource:
         return FetchResult(request=request, facets=facets, content=content, as_of=now)
 
 
-def matching(root: Path, parts: tuple[str, ...], limit: int, pattern: str) -> dict[str, Path]:
+class _Budget:
+    """How many folder entries a walk may still list (None: any); past it, ``HZT024``."""
+
+    def __init__(self, limit: int | None, pattern: str, place: str) -> None:
+        self.left, self.limit, self.pattern, self.place = limit, limit, pattern, place
+
+    def spend(self, entries: int) -> None:
+        if self.left is None:
+            return
+        self.left -= entries
+        if self.left < 0:
+            raise HzError(
+                "HZT024",
+                f"the glob {self.pattern!r} walks more than {self.limit} folder entries",
+                self.place,
+            )
+
+
+def matching(
+    root: Path, parts: tuple[str, ...], limit: int, pattern: str, walk_limit: int | None = None
+) -> dict[str, Path]:
     """The regular files under ``root`` whose relative path matches ``parts``: each relative
-    path and the path to read. More than ``limit`` matches is ``HZT022``; a root that is not a
-    folder or cannot be listed is ``HZT020``."""
+    path and the path to read. More than ``limit`` matches is ``HZT022``, listing more than
+    ``walk_limit`` folder entries ``HZT024``; a root that is not a folder or cannot be listed
+    is ``HZT020``."""
     place = str(root)
     if not root.is_dir():
         raise HzError("HZT020", "the root is not an existing directory", place)
     real_root = Path(os.path.realpath(root))
     matches: dict[str, Path] = {}
     try:
-        for relative, readable in _walk(root, real_root, (), parts):
+        budget = _Budget(walk_limit, pattern, place)
+        for relative, readable in _walk(root, real_root, (), parts, budget):
             matches[relative] = readable
             if len(matches) > limit:
                 raise HzError(
@@ -114,24 +136,29 @@ def matching(root: Path, parts: tuple[str, ...], limit: int, pattern: str) -> di
 
 
 def _walk(
-    directory: Path, real_root: Path, prefix: tuple[str, ...], parts: tuple[str, ...]
+    directory: Path,
+    real_root: Path,
+    prefix: tuple[str, ...],
+    parts: tuple[str, ...],
+    budget: _Budget,
 ) -> Iterator[tuple[str, Path]]:
     """Yield (relative path, path to read) for each file under ``directory`` matching."""
     head, rest = parts[0], parts[1:]
     if head == "**":
-        yield from _walk(directory, real_root, prefix, rest or ("*",))
+        yield from _walk(directory, real_root, prefix, rest or ("*",), budget)
     entries = sorted(_scan(directory, top=not prefix), key=lambda entry: entry.name)
+    budget.spend(len(entries))
     for entry in entries:
         is_dir = entry.is_dir(follow_symlinks=False)
         if head == "**":
             if is_dir and segment_matches("*", entry.name):
-                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), parts)
+                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), parts, budget)
             continue
         if not segment_matches(head, entry.name):
             continue
         if rest:
             if is_dir:
-                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), rest)
+                yield from _walk(Path(entry.path), real_root, (*prefix, entry.name), rest, budget)
             continue
         readable = _regular_file_inside(Path(entry.path), real_root)
         if readable is not None:

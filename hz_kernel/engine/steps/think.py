@@ -49,8 +49,9 @@ from hz_kernel.engine.window import Window, estimate_tokens, window_for
 from hz_kernel.observe import Observation
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.envelope import since_seq
+from hz_kernel.store.fsutil import is_regular_file
 from hz_kernel.store.inbox import Inbox
-from hz_kernel.tick.discovery import amended_text, input_for, input_identity
+from hz_kernel.tick.discovery import KnownSources, amended_text, input_for, input_identity
 from hz_kernel.vocabulary import (
     AttemptFailed,
     AttemptRetry,
@@ -377,17 +378,25 @@ def _discovered(run: TurnRunner, state: TurnState, contract: CompiledContract) -
     keys = set(state.keys)
     resolve = run.settings.documents.resolve
     team_repo = (contract.hz.team.repo if contract.hz.team else None) or run.settings.team.repo
-    reading = {input_identity(spec, resolve, team_repo) for spec in contract.inputs.values()}
+    reading = KnownSources(
+        input_identity(spec, resolve, team_repo) for spec in contract.inputs.values()
+    )
     declined = run.held.projection.declined
+    known = KnownSources(declined)
     text = ContractVersions(run.held.dir).text(state.version)
     framed = []
     for event in run.held.scan.events:
         if event.kind != "source.discovered" or event.key not in keys:
             continue
         source, hint = str(event.data.get("source")), str(event.data.get("hint"))
-        if hint not in contract.hz.discover or source in reading or source in declined:
+        if hint not in contract.hz.discover or source in reading or source in known:
             continue
-        made = input_for(source, contract.inputs, team_repo)
+        if source.startswith("/") and not is_regular_file(Path(source)):
+            framed.append(
+                render_discovered(source=source, hint=hint, input_name="", proposal="", gone=True)
+            )
+            continue
+        made = input_for(source, [*contract.inputs, *declined], team_repo)
         proposal = (amended_text(text, *made) if made else None) or ""
         name = made[0] if made and proposal else ""
         framed.append(

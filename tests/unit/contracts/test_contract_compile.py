@@ -346,3 +346,25 @@ def read_contract_file_error(path: Path) -> ContractError:
     with pytest.raises(ContractError) as caught:
         read_contract_file(path)
     return caught.value
+
+
+@pytest.mark.parametrize(
+    "branch", ["HEAD@{1}", "main@{yesterday}", "main..secret", "a//b", ".hidden", "x.lock", "@"]
+)
+def test_a_reflog_range_or_malformed_branch_is_refused_in_the_contract(branch: str) -> None:
+    text = with_hz(
+        "  requires: [git:read]\n"
+        "  inputs:\n"
+        f"    b: {{source: git, method: file, args: {{repo: ., path: a.md, branch: '{branch}'}}}}\n"
+    )
+    assert compile_error(text).code == "HZC032"
+
+
+@pytest.mark.parametrize("branch", ["HEAD", "main", "release/2026.12", "v1.2.3", "feat/a-b"])
+def test_an_ordinary_branch_or_tag_compiles(branch: str) -> None:
+    text = with_hz(
+        "  requires: [git:read]\n"
+        "  inputs:\n"
+        f"    b: {{source: git, method: file, args: {{repo: ., path: a.md, branch: '{branch}'}}}}\n"
+    )
+    assert compile_contract(text, source="t").inputs["b"].args["branch"] == branch
