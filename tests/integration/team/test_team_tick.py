@@ -392,7 +392,7 @@ async def test_a_hung_team_repository_holds_only_its_own_heinzels_lease(
     monkeypatch.setenv("GIT_SSH_COMMAND", str(remote))
     monkeypatch.setenv("GIT_SSH_VARIANT", "simple")
     monkeypatch.setenv("HZ_TEST_OTHER_REPO", str(quick))
-    monkeypatch.setattr("hz_kernel.team.git.TIMEOUT_SECONDS", 8.0)
+    monkeypatch.setattr("hz_kernel.team.git.TIMEOUT_SECONDS", 20.0)
     monkeypatch.setenv("HZ_NOW", "2026-11-27T08:00:00Z")
     kernel = await Kernel.open(Home.resolve(team_home(tmp_path / "priya", "priya")))
     try:
