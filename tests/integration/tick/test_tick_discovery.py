@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from time_machine import TimeMachineFixture
@@ -20,32 +19,19 @@ from time_machine import TimeMachineFixture
 from hz_kernel.contracts import ContractError
 from hz_kernel.kernel import Kernel
 from hz_kernel.tick.discovery import DiscoveryState, discovery_path
+from tests.integration.tick.discovery_helpers import (
+    discovering,
+    events_of,
+    push,
+    team_discovering,
+    team_repository,
+)
 from tests.integration.tick.tick_helpers import approved, open_kernel, write_settings
 from tests.support.homes import World
 
 
-def discovering(name: str, hints: list[str], *, namespace: str = "me", extra: str = "") -> str:
-    """A contract that reads ``notes/*.md``, drafts into ``<name>.md`` and discovers ``hints``."""
-    return (
-        f"---\nname: {name}\nnamespace: {namespace}\nhz:\n"
-        "  inputs:\n"
-        "    notes:\n"
-        "      source: files\n"
-        "      method: glob\n"
-        '      args: {pattern: "notes/*.md"}\n'
-        "  requires: [files:read, documents:write]\n"
-        f"  publishes:\n    - {{capability: documents.place_draft, asset: 'doc:{name}.md'}}\n"
-        f"  discover: {json.dumps(hints)}\n{extra}"
-        f"---\n### Goal\nKeep the {name} true.\n"
-    )
-
-
-def _events(world: World, heinzel: str, kind: str) -> list[dict[str, object]]:
-    return [e for e in world.spine(heinzel) if e["kind"] == kind]
-
-
 def _discovered_turns(world: World, heinzel: str) -> list[dict[str, object]]:
-    started = _events(world, heinzel, "turn.started")
+    started = events_of(world, heinzel, "turn.started")
     return [e for e in started if "discovered" in e["data"]["causes"]]  # type: ignore[index]
 
 
@@ -69,7 +55,7 @@ async def test_a_new_file_under_a_hint_wakes_once_and_is_proposed_once(
     assert [w.causes for w in first.woken] == [["source-changed", "created"]]
     second = await kernel.tick_once()  # the discovered source has a turn of its own
     assert [w.causes for w in second.woken] == [["discovered"]]
-    found = _events(world, heinzel, "source.discovered")
+    found = events_of(world, heinzel, "source.discovered")
     assert [e["data"] for e in found] == [
         {"source": str(incidents / "incident-login.md"), "hint": "incidents/**/incident*.md"}
     ]
@@ -97,7 +83,7 @@ async def test_a_new_file_under_a_hint_wakes_once_and_is_proposed_once(
     clock.move_to("2026-12-03T06:00:00Z")
     assert (await kernel.tick_once()).woken == []
     await kernel.close()
-    sources = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    sources = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert sources == [
         str(incidents / "incident-login.md"),
         str(incidents / "incident-checkout.md"),
@@ -122,7 +108,7 @@ async def test_an_approved_proposal_is_read_by_the_next_version(
     assert decision.version == 2
     view = await kernel.contract("weekly")
     assert '"incident-checkout": {"source": "files"' in (view.text or "")
-    assert [e["data"]["by"] for e in _events(world, heinzel, "contract.amended")] == ["heinzel"]  # type: ignore[index]
+    assert [e["data"]["by"] for e in events_of(world, heinzel, "contract.amended")] == ["heinzel"]  # type: ignore[index]
     # the file moves: version 2 reads it
     (world.root / "incidents" / "incident-checkout.md").write_text("- checkout fixed\n")
     clock.move_to("2026-12-01T10:00:00Z")
@@ -147,7 +133,7 @@ async def test_a_declined_source_is_never_proposed_or_woken_again(
     assert proposal is not None
     text = proposal.text
     await kernel.reject(ref=f"weekly@amendment:{proposal.proposal}")
-    declined = _events(world, heinzel, "amendment.declined")
+    declined = events_of(world, heinzel, "amendment.declined")
     assert declined[0]["data"]["sources"] == ["incident-checkout", str(path)]  # type: ignore[index]
     # the heinzel proposing it again, under any input name, is refused
     with pytest.raises(ContractError) as again:
@@ -161,8 +147,8 @@ async def test_a_declined_source_is_never_proposed_or_woken_again(
         clock.move_to(f"{day}T09:00:00Z")
         assert (await kernel.tick_once()).woken == []
     await kernel.close()
-    assert len(_events(world, heinzel, "source.discovered")) == 1
-    assert len(_events(world, heinzel, "amendment.proposed")) == 1
+    assert len(events_of(world, heinzel, "source.discovered")) == 1
+    assert len(events_of(world, heinzel, "amendment.proposed")) == 1
 
 
 async def test_a_heinzel_adding_an_input_it_did_not_discover_is_still_refused(
@@ -207,7 +193,7 @@ async def test_a_source_discovered_under_a_hint_the_user_removed_is_not_proposed
     woken = await kernel.tick_once()
     await kernel.close()
     assert [w.causes for w in woken.woken] == [["discovered"]]
-    assert [e["data"]["by"] for e in _events(world, heinzel, "amendment.proposed")] == ["user"]  # type: ignore[index]
+    assert [e["data"]["by"] for e in events_of(world, heinzel, "amendment.proposed")] == ["user"]  # type: ignore[index]
 
 
 async def test_the_spending_cap_keeps_a_discovered_wake_for_later(
@@ -221,7 +207,7 @@ async def test_the_spending_cap_keeps_a_discovered_wake_for_later(
     heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
     capped = await kernel.tick_once()
     await kernel.close()
-    key = str(_events(world, heinzel, "source.discovered")[0]["key"])
+    key = str(events_of(world, heinzel, "source.discovered")[0]["key"])
     assert [(s.name, s.reason) for s in capped.skipped] == [("weekly", "cap")]
     assert key not in capped.skipped[0].keys
     assert DiscoveryState.load(discovery_path(world.home / "heinzel")).owed == [(heinzel, key)]
@@ -233,7 +219,7 @@ async def test_the_spending_cap_keeps_a_discovered_wake_for_later(
     later = await kernel.tick_once()
     await kernel.close()
     assert [w.keys for w in later.woken] == [[key]]
-    assert len(_events(world, heinzel, "amendment.proposed")) == 1
+    assert len(events_of(world, heinzel, "amendment.proposed")) == 1
 
 
 async def test_hostile_folders_cost_a_line_never_the_tick(
@@ -261,7 +247,7 @@ async def test_hostile_folders_cost_a_line_never_the_tick(
     finally:
         locked.chmod(0o700)
     assert sorted(w.name for w in report.woken) == ["other", "weekly"]
-    sources = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    sources = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     readable = [str(hostile / "deep" / "incident-deep.md")]
     if os.geteuid() == 0:  # root lists a folder whatever its mode
         readable.append(str(locked / "incident-hidden.md"))
@@ -269,56 +255,22 @@ async def test_hostile_folders_cost_a_line_never_the_tick(
     assert [p.code for p in report.problems] == ["HZT020"]
     assert "missing/*.md" in report.problems[0].message
     assert report.problems[0].place is not None and report.problems[0].place.startswith("weekly")
-    assert [e["data"]["source"] for e in _events(world, other, "source.discovered")] == [  # type: ignore[index]
+    assert [e["data"]["source"] for e in events_of(world, other, "source.discovered")] == [  # type: ignore[index]
         str(world.notes / "monday.md")
     ]
-
-
-def _git(*args: str, cwd: Path | None = None) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@t.test",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@t.test"}  # fmt: skip
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
-def _team_repository(world: World) -> tuple[Path, Path]:
-    """A bare team repository with ``docs/incidents/checkout.md`` on main, named in hz.toml,
-    and a clone to push changes from."""
-    bare = world.root / "team.git"
-    _git("init", "--quiet", "--bare", "--initial-branch=main", str(bare))
-    work = world.root / "team-work"
-    _git("clone", "--quiet", str(bare), str(work))
-    (work / "docs" / "incidents").mkdir(parents=True)
-    (work / "docs" / "incidents" / "checkout.md").write_text("- checkout\n")
-    (work / "README.md").write_text("team\n")
-    _push(work, "docs")
-    settings = world.home / "hz.toml"
-    settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{bare}"\n')
-    return bare, work
-
-
-def _push(work: Path, message: str) -> None:
-    _git("add", "-A", cwd=work)
-    _git("commit", "--quiet", "-m", message, cwd=work)
-    _git("push", "--quiet", "origin", "HEAD:main", cwd=work)
-
-
-def _team_discovering(hint: str) -> str:
-    return discovering("weekly", [hint], namespace="team").replace(
-        "[files:read, documents:write]", "[files:read, git:read, documents:write]"
-    )
 
 
 async def test_a_team_hints_file_is_proposed_as_a_git_file_input_and_then_read(
     world: World, clock: TimeMachineFixture
 ) -> None:
-    bare, work = _team_repository(world)
+    bare, work = team_repository(world)
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    heinzel = await approved(kernel, _team_discovering("team:docs/**/*.md"))
+    heinzel = await approved(kernel, team_discovering("team:docs/**/*.md"))
     first = await kernel.tick_once()
     second = await kernel.tick_once()
     assert first.problems == [] and second.problems == []
-    assert [e["data"] for e in _events(world, heinzel, "source.discovered")] == [
+    assert [e["data"] for e in events_of(world, heinzel, "source.discovered")] == [
         {"source": "team:docs/incidents/checkout.md", "hint": "team:docs/**/*.md"}
     ]
     assert [w.causes for w in second.woken] == [["discovered"]]
@@ -331,7 +283,7 @@ async def test_a_team_hints_file_is_proposed_as_a_git_file_input_and_then_read(
     assert (await kernel.approve(ref=f"weekly@amendment:{pending.proposal}")).version == 2
     # version 2 reads the file: an edit pushed to the team repository wakes it, once
     (work / "docs" / "incidents" / "checkout.md").write_text("- checkout fixed by theo\n")
-    _push(work, "fix")
+    push(work, "fix")
     clock.move_to("2026-12-01T10:00:00Z")
     moved = await kernel.tick_once()
     clock.move_to("2026-12-01T10:05:00Z")
@@ -351,16 +303,16 @@ async def test_a_team_hints_file_is_proposed_as_a_git_file_input_and_then_read(
 async def test_a_declined_team_file_is_never_proposed_or_woken_again(
     world: World, clock: TimeMachineFixture
 ) -> None:
-    _team_repository(world)
+    team_repository(world)
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    heinzel = await approved(kernel, _team_discovering("team:docs/**/*.md"))
+    heinzel = await approved(kernel, team_discovering("team:docs/**/*.md"))
     await kernel.tick_once()
     await kernel.tick_once()
     proposal = (await kernel.contract("weekly")).pending
     assert proposal is not None
     await kernel.reject(ref=f"weekly@amendment:{proposal.proposal}")
-    declined = _events(world, heinzel, "amendment.declined")
+    declined = events_of(world, heinzel, "amendment.declined")
     assert declined[0]["data"]["sources"] == ["checkout", "team:docs/incidents/checkout.md"]  # type: ignore[index]
     # under another name, and with the repository spelled another way, it is refused
     text = proposal.text.replace('"checkout":', "cko:").replace(
@@ -375,17 +327,17 @@ async def test_a_declined_team_file_is_never_proposed_or_woken_again(
         clock.move_to(f"{day}T09:00:00Z")
         assert (await kernel.tick_once()).woken == []
     await kernel.close()
-    assert len(_events(world, heinzel, "source.discovered")) == 1
-    assert len(_events(world, heinzel, "amendment.proposed")) == 1
+    assert len(events_of(world, heinzel, "source.discovered")) == 1
+    assert len(events_of(world, heinzel, "amendment.proposed")) == 1
 
 
 async def test_a_team_file_the_heinzel_already_reads_is_not_discovered(
     world: World, clock: TimeMachineFixture
 ) -> None:
-    bare, _ = _team_repository(world)
+    bare, _ = team_repository(world)
     reads = {"repo": f"{bare.parent}/./team.git", "path": "docs/incidents/checkout.md"}
     line = json.dumps({"source": "git", "method": "file", "args": reads})
-    text = _team_discovering("team:docs/**/*.md").replace(
+    text = team_discovering("team:docs/**/*.md").replace(
         "  inputs:\n", f"  inputs:\n    runbook: {line}\n"
     )
     clock.move_to("2026-12-01T09:00:00Z")
@@ -394,7 +346,7 @@ async def test_a_team_file_the_heinzel_already_reads_is_not_discovered(
     report = await kernel.tick_once()
     await kernel.close()
     assert report.problems == []
-    assert _events(world, heinzel, "source.discovered") == []
+    assert events_of(world, heinzel, "source.discovered") == []
 
 
 async def test_an_unreachable_team_repository_is_one_line(
@@ -405,7 +357,7 @@ async def test_an_unreachable_team_repository_is_one_line(
     settings.write_text(settings.read_text() + f'\n[team]\nhandle = "priya"\nrepo = "{missing}"\n')
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    await approved(kernel, _team_discovering("team:docs/*.md"))
+    await approved(kernel, team_discovering("team:docs/*.md"))
     report = await kernel.tick_once()
     await kernel.close()
     assert "HZS105" in [p.code for p in report.problems]

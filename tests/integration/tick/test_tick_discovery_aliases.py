@@ -15,11 +15,12 @@ from time_machine import TimeMachineFixture
 
 from hz_kernel.contracts import ContractError
 from hz_kernel.tick.discovery import discovery_path
-from tests.integration.tick.test_tick_discovery import (
-    _events,
-    _team_discovering,
-    _team_repository,
+from tests.integration.tick.discovery_helpers import (
+    declined_first_proposal,
     discovering,
+    events_of,
+    team_discovering,
+    team_repository,
 )
 from tests.integration.tick.tick_helpers import approved, open_kernel
 from tests.support.homes import World
@@ -44,7 +45,7 @@ async def test_a_link_and_dot_dot_do_not_pass_off_a_secret_file_as_discovered(
     text = discovering("weekly", ["incidents/incident*.md"])
     heinzel = await approved(kernel, text)
     await kernel.tick_once()
-    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert found == [str(incidents / "incident-z.md")]
     spec = {"source": "files", "method": "glob",
             "args": {"root": "incidents/link/..", "pattern": "incident-z.md"}}  # fmt: skip
@@ -68,18 +69,14 @@ async def test_a_declined_file_is_not_discovered_again_under_another_name(
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
     heinzel = await approved(kernel, discovering("weekly", ["incidents/**/*.md"]))
-    await kernel.tick_once()
-    await kernel.tick_once()
-    pending = (await kernel.contract("weekly")).pending
-    assert pending is not None
-    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+    await declined_first_proposal(kernel, "weekly")
     (incidents / "incident-link.md").symlink_to(declined)
     os.link(declined, incidents / "sub" / "incident-hard.md")
     (incidents / "incident-new.md").write_text("- new\n")
     clock.move_to("2026-12-02T09:00:00Z")
     await kernel.tick_once()
     await kernel.close()
-    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert found == [str(declined), str(incidents / "incident-new.md")]
 
 
@@ -92,11 +89,7 @@ async def test_a_new_file_named_as_a_declined_input_is_proposed_under_another_na
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
     heinzel = await approved(kernel, discovering("weekly", ["incidents/**/*.md"]))
-    await kernel.tick_once()
-    await kernel.tick_once()
-    pending = (await kernel.contract("weekly")).pending
-    assert pending is not None and '"incident-a":' in pending.text
-    await kernel.reject(ref=f"weekly@amendment:{pending.proposal}")
+    assert '"incident-a":' in (await declined_first_proposal(kernel, "weekly")).text
     (incidents / "2027" / "incident-a.md").write_text("- another a\n")
     clock.move_to("2026-12-02T09:00:00Z")
     woken = await kernel.tick_once()
@@ -106,16 +99,16 @@ async def test_a_new_file_named_as_a_declined_input_is_proposed_under_another_na
     assert again is not None and again.by == "heinzel"
     assert 'inputs: adds "incident-a-2", a discovered source' in again.widens
     assert str(incidents / "2027") in again.text
-    assert len(_events(world, heinzel, "amendment.proposed")) == 2
+    assert len(events_of(world, heinzel, "amendment.proposed")) == 2
 
 
 async def test_another_branch_of_a_discovered_team_file_is_a_widening(
     world: World, clock: TimeMachineFixture
 ) -> None:
-    bare, _ = _team_repository(world)
+    bare, _ = team_repository(world)
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
-    text = _team_discovering("team:docs/**/*.md")
+    text = team_discovering("team:docs/**/*.md")
     await approved(kernel, text)
     await kernel.tick_once()
     await kernel.tick_once()
@@ -141,7 +134,7 @@ async def test_a_file_with_an_e_mail_like_name_costs_a_line_not_the_rest_of_the_
     heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
     report = await kernel.tick_once()
     await kernel.close()
-    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert found == [str(incidents / "a.md"), str(incidents / "z.md")]
     assert [p.code for p in report.problems] == ["HZT036"]
     assert "acme" not in report.problems[0].message
@@ -161,7 +154,7 @@ async def test_a_discovery_file_that_is_a_folder_costs_a_line_not_the_tick(
     await kernel.close()
     assert [w.causes for w in report.woken] == [["source-changed", "created"]]
     assert [p.code for p in report.problems] == ["HZT037"]
-    assert len(_events(world, heinzel, "source.discovered")) == 1
+    assert len(events_of(world, heinzel, "source.discovered")) == 1
 
 
 async def test_a_day_records_at_most_its_share_of_new_sources_and_the_rest_later(
@@ -180,7 +173,7 @@ async def test_a_day_records_at_most_its_share_of_new_sources_and_the_rest_later
         clock.move_to(f"{day}T09:00:00Z")
         report = await kernel.tick_once()
         codes.append([p.code for p in report.problems])
-        counts.append(len(_events(world, heinzel, "source.discovered")))
+        counts.append(len(events_of(world, heinzel, "source.discovered")))
     await kernel.close()
     assert counts == [2, 4, 5]
     assert codes == [["HZT038"], ["HZT038"], []]
@@ -198,7 +191,7 @@ async def test_files_with_control_or_bidi_characters_in_their_names_are_one_line
     heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
     report = await kernel.tick_once()
     await kernel.close()
-    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert found == [str(incidents / "a.md")]
     assert [p.code for p in report.problems] == ["HZT039"]
     assert "4 file(s)" in report.problems[0].message
@@ -220,7 +213,7 @@ async def test_a_hint_that_walks_too_many_entries_is_one_line(
     heinzel = await approved(kernel, discovering("weekly", ["wide/**/*.conf", "incidents/*.md"]))
     report = await kernel.tick_once()
     await kernel.close()
-    found = [e["data"]["source"] for e in _events(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
     assert found == [str(world.root / "incidents" / "incident-a.md")]
     assert [p.code for p in report.problems] == ["HZT024"]
     assert "wide/**/*.conf" in report.problems[0].message
@@ -242,4 +235,4 @@ async def test_a_discovered_file_replaced_by_a_folder_before_its_turn_is_not_pro
     woken = await kernel.tick_once()
     await kernel.close()
     assert [w.causes for w in woken.woken] == [["discovered"]]
-    assert _events(world, heinzel, "amendment.proposed") == []
+    assert events_of(world, heinzel, "amendment.proposed") == []
