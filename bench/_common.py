@@ -209,9 +209,10 @@ async def framework_floor_ms(rounds: int) -> tuple[float, float]:
     """Median time of one think step's model call when the model itself takes no time, and
     of its part before the request is sent.
 
-    It runs the engine's own ``run_model_step`` (pydantic-ai's agent with the
-    outcome tools) against a model that answers "nothing" at once: what asking
-    any model costs in the agent framework alone, before hz journals anything.
+    It runs the engine's own ``run_model_step`` (a streamed request through
+    pydantic-ai with the outcome tools, the answer validated) against a model
+    that answers "nothing" at once: what asking any model costs in the
+    framework alone, before hz journals anything.
     The part before the request (up to the hook where a turn records
     ``attempt.started``) is what a turn's measured overhead holds of it; the
     rest falls in the model's time.

@@ -17,32 +17,31 @@ Rules this module keeps, whatever the provider:
   asked for messages the user sent meanwhile; they join the next ask of the
   provider as steering-marked user messages.
 
-Retries before the first streamed event go through pydantic-ai's own attempt
-loop (a capability raising ``RetryModelRequest``), which keeps the history
-intact. A failure after the stream opened but before any text restarts the run
-from the step's messages, the only way to ask again once a stream is consumed.
+* Each request holds an attempt slot (``admit``) only while it is asked: not
+  during a retry's wait, not while the tools it called run.
+
+The conversation is driven here, one streamed request per model answer through
+pydantic-ai's direct model API, not through its agent run graph: the graph cost
+a turn more than ten times the request itself, and a step needs only this loop
+(ask, answer the tool calls, validate the outcome, tell the model what was
+wrong). The messages it records are pydantic-ai's own, in the shapes its agent
+records them, so a step resumed from the body reads the same either way.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import json
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai import (
-    Agent,
-    AgentRunEvents,
-    AgentRunResult,
-    AgentRunResultEvent,
-    ModelMessagesTypeAdapter,
-)
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_ai import ModelMessagesTypeAdapter
+from pydantic_ai.direct import model_request_stream
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelConnectionError,
@@ -51,35 +50,36 @@ from pydantic_ai.exceptions import (
     ModelQuotaExceededError,
     ModelRateLimitError,
     ModelRequestTimeout,
-    ModelRetry,
     ModelServerError,
     ModelUnavailableError,
-    RetryModelRequest,
     UnexpectedModelBehavior,
     UsageLimitExceeded,
-    UserError,
 )
 from pydantic_ai.messages import (
+    InstructionPart,
     ModelMessage,
     ModelRequest,
+    ModelRequestPart,
     ModelResponse,
     PartDeltaEvent,
     PartStartEvent,
+    RetryFeedbackPart,
     ToolCallPart,
     ToolCallPartDelta,
+    ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.messages import RetryInfo as MessageRetryInfo
+from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
-from pydantic_ai.toolsets import AbstractToolset
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.usage import RunUsage, UsageLimits
 from pydantic_core import from_json
 
 from hz_kernel.adapters.models import TokenUsage, render_steering, scaled_sleep
 from hz_kernel.engine.outcome import (
+    OUTCOME_MODELS,
     Outcome,
-    OutcomeAdapter,
     OutcomeKind,
     SourceWait,
     WaitOutcome,
@@ -399,9 +399,35 @@ class _StreamedText:
         return visible[len(before) :]
 
 
+class StepTools(Protocol):
+    """The function tools a think step offers the model, and how a call of one is run
+    (``engine.tools.journal.ToolJournal``)."""
+
+    def definitions(self) -> list[ToolDefinition]:
+        """Each tool as the model is told of it."""
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        messages: Sequence[ModelMessage],
+        call_id: str,
+    ) -> object:
+        """Run one call the model made; ``messages`` is the conversation up to its answer."""
+
+
+class WaitCheck(Protocol):
+    """What a turn knows a wait may name: its drafts, questions and input fingerprints
+    (``engine.context.Situation``)."""
+
+    def refusal(self, kind: str, name: str) -> str | None:
+        """Why a wait ``on`` a ``kind`` naming ``name`` cannot be met, or None if it can."""
+
+
 @dataclass
 class _Step:
-    """The state one think step carries across its requests, attempts and restarts."""
+    """The state one think step carries across its requests and attempts."""
 
     model_name: str
     on_attempt: Callable[[AttemptInfo], Awaitable[None]]
@@ -415,18 +441,8 @@ class _Step:
     request: int = 0
     retry: int = 0
     attempts: int = 0
-    restarting: bool = False
     chunks: list[str] = field(default_factory=list)
     delivered: list[str] = field(default_factory=list)
-
-    async def begin_request(self, ctx: RunContext[None]) -> None:
-        if self.restarting:
-            self.restarting = False
-        else:
-            self.request += 1
-            self.retry = 0
-        for text in await self.poll_steering():
-            ctx.enqueue(render_steering(text))
 
     async def poll_steering(self) -> list[str]:
         """Messages the user admitted since the last poll; they are delivered from now on."""
@@ -472,93 +488,199 @@ class _Step:
         await self.sleep(delay)
         self.retry += 1
 
-    def history(
-        self, messages: Sequence[ModelMessage], recorded: Sequence[ModelMessage] = ()
-    ) -> list[ModelMessage]:
-        """What a (re)started run begins from: the step's messages and steering delivered so far,
-        or, once this run called tools, the conversation as recorded before its last call
-        (which holds the steering delivered until then), so no call is made a second time."""
-        if len(recorded) > len(messages):
-            return list(recorded)
-        if not self.delivered:
-            return list(messages)
-        return [*messages, steering_message(*self.delivered)]
-
-    async def recover(
-        self, error: Exception, run_messages: list[ModelMessage], spent: TokenUsage
-    ) -> None:
-        """Turn a failed run into a typed error, or back off so the step can restart it."""
+    def failure(
+        self, error: Exception, conversation: Sequence[ModelMessage], spent: TokenUsage
+    ) -> HzError | None:
+        """The typed error a failed request ends the step with; None when it may be tried
+        again (a retryable failure before any output)."""
         kind = classify(error)
-        if kind == "unknown":
-            raise error
         if kind == "cap":
-            raise TokenCapReached(
+            return TokenCapReached(
                 f"the turn reached its token cap: {_describe(error)}", usage=spent
-            ) from error
+            )
         if kind == "invalid":
-            raise ModelOutputInvalid(f"no valid outcome: {_describe(error)}") from error
+            return ModelOutputInvalid(f"no valid outcome: {_describe(error)}")
         if self.chunks:
-            raise StreamTruncated(
+            return StreamTruncated(
                 f"the stream broke after output began: {_describe(error)}",
                 text="".join(self.chunks),
                 error=type(error).__name__,
                 usage=spent,
-                messages=messages_to_json(run_messages),
-            ) from error
+                messages=messages_to_json(conversation),
+            )
         if kind == "overflow":
-            raise ContextOverflow(
+            return ContextOverflow(
                 f"the context is longer than the model's window: {_describe(error)}",
                 error=type(error).__name__,
                 status_code=_status(error),
-            ) from error
+            )
         if kind == "quota":
-            raise QuotaExhausted(
+            return QuotaExhausted(
                 f"the provider's quota or credits are used up: {_describe(error)}",
                 error=type(error).__name__,
                 status_code=_status(error),
-            ) from error
+            )
         if kind == "refused":
-            raise ModelRefused(
+            return ModelRefused(
                 f"the model refused the request: {_describe(error)}",
                 error=type(error).__name__,
                 status_code=_status(error),
-            ) from error
-        await self.back_off(error)
-        self.restarting = True
+            )
+        return None
 
 
-class _RestartWithSteering(Exception):
-    """Steering arrived while a retry waited: restart the run so the retry carries it."""
+#: A tool call the model gets back an error for (an unknown name, arguments that are not a
+#: JSON object) may be made again this many times per tool before the step fails.
+TOOL_RETRIES = 1
+_NO_OUTPUT = "Please include your response in a tool call."
+_FINAL = "Final result processed."
+_NOT_USED = "Output tool not used - a final result was already processed."
 
 
 @dataclass
-class _AttemptHooks(AbstractCapability[None]):
-    """Wires the step into pydantic-ai's request lifecycle."""
+class _Answering:
+    """Reads each model answer: the outcome it gives, or what the model is told back."""
 
-    step: _Step
+    outcomes: tuple[ToolDefinition, ...]
+    functions: list[ToolDefinition]
+    tools: StepTools | None
+    wait_check: WaitCheck | None
+    output_retries: int = 0
+    tool_retries: dict[str, int] = field(default_factory=dict)
 
-    async def before_model_request(
-        self, ctx: RunContext[None], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        await self.step.begin_request(ctx)
-        return request_context
+    async def read(
+        self, response: ModelResponse, conversation: Sequence[ModelMessage]
+    ) -> tuple[Outcome | None, list[ModelRequestPart]]:
+        """The outcome of ``response`` (None when the model must be asked again) and the parts
+        of the request that answers its calls; function tools run in the order called."""
+        offered = {tool.name for tool in self.outcomes}
+        calls = response.tool_calls
+        chosen = [call for call in calls if call.tool_name in offered]
+        parts: list[ModelRequestPart] = []
+        outcome: Outcome | None = None
+        if chosen:
+            first, *others = chosen
+            outcome, part = self._outcome(first)
+            parts.append(part)
+            parts.extend(
+                ToolReturnPart(other.tool_name, _NOT_USED, tool_call_id=other.tool_call_id)
+                for other in others
+            )
+        elif not calls:
+            self._charge_output()
+            parts.append(
+                RetryFeedbackPart(
+                    _NO_OUTPUT,
+                    retry=MessageRetryInfo(
+                        "no_output", attempt=self.output_retries, max_retries=OUTPUT_RETRIES
+                    ),
+                )
+            )
+        for call in calls:
+            if call.tool_name not in offered:
+                parts.append(await self._function(call, conversation))
+        return outcome, parts
 
-    async def prepare_model_request(
-        self, ctx: RunContext[None], request_context: ModelRequestContext
-    ) -> ModelRequestContext:
-        await self.step.begin_attempt()
-        return request_context
+    def _charge_output(self) -> None:
+        self.output_retries += 1
+        if self.output_retries > OUTPUT_RETRIES:
+            raise ModelOutputInvalid(
+                f"no valid outcome: exceeded maximum retries ({OUTPUT_RETRIES}) for output "
+                "validation"
+            )
 
-    async def on_model_request_error(
-        self, ctx: RunContext[None], *, request_context: ModelRequestContext, error: Exception
-    ) -> ModelResponse:
-        kind = classify(error)
-        if self.step.chunks or kind != "retry":
-            raise error
-        await self.step.back_off(error)
-        if await self.step.poll_steering():
-            raise _RestartWithSteering()
-        raise RetryModelRequest()
+    def _outcome(self, call: ToolCallPart) -> tuple[Outcome | None, ModelRequestPart]:
+        try:
+            outcome = _validated(call)
+            refusal = self._refusal(outcome)
+        except ValidationError as exc:
+            content: Any = exc.errors(include_url=False, include_context=False)
+            cause: Literal["validation_error", "model_retry"] = "validation_error"
+        else:
+            if refusal is None:
+                return outcome, ToolReturnPart(
+                    call.tool_name, _FINAL, tool_call_id=call.tool_call_id
+                )
+            content, cause = refusal, "model_retry"
+        self._charge_output()
+        return None, ToolReturnPart(
+            call.tool_name,
+            content,
+            tool_call_id=call.tool_call_id,
+            outcome="retried",
+            retry=MessageRetryInfo(cause, attempt=self.output_retries, max_retries=OUTPUT_RETRIES),
+        )
+
+    def _refusal(self, outcome: Outcome) -> str | None:
+        """A wait on a key or fingerprint the turn does not know would never end: the model is
+        told which ones exist and asked again (within the output retries)."""
+        if self.wait_check is None or not isinstance(outcome, WaitOutcome) or outcome.on is None:
+            return None
+        on = outcome.on
+        named = f"{on.input}:{on.fingerprint_not}" if isinstance(on, SourceWait) else on.key
+        return self.wait_check.refusal(on.kind, named)
+
+    async def _function(
+        self, call: ToolCallPart, conversation: Sequence[ModelMessage]
+    ) -> ModelRequestPart:
+        if self.tools is None or call.tool_name not in {tool.name for tool in self.functions}:
+            offered = {tool.name for tool in (*self.functions, *self.outcomes)}
+            names = ", ".join(repr(name) for name in sorted(offered))
+            return self._retry_tool(
+                call,
+                f"Unknown tool name: {call.tool_name!r}. Available tools: {names}",
+                "unknown_tool",
+            )
+        try:
+            arguments = _arguments(call)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_context=False)
+            return self._retry_tool(call, errors, "validation_error")
+        result = await self.tools.call(
+            call.tool_name, arguments, messages=conversation, call_id=call.tool_call_id
+        )
+        return ToolReturnPart(call.tool_name, result, tool_call_id=call.tool_call_id)
+
+    def _retry_tool(
+        self,
+        call: ToolCallPart,
+        content: Any,
+        cause: Literal["unknown_tool", "validation_error"],
+    ) -> ModelRequestPart:
+        retries = self.tool_retries.get(call.tool_name, 0) + 1
+        if retries > TOOL_RETRIES:
+            raise ModelOutputInvalid(
+                f"no valid outcome: tool {call.tool_name!r} exceeded max retries count of "
+                f"{TOOL_RETRIES}"
+            )
+        self.tool_retries[call.tool_name] = retries
+        return ToolReturnPart(
+            call.tool_name,
+            content,
+            tool_call_id=call.tool_call_id,
+            outcome="retried",
+            retry=MessageRetryInfo(cause, attempt=retries, max_retries=TOOL_RETRIES),
+        )
+
+
+_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+
+
+def _validated(call: ToolCallPart) -> Outcome:
+    """The outcome an output tool call gives, validated by its kind's model."""
+    kind = OUTCOME_MODELS[cast(OutcomeKind, call.tool_name)]
+    args = call.args
+    if isinstance(args, dict):
+        return cast(Outcome, kind.model_validate(args))
+    return cast(Outcome, kind.model_validate_json(args or "{}"))
+
+
+def _arguments(call: ToolCallPart) -> dict[str, Any]:
+    """A call's arguments as an object; a ``ValidationError`` when they are not one."""
+    args = call.args
+    if isinstance(args, dict):
+        return dict(args)
+    return _OBJECT.validate_json(args or "{}")
 
 
 async def run_model_step(
@@ -574,8 +696,7 @@ async def run_model_step(
     outcomes: Sequence[OutcomeKind] | None = None,
     budget: TokenBudget | None = None,
     wait_check: WaitCheck | None = None,
-    toolset: AbstractToolset[Any] | None = None,
-    recorded: Callable[[], list[ModelMessage]] | None = None,
+    tools: StepTools | None = None,
     max_attempts: int = 3,
     sleep: Callable[[float], Awaitable[None]] = scaled_sleep,
     backoff: Backoff | None = None,
@@ -584,19 +705,22 @@ async def run_model_step(
     """Run think: ask ``model`` for one typed outcome, streaming, retrying only before output.
 
     ``messages`` is the context the engine built (ending in a user message), or
-    the messages recorded before a crash. ``outcomes`` limits the output tools
-    offered (all kinds by default). ``budget`` caps the tokens: the step stops
-    once ``budget.total`` are used, and each answer asks the provider for at
-    most ``budget.output`` tokens when that is set. Each run of requests (the first
-    and every restart) holds what ``admit()`` gives (the kernel's attempt slot)
-    and lets it go before a restart's backoff. Raises ``ModelUnavailable``,
-    ``StreamTruncated``, ``ModelRefused`` (``ContextOverflow`` and ``QuotaExhausted`` among
-    them), ``ModelOutputInvalid`` or ``TokenCapReached``. ``wait_check`` refuses a wait on
-    a key or fingerprint the turn does not know; the model is told and asked again.
-    ``toolset`` holds the function tools the model may call, and ``recorded()`` the
-    conversation its calls recorded so far, where a restarted run begins. ``messages``
-    may end with a model answer whose tool calls are still to be settled (a step resumed
-    after a crash).
+    the conversation recorded before a crash, which may end with a model answer
+    whose tool calls are still to be settled. ``outcomes`` limits the output
+    tools offered (all kinds by default). ``budget`` caps the tokens: the step
+    stops once ``budget.total`` are used, and each answer asks the provider for
+    at most ``budget.output`` tokens when that is set. Each model request holds
+    what ``admit()`` gives (the kernel's attempt slot) and lets it go before a
+    retry's backoff and while tools run. Raises ``ModelUnavailable``,
+    ``StreamTruncated``, ``ModelRefused`` (``ContextOverflow`` and
+    ``QuotaExhausted`` among them), ``ModelOutputInvalid`` or
+    ``TokenCapReached``. ``wait_check`` refuses a wait on a key or fingerprint
+    the turn does not know; the model is told and asked again. ``tools`` holds
+    the function tools the model may call.
+
+    The conversation is driven here over the model's own streamed request
+    (``pydantic_ai.direct``), not through an agent run: one request per model
+    answer, its tool calls answered in the next request, until an outcome is valid.
     """
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
@@ -616,114 +740,117 @@ async def run_model_step(
         backoff=backoff or Backoff(),
         rng=rng or random.Random(),
     )
-    agent = _agent(tuple(outcomes) if outcomes is not None else None)
-    hooks = [_AttemptHooks(step)]
+    offered = output_tools(tuple(outcomes) if outcomes is not None else None)
+    functions = tools.definitions() if tools is not None else []
+    answering = _Answering(offered, functions, tools, wait_check)
+    parameters = ModelRequestParameters(
+        function_tools=functions,
+        output_tools=list(offered),
+        output_mode="tool",
+        allow_text_output=False,
+        instruction_parts=[InstructionPart(content=instructions)] if instructions else None,
+    )
     settings = (
         ModelSettings(max_tokens=budget.output)
         if budget is not None and budget.output is not None
         else None
     )
-    async with agent:
-        spent = TokenUsage()
-        while True:
-            stream: AgentRunEvents[Any] | None = None
-            try:
-                async with (
-                    admit() if admit is not None else contextlib.nullcontext(),
-                    agent.run_stream_events(
-                        message_history=step.history(messages, recorded() if recorded else ()),
-                        instructions=instructions,
-                        model=model,
-                        capabilities=hooks,
-                        usage_limits=_limits(budget, spent),
-                        model_settings=settings,
-                        deps=wait_check,
-                        toolsets=[toolset] if toolset is not None else None,
-                    ) as stream,
-                ):
-                    result = await _consume(stream, step)
-            except HzError:
-                raise
-            except _RestartWithSteering:
-                spent += _so_far(stream)[1]
-                step.restarting = True
-                continue
-            except Exception as error:
-                run_messages, run_usage = _so_far(stream)
-                spent += run_usage
-                await step.recover(error, run_messages, spent)
-                continue
-            return StepResult(
-                outcome=OutcomeAdapter.validate_python(result.output),
-                text="".join(step.chunks),
-                usage=spent + TokenUsage.from_run(result.usage),
-                messages=messages_to_json(result.all_messages()),
-                attempts=step.attempts,
-                model=step.model_name,
-            )
+    limits = UsageLimits(total_tokens_limit=budget.total if budget is not None else None)
+    usage = RunUsage()
+    conversation = list(messages)
+    pending = conversation[-1]
+    if isinstance(pending, ModelRequest):
+        conversation[-1] = dataclasses.replace(pending, instructions=instructions or None)
+    while True:
+        answer = conversation[-1]
+        if isinstance(answer, ModelResponse):
+            outcome, parts = await answering.read(answer, conversation)
+            if outcome is not None:
+                conversation.append(ModelRequest(parts=parts))
+                return _result(outcome, step, usage, conversation)
+            conversation.append(ModelRequest(parts=parts, instructions=instructions or None))
+        _capped(limits.check_before_request, usage)
+        step.request += 1
+        step.retry = 0
+        _steer(conversation, await step.poll_steering())
+        response = await _ask(model, conversation, parameters, settings, step, admit, usage)
+        usage.incr(response.usage)
+        usage.requests += 1
+        conversation.append(response)
+        _capped(limits.check_tokens, usage)
 
 
-def _limits(budget: TokenBudget | None, spent: TokenUsage) -> UsageLimits | None:
-    """A run's token limit: what the step's budget has left after earlier (failed) runs."""
-    if budget is None:
-        return None
-    left = budget.left(spent)
-    if left is None:
-        raise TokenCapReached(f"the step used its {budget.total} tokens", usage=spent)
-    return UsageLimits(total_tokens_limit=left.total)
-
-
-class WaitCheck(Protocol):
-    """What a turn knows a wait may name: its drafts, questions and input fingerprints
-    (``engine.context.Situation``)."""
-
-    def refusal(self, kind: str, name: str) -> str | None:
-        """Why a wait ``on`` a ``kind`` naming ``name`` cannot be met, or None if it can."""
-
-
-@functools.cache
-def _agent(outcomes: tuple[OutcomeKind, ...] | None) -> Agent[WaitCheck | None, Any]:
-    """One agent per set of outcome kinds: building the output tools' schemas costs tens of
-    milliseconds, so it is done once; the model, the attempt hooks and the wait check are
-    given per run."""
-    agent: Agent[WaitCheck | None, Any] = Agent(
-        output_type=output_tools(outcomes),
-        deps_type=WaitCheck,  # type: ignore[arg-type]  # None (no check) is allowed too
-        retries={"output": OUTPUT_RETRIES},
-    )
-    agent.output_validator(_wait_names_what_exists)
-    return agent
-
-
-def _wait_names_what_exists(ctx: RunContext[WaitCheck | None], output: Any) -> Any:
-    """A wait on a key or fingerprint the turn does not know would never end: the model is
-    told which ones exist and asked again (within the output retries)."""
-    if ctx.deps is None or not isinstance(output, WaitOutcome) or output.on is None:
-        return output
-    on = output.on
-    named = f"{on.input}:{on.fingerprint_not}" if isinstance(on, SourceWait) else on.key
-    refusal = ctx.deps.refusal(on.kind, named)
-    if refusal is not None:
-        raise ModelRetry(refusal)
-    return output
-
-
-async def _consume(stream: AgentRunEvents[Any], step: _Step) -> AgentRunResult[Any]:
-    """Stream the run's events, passing new visible text on; return the run's result."""
-    visible = _StreamedText()
-    async for event in stream:
-        if isinstance(event, AgentRunResultEvent):
-            return event.result
-        if delta := visible.feed(event):
-            await step.emit(delta)
-    raise AssertionError("the agent run ended without a result")
-
-
-def _so_far(stream: AgentRunEvents[Any] | None) -> tuple[list[ModelMessage], TokenUsage]:
-    """What a failed run got before it failed; empty when it never started."""
-    if stream is None:
-        return [], TokenUsage()
+def _capped(check: Callable[[RunUsage], None], usage: RunUsage) -> None:
+    """Run a usage limit's check; going over it ends the step as the token cap."""
     try:
-        return stream.all_messages(), TokenUsage.from_run(stream.usage)
-    except UserError:
-        return [], TokenUsage()
+        check(usage)
+    except UsageLimitExceeded as exc:
+        raise TokenCapReached(
+            f"the turn reached its token cap: {_describe(exc)}", usage=_spent(usage)
+        ) from exc
+
+
+async def _ask(
+    model: Model,
+    conversation: list[ModelMessage],
+    parameters: ModelRequestParameters,
+    settings: ModelSettings | None,
+    step: _Step,
+    admit: Callable[[], AbstractAsyncContextManager[object]] | None,
+    usage: RunUsage,
+) -> ModelResponse:
+    """One request, streamed; a retryable failure before any output is asked again after a
+    backoff, carrying the steering that arrived meanwhile."""
+    while True:
+        visible = _StreamedText()
+        try:
+            async with admit() if admit is not None else contextlib.nullcontext():
+                await step.begin_attempt()
+                async with model_request_stream(
+                    model,
+                    conversation,
+                    model_settings=settings,
+                    model_request_parameters=parameters,
+                    instrument=False,
+                ) as stream:
+                    async for event in stream:
+                        if delta := visible.feed(event):
+                            await step.emit(delta)
+                    return stream.get()
+        except HzError:
+            raise
+        except Exception as error:
+            if classify(error) == "unknown":
+                raise
+            failure = step.failure(error, conversation, _spent(usage))
+            if failure is not None:
+                raise failure from error
+            await step.back_off(error)
+            _steer(conversation, await step.poll_steering())
+
+
+def _steer(conversation: list[ModelMessage], texts: Sequence[str]) -> None:
+    """Steering joins the request about to be sent, as steering-marked user text."""
+    if not texts:
+        return
+    last = conversation[-1]
+    assert isinstance(last, ModelRequest)
+    steered = [UserPromptPart(render_steering(text)) for text in texts]
+    conversation[-1] = dataclasses.replace(last, parts=[*last.parts, *steered])
+
+
+def _spent(usage: RunUsage) -> TokenUsage:
+    return TokenUsage.from_run(usage)
+
+
+def _result(
+    outcome: Outcome, step: _Step, usage: RunUsage, conversation: Sequence[ModelMessage]
+) -> StepResult:
+    return StepResult(
+        outcome=outcome,
+        text="".join(step.chunks),
+        usage=_spent(usage),
+        messages=messages_to_json(conversation),
+        attempts=step.attempts,
+        model=step.model_name,
+    )

@@ -9,6 +9,7 @@ sent back to the model as a validation error instead of reaching the record.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_ai.output import ToolOutput
+from pydantic_ai.tools import GenerateToolJsonSchema, ToolDefinition
 
 REPORT_MAX = 200
 LESSON_MAX = 240
@@ -198,20 +199,28 @@ OUTCOME_MODELS: dict[OutcomeKind, type[BaseModel]] = {
 }
 
 
-def output_tools(kinds: Sequence[OutcomeKind] | None = None) -> list[ToolOutput[Any]]:
-    """The agent's output spec: one output tool per allowed kind, named after the kind.
+@functools.cache
+def output_tools(kinds: tuple[OutcomeKind, ...] | None = None) -> tuple[ToolDefinition, ...]:
+    """The output tools offered to the model: one per allowed kind, named after the kind.
 
     Naming the tools after the kinds lets any model (and the local one) pick the
     outcome by tool name; separate tools also keep each schema a plain object,
-    which every provider accepts.
+    which every provider accepts. Each tool is described by its model's
+    docstring. Built once per set of kinds: a schema costs milliseconds.
     """
     chosen = OUTCOME_KINDS if kinds is None else tuple(dict.fromkeys(kinds))
     if not chosen:
         raise ValueError("at least one outcome kind is needed")
-    return [
-        ToolOutput(OUTCOME_MODELS[kind], name=kind)  # described by the model's docstring
-        for kind in chosen
-    ]
+    tools = []
+    for kind in chosen:
+        schema = OUTCOME_MODELS[kind].model_json_schema(schema_generator=GenerateToolJsonSchema)
+        description = schema.pop("description", None)
+        tools.append(
+            ToolDefinition(
+                name=kind, parameters_json_schema=schema, description=description, kind="output"
+            )
+        )
+    return tuple(tools)
 
 
 _WORD = re.compile(r"[^\W_]+")

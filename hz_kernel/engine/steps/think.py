@@ -203,8 +203,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
                     outcomes=("lessons", "nothing") if approval else None,
                     budget=left,
                     wait_check=situation,
-                    toolset=journal.toolset(),
-                    recorded=journal.history,
+                    tools=journal,
                 )
             except ContextOverflow as exc:
                 # Once per step, and only before any tool call (a fresh conversation would

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
-from pydantic_ai.tools import RunContext, Tool
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.tools import ToolDefinition
 
 from hz_kernel import crashpoints
 from hz_kernel.adapters.sources import canonical_json, sha256_hex
@@ -157,21 +156,18 @@ class ToolJournal:
         """The conversation as recorded up to the last model answer that called tools."""
         return messages_from_json(self.messages) if self.messages else []
 
-    def toolset(self) -> FunctionToolset[Any]:
-        """Every registered tool, each run through this journal; one at a time, in call order,
-        so the spine reads the same on every run."""
-        tools = [
-            Tool.from_schema(
-                self._caller(spec),
+    def definitions(self) -> list[ToolDefinition]:
+        """Every registered tool as the model is told of it; calls run one at a time, in call
+        order, so the spine reads the same on every run."""
+        return [
+            ToolDefinition(
                 name=spec.name,
                 description=self._describe(spec),
-                json_schema=spec.schema(),
-                takes_ctx=True,
+                parameters_json_schema=spec.schema(),
                 sequential=True,
             )
             for spec in self.registry
         ]
-        return FunctionToolset(tools)
 
     def _describe(self, spec: ToolSpec) -> str:
         if spec.capability not in self.grant.capabilities:
@@ -187,19 +183,20 @@ class ToolJournal:
         }.get(spec.capability, ())
         return describe(spec, [str(root) for root in named])
 
-    def _caller(self, spec: ToolSpec) -> Any:
-        async def call(ctx: RunContext[Any], **arguments: Any) -> dict[str, Any]:
-            return await self.call(spec, ctx, arguments)
-
-        return call
-
     async def call(
-        self, spec: ToolSpec, ctx: RunContext[Any], arguments: dict[str, Any]
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        messages: Sequence[ModelMessage],
+        call_id: str,
     ) -> dict[str, Any]:
         """Run one call the model made, or settle it from the record of an earlier run."""
-        number = _ordinal(ctx.messages, ctx.tool_call_id)
-        call_id = str(ctx.tool_call_id or "")
-        self._record_messages(ctx.messages)
+        spec = self.registry.get(name)
+        if spec is None:
+            raise ValueError(f"no tool named {name!r} is offered")
+        number = _ordinal(messages, call_id)
+        self._record_messages(messages)
         body = self.run.body
         assert body is not None
         if number in self.results:
@@ -402,7 +399,7 @@ def _answer(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ordinal(messages: Sequence[ModelMessage], call_id: str | None) -> int:
+def _ordinal(messages: Sequence[ModelMessage], call_id: str) -> int:
     """The place of a call among all tool calls of the conversation (0 for the first)."""
     responses = [m for m in messages if isinstance(m, ModelResponse)]
     earlier = sum(1 for m in responses[:-1] for part in m.parts if isinstance(part, ToolCallPart))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.models import ModelRequestParameters
 
 from hz_kernel.adapters.local_model import compose_draft, estimate_tokens, outline_of
 from hz_kernel.adapters.models import (
@@ -26,6 +27,8 @@ from hz_kernel.engine.outcome import (
     DraftOutcome,
     LessonsOutcome,
     NothingOutcome,
+    Outcome,
+    OutcomeKind,
     SummaryOutcome,
     output_tools,
     quotes_document,
@@ -205,11 +208,23 @@ APPROVED = """## Weekly report
 """
 
 
+async def answer(kinds: tuple[OutcomeKind, ...], *prompts: str) -> Outcome:
+    """What the local model answers ``prompts`` with, offered only the outcome ``kinds``."""
+    recorder = Recorder()
+    result = await run_model_step(
+        model=LocalModel(),
+        instructions="",
+        messages=[user_message(*prompts)],
+        on_attempt=recorder.on_attempt,
+        on_chunk=recorder.on_chunk,
+        outcomes=kinds,
+    )
+    return result.outcome
+
+
 async def test_lessons_come_from_the_diff_with_their_hunks() -> None:
-    agent = Agent(LocalModel(), output_type=output_tools(["lessons", "nothing"]))
     prompt = render_approval(draft_as_placed=PLACED, approved_text=APPROVED)
-    result = await agent.run(prompt)
-    outcome = result.output
+    outcome = await answer(("lessons", "nothing"), prompt)
     assert isinstance(outcome, LessonsOutcome)
     assert [lesson.lesson for lesson in outcome.lessons] == [
         "Put the risks section above the merged section.",
@@ -226,9 +241,10 @@ async def test_lessons_come_from_the_diff_with_their_hunks() -> None:
 async def test_heading_edits_become_lessons() -> None:
     placed = "## Exciting wins\nshipped\n## Todo\nfix it\nremove me\n"
     approved = "## Wins\nshipped\n## Tasks\nfix it\n"
-    agent = Agent(LocalModel(), output_type=output_tools(["lessons"]))
-    result = await agent.run(render_approval(draft_as_placed=placed, approved_text=approved))
-    texts = [lesson.lesson for lesson in result.output.lessons]
+    outcome = await answer(
+        ("lessons",), render_approval(draft_as_placed=placed, approved_text=approved)
+    )
+    texts = [lesson.lesson for lesson in outcome.lessons]
     assert texts == [
         "Name the todo section tasks instead.",
         "No adjectives or adverbs in headings.",
@@ -239,9 +255,10 @@ async def test_heading_edits_become_lessons() -> None:
 async def test_issue12_item3_removed_lines_teach_their_pattern_never_the_line() -> None:
     placed = "## Merged\n- feat: login page\n- chore: bump deps\n- chore: tidy ci\n"
     approved = "## Merged\n- feat: login page\n"
-    agent = Agent(LocalModel(), output_type=output_tools(["lessons"]))
-    result = await agent.run(render_approval(draft_as_placed=placed, approved_text=approved))
-    texts = [lesson.lesson for lesson in result.output.lessons]
+    outcome = await answer(
+        ("lessons",), render_approval(draft_as_placed=placed, approved_text=approved)
+    )
+    texts = [lesson.lesson for lesson in outcome.lessons]
     assert texts == ["Leave out chore items from the merged section."]
     assert not any(quotes_document(text, [placed]) for text in texts)
 
@@ -261,10 +278,9 @@ async def test_issue12_item3_removed_lines_teach_their_pattern_never_the_line() 
 async def test_issue12_item3_a_rejection_teaches_only_its_reason(
     reason: str, learned: list[str]
 ) -> None:
-    agent = Agent(LocalModel(), output_type=output_tools(["lessons", "nothing"]))
-    result = await agent.run(render_rejection(reason=reason))
-    assert isinstance(result.output, LessonsOutcome)
-    assert [lesson.lesson for lesson in result.output.lessons] == learned
+    outcome = await answer(("lessons", "nothing"), render_rejection(reason=reason))
+    assert isinstance(outcome, LessonsOutcome)
+    assert [lesson.lesson for lesson in outcome.lessons] == learned
 
 
 def test_issue12_item3_a_lesson_that_repeats_a_line_counts_as_quoting() -> None:
@@ -275,9 +291,10 @@ def test_issue12_item3_a_lesson_that_repeats_a_line_counts_as_quoting() -> None:
 
 
 async def test_an_unedited_approval_teaches_nothing() -> None:
-    agent = Agent(LocalModel(), output_type=output_tools(["lessons"]))
-    result = await agent.run(render_approval(draft_as_placed=PLACED, approved_text=PLACED))
-    assert result.output.lessons == []
+    outcome = await answer(
+        ("lessons",), render_approval(draft_as_placed=PLACED, approved_text=PLACED)
+    )
+    assert outcome.lessons == []
 
 
 async def test_a_summary_request_fills_the_fixed_fields_and_chains() -> None:
@@ -289,19 +306,17 @@ async def test_a_summary_request_fills_the_fixed_fields_and_chains() -> None:
         sources=["tracker"],
         report="Summarised.",
     )
-    agent = Agent(LocalModel(), output_type=output_tools(["summary", "nothing"]))
-    result = await agent.run(
-        [
-            render_summary(previous),
-            render_inputs(INPUTS, output="weekly-report"),
-            render_summary_request(
-                asset="doc:checkout/weekly-report",
-                wants="Every Friday, this week's section from merged work and notes.",
-                next_deadline="2026-12-04T15:00Z",
-            ),
-        ]
+    outcome = await answer(
+        ("summary", "nothing"),
+        render_summary(previous),
+        render_inputs(INPUTS, output="weekly-report"),
+        render_summary_request(
+            asset="doc:checkout/weekly-report",
+            wants="Every Friday, this week's section from merged work and notes.",
+            next_deadline="2026-12-04T15:00Z",
+        ),
     )
-    summary = result.output
+    summary = outcome
     assert isinstance(summary, SummaryOutcome)
     assert summary.asset == "doc:checkout/weekly-report"
     assert summary.wants.startswith("Every Friday")
@@ -322,10 +337,16 @@ async def test_usage_is_bytes_over_four() -> None:
 
 async def test_the_non_streamed_path_gives_the_same_outcome() -> None:
     streamed, _ = await draft()
-    agent = Agent(LocalModel(), output_type=output_tools())
-    plain = await agent.run(render_inputs(INPUTS, output="weekly-report"))
-    assert plain.output == streamed.outcome
-    assert plain.usage.output_tokens == estimate_tokens(tool_call(plain.all_messages()).args)
+    plain = await model_request(
+        LocalModel(),
+        [user_message(render_inputs(INPUTS, output="weekly-report"))],
+        model_request_parameters=ModelRequestParameters(
+            output_tools=list(output_tools()), output_mode="tool", allow_text_output=False
+        ),
+    )
+    call = tool_call([plain])
+    assert DraftOutcome.model_validate_json(call.args) == streamed.outcome
+    assert plain.usage.output_tokens == estimate_tokens(call.args)
 
 
 async def test_hz_model_delay_ms_holds_each_chunk(monkeypatch: pytest.MonkeyPatch) -> None:

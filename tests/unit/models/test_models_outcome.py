@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from hz_kernel.engine.outcome import (
     OUTCOME_KINDS,
+    OUTCOME_MODELS,
     AmendmentOutcome,
     ApprovalWait,
     DraftOutcome,
@@ -75,12 +76,15 @@ def test_outcomes_parse_by_their_type_field() -> None:
 def test_one_output_tool_per_kind_named_after_it() -> None:
     tools = output_tools()
     assert [tool.name for tool in tools] == list(OUTCOME_KINDS)
-    # Described by the outcome model's docstring, which pydantic-ai sends once (a description
-    # given as well was sent doubled: "Pause the turn…. Pause the turn…").
-    assert all(tool.description is None and tool.output.__doc__ for tool in tools)
-    assert [tool.name for tool in output_tools(["lessons", "nothing", "lessons"])] == [
+    # Described by the outcome model's docstring, once: the schema does not carry it too
+    # (it was once sent doubled: "Pause the turn…. Pause the turn…").
+    for tool in tools:
+        assert tool.kind == "output"
+        assert tool.description == OUTCOME_MODELS[tool.name].__doc__
+        assert "description" not in tool.parameters_json_schema
+    assert [tool.name for tool in output_tools(("lessons", "nothing", "lessons"))] == [
         "lessons",
         "nothing",
     ]
     with pytest.raises(ValueError):
-        output_tools([])
+        output_tools(())
