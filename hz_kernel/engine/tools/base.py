@@ -11,7 +11,6 @@ journal hands it an ``EffectCall`` so it writes the effect ledger itself,
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
@@ -106,8 +106,10 @@ class ToolSpec:
             raise ValueError(f"the tool {self.name!r} performs an effect: it is not replay-safe")
 
     def schema(self) -> dict[str, Any]:
-        """The arguments' JSON schema, generated once per process (every turn offers it)."""
-        return copy.deepcopy(_schema_of(self.args))
+        """The arguments' JSON schema, generated once per process (every turn offers it); each
+        caller gets its own copy, decoded from the cached text (a deep copy cost ten times more)."""
+        schema: dict[str, Any] = orjson.loads(_schema_text_of(self.args))
+        return schema
 
     def schema_text(self) -> str:
         return _schema_text_of(self.args)
