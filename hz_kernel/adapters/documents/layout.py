@@ -20,6 +20,8 @@ from hz_kernel.adapters.documents import codes
 from hz_kernel.errors import HzError
 
 _MARKER = re.compile(r"^ {0,3}<!--\s*hz:(begin|end)\s(.*?)-->\s*$")
+#: Text every marker line holds: a line without it is not parsed as one.
+_MARKER_TEXT = "hz:"
 _ATTRIBUTE = re.compile(r"([a-z]+)=(\S+)")
 _TAG = re.compile(r"^ {0,3}>.*(?:🧝\s*DRAFT\b|\bhz:[A-Za-z0-9_.-]+\s*$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -81,7 +83,7 @@ def clean_draft_text(text: str, place: str) -> list[str]:
 def comparable(text: str) -> str:
     """Text with trailing whitespace and surrounding blank lines removed, for comparison."""
     lines = text.replace("\r\n", "\n").split("\n")
-    return "\n".join(line.rstrip() for line in lines).strip("\n")
+    return "\n".join([line.rstrip() for line in lines]).strip("\n")
 
 
 def render_section(
@@ -212,12 +214,21 @@ class Document:
     def content(self, index: int) -> str:
         return self.lines[index].removesuffix("\n").removesuffix("\r")
 
+    def contents(self) -> list[str]:
+        """Every line without its ending, made in one pass (a scan reads each line once)."""
+        return [line.removesuffix("\n").removesuffix("\r") for line in self.lines]
+
     def is_blank(self, index: int) -> bool:
         return 0 <= index < len(self.lines) and not self.content(index).strip()
 
     def text_of(self, span: Span) -> str:
         """The section's text: no markers, no tag line, no blank lines around it."""
-        body = [self.content(i) for i in range(span.begin + 1, span.end) if i not in span.tag_lines]
+        lines = self.lines
+        body = [
+            lines[i].removesuffix("\n").removesuffix("\r")
+            for i in range(span.begin + 1, span.end)
+            if i not in span.tag_lines
+        ]
         while body and not body[0].strip():
             body.pop(0)
         while body and not body[-1].strip():
@@ -250,9 +261,10 @@ class Document:
         headings: list[Heading] = []
         slug_counts: dict[str, int] = {}
         fence: str | None = None
+        contents = self.contents()
         index = 0
-        while index < len(self.lines):
-            content = self.content(index)
+        while index < len(contents):
+            content = contents[index]
             if fence is not None:
                 if content.strip() and set(content.strip()) == {fence[0]}:
                     fence = None if len(content.strip()) >= len(fence) else fence
@@ -262,9 +274,9 @@ class Document:
                 fence = opened.group(1)
                 index += 1
                 continue
-            marker = _marker(content)
+            marker = _marker(content) if _MARKER_TEXT in content else None
             if marker is not None:
-                span = self._section_from(index, marker) if marker.kind == "begin" else None
+                span = _section_from(contents, index, marker) if marker.kind == "begin" else None
                 if span is None:
                     damaged.add(marker.key)
                     index += 1
@@ -281,23 +293,24 @@ class Document:
             index += 1
         return Scan(spans=tuple(spans), damaged_keys=frozenset(damaged), headings=tuple(headings))
 
-    def _section_from(self, begin: int, opening: _Marker) -> Span | None:
-        tag_lines: list[int] = []
-        for index in range(begin + 1, len(self.lines)):
-            content = self.content(index)
-            marker = _marker(content)
-            if marker is not None:
-                if marker.kind != "end" or marker.key != opening.key:
-                    return None
-                anchor = opening.attributes.get("anchor")
-                return Span(
-                    key=opening.key,
-                    heinzel_id=opening.attributes.get("heinzel", ""),
-                    anchor=unquote(anchor) if anchor else None,
-                    begin=begin,
-                    end=index,
-                    tag_lines=tuple(tag_lines),
-                )
-            if _TAG.match(content):
-                tag_lines.append(index)
-        return None
+
+def _section_from(contents: list[str], begin: int, opening: _Marker) -> Span | None:
+    tag_lines: list[int] = []
+    for index in range(begin + 1, len(contents)):
+        content = contents[index]
+        marker = _marker(content) if _MARKER_TEXT in content else None
+        if marker is not None:
+            if marker.kind != "end" or marker.key != opening.key:
+                return None
+            anchor = opening.attributes.get("anchor")
+            return Span(
+                key=opening.key,
+                heinzel_id=opening.attributes.get("heinzel", ""),
+                anchor=unquote(anchor) if anchor else None,
+                begin=begin,
+                end=index,
+                tag_lines=tuple(tag_lines),
+            )
+        if _TAG.match(content):
+            tag_lines.append(index)
+    return None
