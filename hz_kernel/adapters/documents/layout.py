@@ -12,6 +12,7 @@ touch come back byte for byte; new lines use the file's dominant ending.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
@@ -31,6 +32,8 @@ _HEINZEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _KEY_SAFE = "@:#/._~+-"
 _BOM = "\ufeff"
+#: How many documents' scans are kept (``_scanned``).
+SCANS_KEPT = 4
 
 
 def bad_argument(message: str, place: str) -> HzError:
@@ -214,10 +217,6 @@ class Document:
     def content(self, index: int) -> str:
         return self.lines[index].removesuffix("\n").removesuffix("\r")
 
-    def contents(self) -> list[str]:
-        """Every line without its ending, made in one pass (a scan reads each line once)."""
-        return [line.removesuffix("\n").removesuffix("\r") for line in self.lines]
-
     def is_blank(self, index: int) -> bool:
         return 0 <= index < len(self.lines) and not self.content(index).strip()
 
@@ -256,42 +255,51 @@ class Document:
         Inside a section only its own end marker counts, so a fence the draft
         opened and never closed cannot hide the rest of the document.
         """
-        spans: list[Span] = []
-        damaged: set[str] = set()
-        headings: list[Heading] = []
-        slug_counts: dict[str, int] = {}
-        fence: str | None = None
-        contents = self.contents()
-        index = 0
-        while index < len(contents):
-            content = contents[index]
-            if fence is not None:
-                if content.strip() and set(content.strip()) == {fence[0]}:
-                    fence = None if len(content.strip()) >= len(fence) else fence
-                index += 1
-                continue
-            if opened := _FENCE.match(content):
-                fence = opened.group(1)
-                index += 1
-                continue
-            marker = _marker(content) if _MARKER_TEXT in content else None
-            if marker is not None:
-                span = _section_from(contents, index, marker) if marker.kind == "begin" else None
-                if span is None:
-                    damaged.add(marker.key)
-                    index += 1
-                else:
-                    spans.append(span)
-                    index = span.end + 1
-                continue
-            if heading := _ATX_HEADING.match(content):
-                title = _CLOSING_HASHES.sub("", heading.group(2).strip()).strip()
-                slug = slugify(title)
-                seen = slug_counts.get(slug, 0)
-                slug_counts[slug] = seen + 1
-                headings.append(Heading(slug=f"{slug}-{seen}" if seen else slug, line=index))
+        return _scanned(tuple(self.lines))
+
+
+@functools.lru_cache(maxsize=SCANS_KEPT)
+def _scanned(lines: tuple[str, ...]) -> Scan:
+    """``Document.scan`` of these lines. A scan depends on the lines alone and is immutable, so
+    it is kept for the last few documents: a turn looks at its document before placing (the
+    scan the placement repeats) and reads the placed one back (the scan the next turn's look
+    repeats)."""
+    contents = [line.removesuffix("\n").removesuffix("\r") for line in lines]
+    spans: list[Span] = []
+    damaged: set[str] = set()
+    headings: list[Heading] = []
+    slug_counts: dict[str, int] = {}
+    fence: str | None = None
+    index = 0
+    while index < len(contents):
+        content = contents[index]
+        if fence is not None:
+            if content.strip() and set(content.strip()) == {fence[0]}:
+                fence = None if len(content.strip()) >= len(fence) else fence
             index += 1
-        return Scan(spans=tuple(spans), damaged_keys=frozenset(damaged), headings=tuple(headings))
+            continue
+        if opened := _FENCE.match(content):
+            fence = opened.group(1)
+            index += 1
+            continue
+        marker = _marker(content) if _MARKER_TEXT in content else None
+        if marker is not None:
+            span = _section_from(contents, index, marker) if marker.kind == "begin" else None
+            if span is None:
+                damaged.add(marker.key)
+                index += 1
+            else:
+                spans.append(span)
+                index = span.end + 1
+            continue
+        if heading := _ATX_HEADING.match(content):
+            title = _CLOSING_HASHES.sub("", heading.group(2).strip()).strip()
+            slug = slugify(title)
+            seen = slug_counts.get(slug, 0)
+            slug_counts[slug] = seen + 1
+            headings.append(Heading(slug=f"{slug}-{seen}" if seen else slug, line=index))
+        index += 1
+    return Scan(spans=tuple(spans), damaged_keys=frozenset(damaged), headings=tuple(headings))
 
 
 def _section_from(contents: list[str], begin: int, opening: _Marker) -> Span | None:
