@@ -661,12 +661,14 @@ def _render_draft(
     return lines
 
 
-def _outlined(ordered: Sequence[FramedInput], headings: Sequence[str]) -> list[_Group]:
+def _outlined(
+    ordered: Sequence[tuple[FramedInput, list[str]]], headings: Sequence[str]
+) -> list[_Group]:
     """Items under the headings the contract names: an input named by a heading fills it."""
     by_heading = {h: _Group(h, [], False) for h in headings}
-    for source in ordered:
+    for source, items in ordered:
         named = next((h for h in headings if _named(h) == _named(_title(source.name))), None)
-        for item in _items(source.content):
+        for item in items:
             target = by_heading[named or _classify(item, headings)]
             target.items.append(item if named else _subject(item))
             target.moved = target.moved or source.moved
@@ -689,13 +691,17 @@ def compose_draft(
     never repeats the kept section's own heading. Steering and length lessons
     shorten it.
     """
-    ordered = [i for i in inputs if i.moved] + [i for i in inputs if not i.moved]
+    # Each input's items, parsed once (the report counts the inputs that had any).
+    ordered = [(i, _items(i.content)) for i in inputs if i.moved] + [
+        (i, _items(i.content)) for i in inputs if not i.moved
+    ]
+    inputs_count = sum(1 for _, items in ordered if items)
     headings = outline_of(maintains)
     rules = _rules(lessons)
     if headings:
         groups = _outlined(ordered, headings)
     else:
-        groups = [_Group(_title(i.name), _items(i.content), i.moved) for i in ordered]
+        groups = [_Group(_title(i.name), items, i.moved) for i, items in ordered]
     if not inputs:
         return NothingOutcome(report="Nothing to draft: the contract reads no inputs.")
     if sum(len(g.items) for g in groups) == 0:
@@ -729,7 +735,6 @@ def compose_draft(
         return NothingOutcome(
             report=_clip(f"Nothing to draft for {output}: lessons left out every item.", REPORT_MAX)
         )
-    inputs_count = sum(1 for i in inputs if _items(i.content))
     report = f"Drafted {output}: {_plural(shown(), 'item')} from {_plural(inputs_count, 'input')}"
     if total > shown():
         report += f", {total - shown()} left out"
