@@ -225,8 +225,10 @@ class TurnRunner:
             raise Drained
 
     def _reload(self, state: TurnState) -> None:
-        """The inputs and the outcome of finished steps, read back from the body."""
-        records = read_body(self.held.dir, state.turn) or []
+        """The inputs and the outcome of finished steps, read back from the body (a new
+        turn's body holds nothing yet: it is not read)."""
+        assert self.body is not None
+        records = (read_body(self.held.dir, state.turn) or []) if self.body.size else []
         state.inputs = [r for r in records if r.get("type") == "input"]
         outcomes = [r for r in records if r.get("type") == "outcome"]
         if outcomes:
