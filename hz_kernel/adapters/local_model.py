@@ -592,10 +592,14 @@ def _restyle(item: str, wording: set[str]) -> str:
 def _apply_to_items(group: _Group, rules: _Rules) -> None:
     name = _named(group.title)
     left_out = {kind for kind, section in rules.leave_out if section in (None, name)}
-    items = [item for item in group.items if _kind(item) not in left_out]
+    items = (
+        [item for item in group.items if _kind(item) not in left_out] if left_out else group.items
+    )
     if rules.no_tickets:
         items = [re.sub(r"\s{2,}", " ", _TICKET.sub("", item)).strip(" -,;") for item in items]
-    group.items = [_restyle(item, rules.wording) for item in items if item]
+    # With no wording rule an item is its own restyling: the call per item is skipped.
+    wording = rules.wording
+    group.items = [_restyle(item, wording) if wording else item for item in items if item]
 
 
 def _apply_to_groups(groups: list[_Group], rules: _Rules) -> list[_Group]:
@@ -653,16 +657,18 @@ def _render_draft(
         if lines and not compact:
             lines.append("")
         lines.append(f"### {group.title}")
-        lines.extend(f"- {item}" for item in group.items)
+        lines.extend([f"- {item}" for item in group.items])
     return lines
 
 
-def _outlined(ordered: Sequence[FramedInput], headings: Sequence[str]) -> list[_Group]:
+def _outlined(
+    ordered: Sequence[tuple[FramedInput, list[str]]], headings: Sequence[str]
+) -> list[_Group]:
     """Items under the headings the contract names: an input named by a heading fills it."""
     by_heading = {h: _Group(h, [], False) for h in headings}
-    for source in ordered:
+    for source, items in ordered:
         named = next((h for h in headings if _named(h) == _named(_title(source.name))), None)
-        for item in _items(source.content):
+        for item in items:
             target = by_heading[named or _classify(item, headings)]
             target.items.append(item if named else _subject(item))
             target.moved = target.moved or source.moved
@@ -685,13 +691,17 @@ def compose_draft(
     never repeats the kept section's own heading. Steering and length lessons
     shorten it.
     """
-    ordered = [i for i in inputs if i.moved] + [i for i in inputs if not i.moved]
+    # Each input's items, parsed once (the report counts the inputs that had any).
+    ordered = [(i, _items(i.content)) for i in inputs if i.moved] + [
+        (i, _items(i.content)) for i in inputs if not i.moved
+    ]
+    inputs_count = sum(1 for _, items in ordered if items)
     headings = outline_of(maintains)
     rules = _rules(lessons)
     if headings:
         groups = _outlined(ordered, headings)
     else:
-        groups = [_Group(_title(i.name), _items(i.content), i.moved) for i in ordered]
+        groups = [_Group(_title(i.name), items, i.moved) for i, items in ordered]
     if not inputs:
         return NothingOutcome(report="Nothing to draft: the contract reads no inputs.")
     if sum(len(g.items) for g in groups) == 0:
@@ -725,7 +735,6 @@ def compose_draft(
         return NothingOutcome(
             report=_clip(f"Nothing to draft for {output}: lessons left out every item.", REPORT_MAX)
         )
-    inputs_count = sum(1 for i in inputs if _items(i.content))
     report = f"Drafted {output}: {_plural(shown(), 'item')} from {_plural(inputs_count, 'input')}"
     if total > shown():
         report += f", {total - shown()} left out"
@@ -1066,14 +1075,14 @@ def _fallback(kind: str, offered: Sequence[str], request: _Request) -> BaseModel
 
 
 def plan_reply(
-    messages: Sequence[ModelMessage], offered: Sequence[str], instructions: str | None = None
+    request: _Request, offered: Sequence[str], instructions: str | None = None
 ) -> tuple[str, str]:
-    """Decide the outcome for this request: the output tool to call and its JSON arguments.
+    """Decide the outcome for this request (the conversation as ``_read`` found it): the output
+    tool to call and its JSON arguments.
 
     ``instructions`` carry the contract (its ``Maintains`` section names the
     outline a draft keeps) and the active lessons (rules the draft applies).
     """
-    request = _read(messages)
     outcome: BaseModel
     if request.kind == "summary":
         outcome = _compose_summary(request)
@@ -1105,15 +1114,16 @@ MAX_SHOWN_COMMITS = 4
 
 
 def plan_tool_calls(
-    messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]
+    request: _Request, messages: Sequence[ModelMessage], tools: Sequence[ToolDefinition]
 ) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls the local model makes next, before it answers; none once it has read.
 
     Granted ``git:read`` on a draft, it lists each granted repository's commits
     (``git_log``), then reads the first commits its inputs list (``git_show``, at
-    most ``MAX_SHOWN_COMMITS``) in the repository whose log lists them.
+    most ``MAX_SHOWN_COMMITS``) in the repository whose log lists them. ``request`` is
+    ``messages`` as ``_read`` found them: the caller reads the conversation once for this
+    and ``plan_reply``.
     """
-    request = _read(messages)
     granted = {tool.name: roots_in(tool.description or "") for tool in tools}
     repos = granted.get("git_log") or []
     if request.kind != "draft" or not repos or not granted.get("git_show"):
@@ -1268,7 +1278,8 @@ class LocalModel(FunctionModel):
     async def _stream(
         self, messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[DeltaToolCalls]:
-        calls = plan_tool_calls(messages, info.function_tools)
+        request = _read(messages)
+        calls = plan_tool_calls(request, messages, info.function_tools)
         if calls:
             made = _calls_made(messages)
             yield {
@@ -1281,7 +1292,7 @@ class LocalModel(FunctionModel):
             }
             return
         tool, arguments = plan_reply(
-            messages, [t.name for t in info.output_tools], info.instructions
+            request, [t.name for t in info.output_tools], info.instructions
         )
         paced = bool(self.delay_ms or self.hold_file)
         for index, piece in enumerate(_pieces(arguments, grow=not paced)):
@@ -1301,13 +1312,16 @@ class LocalModel(FunctionModel):
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self._record(messages, info.instructions)
         made = _calls_made(messages)
+        request = _read(messages)
         calls = [
             (name, json.dumps(args, ensure_ascii=False), f"hz-local-{made + n}")
-            for n, (name, args) in enumerate(plan_tool_calls(messages, info.function_tools))
+            for n, (name, args) in enumerate(
+                plan_tool_calls(request, messages, info.function_tools)
+            )
         ]
         if not calls:
             tool, arguments = plan_reply(
-                messages, [t.name for t in info.output_tools], info.instructions
+                request, [t.name for t in info.output_tools], info.instructions
             )
             calls = [(tool, arguments, CALL_ID)]
         parts = [ToolCallPart(name, arguments, tool_call_id=id_) for name, arguments, id_ in calls]

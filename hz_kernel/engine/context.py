@@ -12,7 +12,7 @@ a line from the model without touching the record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from hz_kernel.adapters.local_model import (
@@ -164,6 +164,27 @@ def render_contract(contract: CompiledContract, version: int) -> str:
     return "\n\n".join(parts)
 
 
+#: The kinds ``event_line`` renders: a turn's history walks every event since the summary,
+#: and most (steps, notes, effects) show nothing, so callers skip them without a call.
+HISTORY_KINDS = frozenset(
+    (
+        "turn.finished",
+        "turn.skipped",
+        "approval.observed",
+        "draft.rejected",
+        "contract.amended",
+        "amendment.declined",
+        "source.discovered",
+        "question.asked",
+    )
+)
+
+
+def history_lines(events: Iterable[Event]) -> list[str]:
+    """The history lines of ``events``, in order (``event_line`` of those it renders)."""
+    return [line for e in events if e.kind in HISTORY_KINDS and (line := event_line(e))]
+
+
 def event_line(event: Event) -> str | None:
     """One compact line of history for the model, or None for events it need not see."""
     data = event.data
@@ -246,8 +267,7 @@ def build_context(
                 when = event.ts[:16].replace("T", " ")
                 lines.append(f"{when} (the user's note) {escape_body(instead)}")
             continue
-        line = event_line(event)
-        if line:
+        if event.kind in HISTORY_KINDS and (line := event_line(event)):
             lines.append(line)
     if lines:
         history = "<history>\n" + "\n".join(lines[-EVENT_LINES_MAX:]) + "\n</history>"

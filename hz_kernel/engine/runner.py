@@ -80,6 +80,7 @@ class TurnRunner:
         self.state: TurnState | None = None
         """The turn as it runs (its step and cost so far, for the kernel's status)."""
         self.env = ModelEnv.from_environ()
+        self._assets: dict[str, tuple[Path, str | None]] = {}
 
     # -- entry points --------------------------------------------------------------------
 
@@ -224,8 +225,10 @@ class TurnRunner:
             raise Drained
 
     def _reload(self, state: TurnState) -> None:
-        """The inputs and the outcome of finished steps, read back from the body."""
-        records = read_body(self.held.dir, state.turn) or []
+        """The inputs and the outcome of finished steps, read back from the body (a new
+        turn's body holds nothing yet: it is not read)."""
+        assert self.body is not None
+        records = (read_body(self.held.dir, state.turn) or []) if self.body.size else []
         state.inputs = [r for r in records if r.get("type") == "input"]
         outcomes = [r for r in records if r.get("type") == "outcome"]
         if outcomes:
@@ -243,10 +246,13 @@ class TurnRunner:
         return self._pinned
 
     def resolve_asset(self, asset: str) -> tuple[Path, str | None]:
-        """The document path and section anchor a ``doc:`` asset names."""
-        ref = asset.removeprefix("doc:")
-        path, _, anchor = ref.partition("#")
-        return self.settings.documents.resolve(path), (anchor or None)
+        """The document path and section anchor a ``doc:`` asset names (resolved once a turn:
+        the steps ask for the same assets several times)."""
+        found = self._assets.get(asset)
+        if found is None:
+            path, _, anchor = asset.removeprefix("doc:").partition("#")
+            found = self._assets[asset] = (self.settings.documents.resolve(path), anchor or None)
+        return found
 
     def admit_attempt(self) -> contextlib.AbstractAsyncContextManager[object]:
         """A model request waits for one of the kernel's attempt slots."""

@@ -8,7 +8,7 @@ from hz_kernel.adapters.local_model import render_summary_request
 from hz_kernel.adapters.models import TokenUsage, price_usd, resolve_model
 from hz_kernel.engine.attempts import run_model_step, user_message
 from hz_kernel.engine.caps import token_budget
-from hz_kernel.engine.context import EVENT_LINES_MAX, FRAMING, event_line, summary_block
+from hz_kernel.engine.context import EVENT_LINES_MAX, FRAMING, history_lines, summary_block
 from hz_kernel.engine.outcome import SummaryOutcome
 from hz_kernel.engine.state import TurnState
 from hz_kernel.store.envelope import since_seq
@@ -30,7 +30,7 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     ended = [
         e for e in recent if e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
     ]
-    lines = [line for e in recent if (line := event_line(e))]
+    lines = history_lines(recent)
     settings = run.settings.heinzel
     over = len(ended) + 1 >= settings.summary_after_turns
     if over or sum(len(line) for line in lines) >= settings.summary_after_chars:
@@ -50,7 +50,7 @@ async def summarise(run: TurnRunner, state: TurnState) -> bool:
         return False
     last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
     since = last.seq if last is not None else 0
-    lines = [line for e in events if e.seq > since and (line := event_line(e))]
+    lines = history_lines(since_seq(events, since + 1))
     if not lines:
         return False
     contract = run.contract(state)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -28,6 +29,8 @@ MAX_EVENT_BYTES = 16 * 1024
 #: A reader treats longer lines as damage without trying to parse them.
 MAX_LINE_BYTES = 1024 * 1024
 
+#: An event's seq, read without a Python call per bisection step.
+_SEQ = attrgetter("seq")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 _FORBIDDEN_FIELDS = frozenset({"text", "draft", "transcript"})
 
@@ -153,7 +156,7 @@ def seq_index(events: Sequence[Event], seq: int) -> int:
     """Where the event ``seq`` is (or would be) in ``events``, found by bisection: a spine's
     events are in seq order, so a turn that reads its own lines pays for them, not for the
     whole history."""
-    return bisect.bisect_left(events, seq, key=lambda event: event.seq)
+    return bisect.bisect_left(events, seq, key=_SEQ)
 
 
 def since_seq(events: Sequence[Event], seq: int) -> Sequence[Event]:

@@ -42,6 +42,7 @@ tick performs it and then removes its file (``consume``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -128,7 +129,13 @@ class Inbox:
 
     def __init__(self, heinzel_dir: Path) -> None:
         self.dir = heinzel_dir / "inbox"
-        self.marker = heinzel_dir.parent / UNDELIVERED_DIR / heinzel_dir.name
+        self._heinzel_dir = heinzel_dir
+
+    @functools.cached_property
+    def marker(self) -> Path:
+        """The undelivered marker: made only when asked, since most uses never touch it and a
+        turn makes an Inbox several times."""
+        return self._heinzel_dir.parent.joinpath(UNDELIVERED_DIR, self._heinzel_dir.name)
 
     def admit(self, request: InboxRequest) -> tuple[InboxRequest, bool]:
         """Write the request unless its id is taken; returns the stored request and whether new.

@@ -57,20 +57,21 @@ class Table:
     store: str = ""
     json_at: tuple[int, ...] = field(init=False)
     """Where the JSON columns are among ``columns``."""
+    upsert_sql: str = field(init=False)
+    """The upsert statement, made once: every append's index write runs it."""
 
     def __post_init__(self) -> None:
         at = tuple(i for i, column in enumerate(self.columns) if column in self.json)
         object.__setattr__(self, "json_at", at)
+        marks = ", ".join("?" for _ in self.columns)
+        upsert = f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
+        object.__setattr__(self, "upsert_sql", upsert)
 
     def create_sql(self) -> str:
         cols = ", ".join(self.columns)
         return (
             f"CREATE TABLE IF NOT EXISTS {self.name} ({cols}, PRIMARY KEY ({', '.join(self.key)}))"
         )
-
-    def upsert_sql(self) -> str:
-        marks = ", ".join("?" for _ in self.columns)
-        return f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
 
     def values(self, row: dict[str, Any]) -> list[Any]:
         values = list(map(row.get, self.columns))
@@ -779,7 +780,7 @@ class Index(IndexQueries):
                     w.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", deletes)
             for table in ALL_TABLES:
                 if batches[table.name]:
-                    w.executemany(table.upsert_sql(), batches[table.name])
+                    w.executemany(table.upsert_sql, batches[table.name])
             if everything:
                 for ddl in _EXTRA_DDL:
                     w.execute(ddl)

@@ -116,11 +116,22 @@ def spots(lines: Iterable[Placed]) -> list[Spot]:
     return list(map(_new_spot, map(_SPOT_FIELDS, lines)))
 
 
-def _spine_number(w: sqlite3.Connection, heinzel_id: str) -> int:
-    """The number ``feed`` knows the spine of ``heinzel_id`` by (given on first use)."""
-    w.execute("INSERT OR IGNORE INTO feed_spine (heinzel) VALUES (?)", (heinzel_id,))
-    (number,) = w.execute("SELECT id FROM feed_spine WHERE heinzel = ?", (heinzel_id,)).fetchone()
-    return int(number)
+_SPINE_AND_HIGHEST = (
+    "SELECT s.id, (SELECT MAX(seq) FROM feed WHERE spine = s.id) FROM feed_spine AS s "
+    "WHERE s.heinzel = ?"
+)
+
+
+def _spine_and_highest(w: sqlite3.Connection, heinzel_id: str) -> tuple[int, int]:
+    """The number ``feed`` knows the spine of ``heinzel_id`` by (given on first use) and the
+    highest seq positioned for it (0: none): one statement for a known spine, as every append
+    of a held heinzel asks."""
+    row = w.execute(_SPINE_AND_HIGHEST, (heinzel_id,)).fetchone()
+    if row is None:
+        w.execute("INSERT INTO feed_spine (heinzel) VALUES (?)", (heinzel_id,))
+        row = w.execute(_SPINE_AND_HIGHEST, (heinzel_id,)).fetchone()
+    number, highest = row
+    return int(number), int(highest) if highest is not None else 0
 
 
 def assign(
@@ -142,10 +153,8 @@ def assign(
     for heinzel_id, events in spines.items():
         if not events:
             continue
-        spine = _spine_number(w, heinzel_id)
+        spine, have = _spine_and_highest(w, heinzel_id)
         names[spine] = heinzel_id
-        row = w.execute("SELECT MAX(seq) FROM feed WHERE spine = ?", (spine,)).fetchone()
-        have = int(row[0]) if row and row[0] is not None else 0
         if events[-1].seq < have:
             w.execute("DELETE FROM feed WHERE spine = ?", (spine,))
             renumbered, have = True, 0

@@ -12,6 +12,7 @@ touch come back byte for byte; new lines use the file's dominant ending.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
@@ -20,6 +21,8 @@ from hz_kernel.adapters.documents import codes
 from hz_kernel.errors import HzError
 
 _MARKER = re.compile(r"^ {0,3}<!--\s*hz:(begin|end)\s(.*?)-->\s*$")
+#: Text every marker line holds: a line without it is not parsed as one.
+_MARKER_TEXT = "hz:"
 _ATTRIBUTE = re.compile(r"([a-z]+)=(\S+)")
 _TAG = re.compile(r"^ {0,3}>.*(?:🧝\s*DRAFT\b|\bhz:[A-Za-z0-9_.-]+\s*$)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -29,6 +32,8 @@ _HEINZEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _KEY_SAFE = "@:#/._~+-"
 _BOM = "\ufeff"
+#: How many documents' scans are kept (``_scanned``).
+SCANS_KEPT = 4
 
 
 def bad_argument(message: str, place: str) -> HzError:
@@ -81,7 +86,7 @@ def clean_draft_text(text: str, place: str) -> list[str]:
 def comparable(text: str) -> str:
     """Text with trailing whitespace and surrounding blank lines removed, for comparison."""
     lines = text.replace("\r\n", "\n").split("\n")
-    return "\n".join(line.rstrip() for line in lines).strip("\n")
+    return "\n".join([line.rstrip() for line in lines]).strip("\n")
 
 
 def render_section(
@@ -217,7 +222,12 @@ class Document:
 
     def text_of(self, span: Span) -> str:
         """The section's text: no markers, no tag line, no blank lines around it."""
-        body = [self.content(i) for i in range(span.begin + 1, span.end) if i not in span.tag_lines]
+        lines = self.lines
+        body = [
+            lines[i].removesuffix("\n").removesuffix("\r")
+            for i in range(span.begin + 1, span.end)
+            if i not in span.tag_lines
+        ]
         while body and not body[0].strip():
             body.pop(0)
         while body and not body[-1].strip():
@@ -245,59 +255,70 @@ class Document:
         Inside a section only its own end marker counts, so a fence the draft
         opened and never closed cannot hide the rest of the document.
         """
-        spans: list[Span] = []
-        damaged: set[str] = set()
-        headings: list[Heading] = []
-        slug_counts: dict[str, int] = {}
-        fence: str | None = None
-        index = 0
-        while index < len(self.lines):
-            content = self.content(index)
-            if fence is not None:
-                if content.strip() and set(content.strip()) == {fence[0]}:
-                    fence = None if len(content.strip()) >= len(fence) else fence
-                index += 1
-                continue
-            if opened := _FENCE.match(content):
-                fence = opened.group(1)
-                index += 1
-                continue
-            marker = _marker(content)
-            if marker is not None:
-                span = self._section_from(index, marker) if marker.kind == "begin" else None
-                if span is None:
-                    damaged.add(marker.key)
-                    index += 1
-                else:
-                    spans.append(span)
-                    index = span.end + 1
-                continue
-            if heading := _ATX_HEADING.match(content):
-                title = _CLOSING_HASHES.sub("", heading.group(2).strip()).strip()
-                slug = slugify(title)
-                seen = slug_counts.get(slug, 0)
-                slug_counts[slug] = seen + 1
-                headings.append(Heading(slug=f"{slug}-{seen}" if seen else slug, line=index))
-            index += 1
-        return Scan(spans=tuple(spans), damaged_keys=frozenset(damaged), headings=tuple(headings))
+        return _scanned(tuple(self.lines))
 
-    def _section_from(self, begin: int, opening: _Marker) -> Span | None:
-        tag_lines: list[int] = []
-        for index in range(begin + 1, len(self.lines)):
-            content = self.content(index)
-            marker = _marker(content)
-            if marker is not None:
-                if marker.kind != "end" or marker.key != opening.key:
-                    return None
-                anchor = opening.attributes.get("anchor")
-                return Span(
-                    key=opening.key,
-                    heinzel_id=opening.attributes.get("heinzel", ""),
-                    anchor=unquote(anchor) if anchor else None,
-                    begin=begin,
-                    end=index,
-                    tag_lines=tuple(tag_lines),
-                )
-            if _TAG.match(content):
-                tag_lines.append(index)
-        return None
+
+@functools.lru_cache(maxsize=SCANS_KEPT)
+def _scanned(lines: tuple[str, ...]) -> Scan:
+    """``Document.scan`` of these lines. A scan depends on the lines alone and is immutable, so
+    it is kept for the last few documents: a turn looks at its document before placing (the
+    scan the placement repeats) and reads the placed one back (the scan the next turn's look
+    repeats)."""
+    contents = [line.removesuffix("\n").removesuffix("\r") for line in lines]
+    spans: list[Span] = []
+    damaged: set[str] = set()
+    headings: list[Heading] = []
+    slug_counts: dict[str, int] = {}
+    fence: str | None = None
+    index = 0
+    while index < len(contents):
+        content = contents[index]
+        if fence is not None:
+            if content.strip() and set(content.strip()) == {fence[0]}:
+                fence = None if len(content.strip()) >= len(fence) else fence
+            index += 1
+            continue
+        if opened := _FENCE.match(content):
+            fence = opened.group(1)
+            index += 1
+            continue
+        marker = _marker(content) if _MARKER_TEXT in content else None
+        if marker is not None:
+            span = _section_from(contents, index, marker) if marker.kind == "begin" else None
+            if span is None:
+                damaged.add(marker.key)
+                index += 1
+            else:
+                spans.append(span)
+                index = span.end + 1
+            continue
+        if heading := _ATX_HEADING.match(content):
+            title = _CLOSING_HASHES.sub("", heading.group(2).strip()).strip()
+            slug = slugify(title)
+            seen = slug_counts.get(slug, 0)
+            slug_counts[slug] = seen + 1
+            headings.append(Heading(slug=f"{slug}-{seen}" if seen else slug, line=index))
+        index += 1
+    return Scan(spans=tuple(spans), damaged_keys=frozenset(damaged), headings=tuple(headings))
+
+
+def _section_from(contents: list[str], begin: int, opening: _Marker) -> Span | None:
+    tag_lines: list[int] = []
+    for index in range(begin + 1, len(contents)):
+        content = contents[index]
+        marker = _marker(content) if _MARKER_TEXT in content else None
+        if marker is not None:
+            if marker.kind != "end" or marker.key != opening.key:
+                return None
+            anchor = opening.attributes.get("anchor")
+            return Span(
+                key=opening.key,
+                heinzel_id=opening.attributes.get("heinzel", ""),
+                anchor=unquote(anchor) if anchor else None,
+                begin=begin,
+                end=index,
+                tag_lines=tuple(tag_lines),
+            )
+        if _TAG.match(content):
+            tag_lines.append(index)
+    return None

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from hz_kernel.adapters.documents import DraftStatus, MarkdownDocuments
+from hz_kernel.adapters.documents.layout import _scanned
 from hz_kernel.errors import HzError
 
 HEINZEL = "hz-01JBX7Q4ZP8M3V9K2D5T6W1RNE"
@@ -213,6 +214,24 @@ def test_draft_state_placed_and_edited(docs, tmp_path):
     state = docs.draft_state(path, KEY_1, placed_text=DRAFT)
     assert state.status is DraftStatus.EDITED
     assert state.text.endswith("for 10% of users")
+
+
+def test_a_turn_parses_each_version_of_its_document_once(docs, tmp_path):
+    """A turn looks at the document, places its draft over it (which reads the document and
+    the placed result) and the next turn looks again: two versions, two scans, not four;
+    a user's save is a new version and is scanned."""
+    path = tmp_path / "weekly.md"
+    path.write_text(REPORT)
+    _scanned.cache_clear()
+
+    assert docs.draft_state(path, KEY_1, placed_text=DRAFT).status is DraftStatus.REJECTED
+    place(docs, path)
+    assert docs.draft_state(path, KEY_1, placed_text=DRAFT).status is DraftStatus.PLACED
+    assert _scanned.cache_info().misses == 2
+
+    path.write_text(path.read_text().replace("behind a flag", "for 10% of users"))
+    assert docs.draft_state(path, KEY_1, placed_text=DRAFT).status is DraftStatus.EDITED
+    assert _scanned.cache_info().misses == 3
 
 
 def test_draft_state_approved_when_the_user_deletes_the_tag_line(docs, tmp_path):
