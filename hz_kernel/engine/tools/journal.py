@@ -23,6 +23,7 @@ was done is answered from the tool's own body records (``ToolSpec.recover``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -149,7 +150,8 @@ class ToolJournal:
         """Every tool as the model is told of it (name, description, argument schema): its
         share of the request, for the context's size."""
         return "\n".join(
-            f"{spec.name}: {self._describe(spec)} {spec.schema_text()}" for spec in self.registry
+            f"{spec.name}: {self._descriptions[spec.name]} {spec.schema_text()}"
+            for spec in self.registry
         )
 
     def history(self) -> list[ModelMessage]:
@@ -162,12 +164,18 @@ class ToolJournal:
         return [
             ToolDefinition(
                 name=spec.name,
-                description=self._describe(spec),
+                description=self._descriptions[spec.name],
                 parameters_json_schema=spec.schema(),
                 sequential=True,
             )
             for spec in self.registry
         ]
+
+    @functools.cached_property
+    def _descriptions(self) -> dict[str, str]:
+        """Each tool's description with what this turn's grant names (the context's size and
+        the request both need them)."""
+        return {spec.name: self._describe(spec) for spec in self.registry}
 
     def _describe(self, spec: ToolSpec) -> str:
         if spec.capability not in self.grant.capabilities:
