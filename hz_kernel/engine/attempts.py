@@ -582,6 +582,8 @@ class _Answering:
         return outcome, parts
 
     def _charge_output(self) -> None:
+        """Count one unusable answer (no tool call, an invalid outcome, a wait on nothing): all
+        kinds share the ``OUTPUT_RETRIES`` budget, so the model gets three answers in all."""
         self.output_retries += 1
         if self.output_retries > OUTPUT_RETRIES:
             raise ModelOutputInvalid(
