@@ -442,15 +442,12 @@ class _Step:
     retry: int = 0
     attempts: int = 0
     chunks: list[str] = field(default_factory=list)
-    delivered: list[str] = field(default_factory=list)
 
     async def poll_steering(self) -> list[str]:
         """Messages the user admitted since the last poll; they are delivered from now on."""
         if self.steering is None:
             return []
-        fresh = list(await self.steering())
-        self.delivered.extend(fresh)
-        return fresh
+        return list(await self.steering())
 
     async def begin_attempt(self) -> None:
         self.attempts += 1
@@ -788,7 +785,7 @@ def _capped(check: Callable[[RunUsage], None], usage: RunUsage) -> None:
         check(usage)
     except UsageLimitExceeded as exc:
         raise TokenCapReached(
-            f"the turn reached its token cap: {_describe(exc)}", usage=_spent(usage)
+            f"the turn reached its token cap: {_describe(exc)}", usage=TokenUsage.from_run(usage)
         ) from exc
 
 
@@ -824,7 +821,7 @@ async def _ask(
         except Exception as error:
             if classify(error) == "unknown":
                 raise
-            failure = step.failure(error, conversation, _spent(usage))
+            failure = step.failure(error, conversation, TokenUsage.from_run(usage))
             if failure is not None:
                 raise failure from error
             await step.back_off(error)
@@ -841,17 +838,13 @@ def _steer(conversation: list[ModelMessage], texts: Sequence[str]) -> None:
     conversation[-1] = dataclasses.replace(last, parts=[*last.parts, *steered])
 
 
-def _spent(usage: RunUsage) -> TokenUsage:
-    return TokenUsage.from_run(usage)
-
-
 def _result(
     outcome: Outcome, step: _Step, usage: RunUsage, conversation: Sequence[ModelMessage]
 ) -> StepResult:
     return StepResult(
         outcome=outcome,
         text="".join(step.chunks),
-        usage=_spent(usage),
+        usage=TokenUsage.from_run(usage),
         messages=messages_to_json(conversation),
         attempts=step.attempts,
         model=step.model_name,
