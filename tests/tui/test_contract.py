@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.pilot import Pilot
+
 from hz_kernel.client import LocalClient
 from hz_kernel.contracts import render_template
 from hz_kernel.home import Home
@@ -27,6 +29,16 @@ def pane_text(page: ContractScreen) -> str:
     return text_of(page.query_one(DiffView).query_one("#diff-text"))
 
 
+async def contract_page(app: CockpitApp, pilot: Pilot[None], heinzel_id: str) -> ContractScreen:
+    """The heinzel's contract page, opened as a user would: its page, then ``v``."""
+    await app.loaded.wait()
+    await open_page(pilot, heinzel_id)
+    await pilot.press("v")
+    page = app.screen
+    assert isinstance(page, ContractScreen)
+    return page
+
+
 async def test_versions_diffs_and_an_amendment_approved_from_the_contract_page(
     cockpit_home: Home, client: LocalClient
 ) -> None:
@@ -34,11 +46,7 @@ async def test_versions_diffs_and_an_amendment_approved_from_the_contract_page(
     made = await kernel.new(text=TEXT)
     app = CockpitApp(cockpit_home, client)
     async with app.run_test(size=SIZE) as pilot:
-        await app.loaded.wait()
-        await open_page(pilot, made.id)
-        await pilot.press("v")
-        page = app.screen
-        assert isinstance(page, ContractScreen)
+        page = await contract_page(app, pilot, made.id)
         await until(lambda: page.view is not None and "max_usd" in pane_text(page))
         assert page.pending is not None and page.pending.first
         await pilot.press("a")
@@ -79,11 +87,7 @@ async def test_the_footer_drops_approve_and_decline_once_nothing_waits(
     await kernel.amend(ref=made.id, text=capped("0.25"), by="heinzel")
     app = CockpitApp(cockpit_home, client)
     async with app.run_test(size=SIZE) as pilot:
-        await app.loaded.wait()
-        await open_page(pilot, made.id)
-        await pilot.press("v")
-        page = app.screen
-        assert isinstance(page, ContractScreen)
+        page = await contract_page(app, pilot, made.id)
         bar = page.query_one(KeyBar)
         await until(lambda: page.pending is not None)
         await until(lambda: {"Approve", "Decline"} <= footer_words(bar))

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from time_machine import TimeMachineFixture
 
 from hz_kernel.contracts import ContractError
 from hz_kernel.tick.discovery import discovery_path
+from hz_kernel.tick.report import TickReport
 from tests.integration.tick.discovery_helpers import (
     declined_first_proposal,
     discovering,
@@ -122,19 +124,30 @@ async def test_another_branch_of_a_discovered_team_file_is_a_widening(
     assert refused.value.code == "HZC050" and '"other"' in refused.value.message
 
 
-async def test_a_file_with_an_e_mail_like_name_costs_a_line_not_the_rest_of_the_hint(
-    world: World, clock: TimeMachineFixture
-) -> None:
-    incidents = world.root / "incidents"
+async def discover_files(
+    world: World, clock: TimeMachineFixture, incidents: Path, names: tuple[str, ...]
+) -> tuple[list[str], TickReport]:
+    """Files ``names`` in a new folder, one tick of a heinzel discovering ``incidents/*.md``:
+    the sources it recorded and the tick's report."""
     incidents.mkdir()
-    for name in ("a.md", "from-bob@acme.com.md", "z.md"):
-        (incidents / name).write_text(f"- {name}\n")
+    for name in names:
+        (incidents / name).write_text("- x\n")
     clock.move_to("2026-12-01T09:00:00Z")
     kernel = await open_kernel(world.home)
     heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
     report = await kernel.tick_once()
     await kernel.close()
     found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
+    return found, report
+
+
+async def test_a_file_with_an_e_mail_like_name_costs_a_line_not_the_rest_of_the_hint(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    incidents = world.root / "incidents"
+    found, report = await discover_files(
+        world, clock, incidents, ("a.md", "from-bob@acme.com.md", "z.md")
+    )
     assert found == [str(incidents / "a.md"), str(incidents / "z.md")]
     assert [p.code for p in report.problems] == ["HZT036"]
     assert "acme" not in report.problems[0].message
@@ -183,15 +196,12 @@ async def test_files_with_control_or_bidi_characters_in_their_names_are_one_line
     world: World, clock: TimeMachineFixture
 ) -> None:
     incidents = world.root / "incidents"
-    incidents.mkdir()
-    for name in ("a.md", "esc\x1b[31m.md", "new\nline.md", "bel\x07.md", "rev\u202egpj.md"):
-        (incidents / name).write_text("- x\n")
-    clock.move_to("2026-12-01T09:00:00Z")
-    kernel = await open_kernel(world.home)
-    heinzel = await approved(kernel, discovering("weekly", ["incidents/*.md"]))
-    report = await kernel.tick_once()
-    await kernel.close()
-    found = [e["data"]["source"] for e in events_of(world, heinzel, "source.discovered")]  # type: ignore[index]
+    found, report = await discover_files(
+        world,
+        clock,
+        incidents,
+        ("a.md", "esc\x1b[31m.md", "new\nline.md", "bel\x07.md", "rev\u202egpj.md"),
+    )
     assert found == [str(incidents / "a.md")]
     assert [p.code for p in report.problems] == ["HZT039"]
     assert "4 file(s)" in report.problems[0].message
