@@ -64,7 +64,13 @@ class Table:
         at = tuple(i for i, column in enumerate(self.columns) if column in self.json)
         object.__setattr__(self, "json_at", at)
         marks = ", ".join("?" for _ in self.columns)
-        upsert = f"INSERT OR REPLACE INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks})"
+        rest = [c for c in self.columns if c not in self.key]
+        update = ", ".join(f"{c} = excluded.{c}" for c in rest)
+        upsert = (
+            f"INSERT INTO {self.name} ({', '.join(self.columns)}) VALUES ({marks}) "
+            f"ON CONFLICT ({', '.join(self.key)}) DO "
+            + (f"UPDATE SET {update}" if rest else "NOTHING")
+        )
         object.__setattr__(self, "upsert_sql", upsert)
 
     def create_sql(self) -> str:
