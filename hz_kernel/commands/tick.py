@@ -46,7 +46,7 @@ from hz_kernel.engine.wakes import Wake, source_key
 from hz_kernel.errors import HzError
 from hz_kernel.flow import Need, flow_notices, needs_of
 from hz_kernel.held import deliver_queued
-from hz_kernel.store.inbox import undelivered
+from hz_kernel.store.inbox import remark_pending, undelivered
 from hz_kernel.store.locks import FileLock, SpineBusy
 from hz_kernel.store.pruning import DailyPrune
 from hz_kernel.store.session import HeldSession
@@ -262,6 +262,8 @@ class TickCommands(KernelCore):
     """The beat of the tick loop running on this kernel, if one does (``run_tick_loop``)."""
     has_team: bool = False
     """Whether the last tick's query found a team heinzel: a tick without one runs no git."""
+    remarked: bool = False
+    """Whether this kernel's ticks have marked every inbox holding a request (the first does)."""
 
     _fetcher: SourceFetcher
     _ledger: FailureLedger
@@ -286,6 +288,9 @@ class TickCommands(KernelCore):
         try:
             fetcher = self._source_fetcher()
             fetches = fetcher.fetches
+            if not self.remarked:
+                remark_pending(self.home.heinzel_root)
+                self.remarked = True
             queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
             plan, staged, spent, noticed, observed, needs = await self._plan(
                 moment, zone, discover=True

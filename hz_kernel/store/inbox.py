@@ -15,7 +15,10 @@ folder and delivers the inbox of each heinzel found there, so a message
 admitted while another process held the spine (or before a crash) waits
 for the next tick, not for the heinzel's next turn. The deliverer removes
 the marker under the spine's lock before it reads the inbox, so a message
-admitted meanwhile leaves a new marker and is never stranded.
+admitted meanwhile leaves a new marker and is never stranded. Markers are
+not fsynced; the first tick of a process marks again every inbox that
+holds a request file (``remark_pending``), which finds a marker lost to a
+power cut.
 
 A request a turn took (the spine says so: ``turn.started``, ``turn.steered``,
 ``question.answered``, ``turn.requested``) is moved into ``inbox/delivered/``
@@ -115,6 +118,45 @@ def check_request_id(request_id: str) -> str:
     return request_id
 
 
+def remark_pending(heinzel_root: Path) -> int:
+    """Mark every inbox that holds a request file; returns how many markers this made.
+
+    Markers are not fsynced (a wake would pay for one more folder fsync each
+    time), so a power cut may lose one whose request file it kept. The first
+    tick of each process calls this to find such requests again: a request
+    file in the inbox's top folder is pending or just taken, and a marker
+    with nothing pending behind it costs one spine read.
+    """
+    made = 0
+    try:
+        entries = os.scandir(heinzel_root)
+    except OSError:
+        return 0
+    marked = undelivered(heinzel_root)
+    with entries:
+        for entry in entries:
+            if entry.name in marked or not MARKER_NAME.match(entry.name):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            inbox = Inbox(Path(entry.path))
+            if _holds_request(inbox.dir):
+                # Best effort: a marker that cannot be made now fails the next admission
+                # loudly; it must not stop the tick.
+                with contextlib.suppress(OSError):
+                    inbox.mark()
+                    made += 1
+    return made
+
+
+def _holds_request(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(REQUEST_NAME.match(entry.name) for entry in entries)
+    except OSError:
+        return False
+
+
 def undelivered(heinzel_root: Path) -> set[str]:
     """The ids of heinzels whose inbox may hold a request no turn has taken yet."""
     try:
@@ -179,11 +221,11 @@ class Inbox:
         return stored, False
 
     def mark(self) -> None:
-        """Leave the marker that makes the next tick deliver this inbox."""
+        """Leave the marker that makes the next tick deliver this inbox (not fsynced: see
+        ``remark_pending``)."""
         ensure_private_dir(self.marker.parent)
         if not self.marker.exists():
             os.close(os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE))
-            fsync_dir(self.marker.parent)
 
     def unmark(self) -> None:
         """Remove the marker; call it under the spine's lock, before reading what is pending."""

@@ -91,6 +91,29 @@ def test_issue12_item10_a_message_to_a_busy_heinzel_is_queued_and_the_next_tick_
     assert _tick(world)["woken"] == [], "a delivered message is delivered once"
 
 
+def test_a_request_whose_marker_a_power_cut_lost_is_delivered_by_the_first_tick_after(
+    world: World,
+) -> None:
+    """Markers are not fsynced: a request file kept by a power cut that lost its marker is
+    found by the first tick of the next process, which marks every inbox holding one."""
+    heinzel_id = _made(world)
+    _tick(world)
+    lock = FileLock(world.home / "heinzel" / heinzel_id / LOCK_NAME).acquire()
+    try:
+        chat = world.hz("heinzel", "chat", "notes-digest", "after the cut", "--request-id", "c1")
+        assert chat.returncode == 0 and "queued" in chat.stdout
+    finally:
+        lock.release()
+    marker = world.home / "heinzel" / "undelivered" / heinzel_id
+    marker.unlink()
+
+    (woken,) = _tick(world)["woken"]
+    assert (woken["name"], woken["causes"]) == ("notes-digest", ["asked"])
+    assert _requests_in_body(world, heinzel_id, woken["turn"]) == ["after the cut"]
+    assert not marker.exists()
+    assert _tick(world)["woken"] == [], "a delivered message is delivered once"
+
+
 async def test_issue12_item10_the_process_holding_the_spine_delivers_at_its_next_tick(
     world: World,
 ) -> None:
