@@ -55,8 +55,10 @@ async def gather(run: TurnRunner, state: TurnState) -> bool:
                 (now - result.as_of).total_seconds() > fresh_for
                 and result.fingerprint(spec.facet) != staged.get(name)
             ):
-                result = run.sources.fetch(request, now=now, previous=result)
-                run.cache.put(result)
+                fetched = run.sources.fetch(request, now=now, previous=result)
+                if result is None or _moved(fetched, result):
+                    run.cache.put(fetched)
+                result = fetched
             fingerprint = result.fingerprint(spec.facet)
             content = "\n\n".join(
                 f"## {facet}\n{text}" if len(result.content) > 1 else text
@@ -104,6 +106,17 @@ async def gather(run: TurnRunner, state: TurnState) -> bool:
     )
     state.done.append("gather")
     return False
+
+
+def _moved(fetched: FetchResult, cached: FetchResult) -> bool:
+    """Whether a fetch brought anything the cache lacks. A wake that finds its input as
+    cached leaves the file alone (a write and a rename per turn); the tick then deems the
+    cached fetch older than it is, which at worst costs it one fetch sooner."""
+    return (fetched.facets, fetched.content, fetched.cursor) != (
+        cached.facets,
+        cached.content,
+        cached.cursor,
+    )
 
 
 async def _gather_approval(run: TurnRunner, state: TurnState) -> None:
