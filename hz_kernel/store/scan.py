@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event
-from hz_kernel.store.fsutil import open_regular, store_error
+from hz_kernel.store.fsutil import open_regular, read_all, store_error
 from hz_kernel.vocabulary import payload_fault
 
 Problem = Literal[
@@ -112,10 +112,7 @@ def read_spine_bytes(path: Path) -> bytes:
         reason = f"spine is not a readable regular file ({exc.strerror})"
         raise HzError("HZS011", reason, str(path)) from None
     try:
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_all(fd)
     except OSError as exc:
         raise store_error(exc, path) from None
     finally:
