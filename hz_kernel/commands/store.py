@@ -256,7 +256,8 @@ class StoreCommands(KernelCore):
             settled = [*found.accepted, *([contradiction] if contradiction else [])]
             breaks, contradiction = [], None
         else:
-            await self.index.set_damaged(heinzel_id, bool(breaks))
+            if row is not None and bool(row["damaged"]) != bool(breaks):
+                await self.index.set_damaged(heinzel_id, bool(breaks))
             settled = found.accepted
         problems = [api.ChainProblem(**b.model_dump()) for b in breaks] + [
             api.ChainProblem(**b.model_dump(), accepted=True) for b in settled
