@@ -202,14 +202,18 @@ class StoreCommands(KernelCore):
                 raise UsageError("HZU020", "--accept needs the name of one heinzel")
             rows = await self.index.list_heinzels(day="")
             ids = sorted({r["id"] for r in rows} | set(self.home.heinzel_ids()))
-        else:
-            ids = [(await self.resolve(ref))["id"]]
-        reports: list[api.VerifyReport] = []
-        for heinzel_id in ids:
-            reports.append(await self._verify_one(heinzel_id, accept=accept))
-        return reports
+            reports: list[api.VerifyReport] = []
+            for heinzel_id in ids:
+                row = await self.index.heinzel(heinzel_id)
+                reports.append(await self._verify_one(heinzel_id, row, accept=False))
+            return reports
+        # The row that resolved the name is the one to check against: no second read.
+        row = await self.resolve(ref)
+        return [await self._verify_one(row["id"], row, accept=accept)]
 
-    async def _verify_one(self, heinzel_id: str, *, accept: bool) -> api.VerifyReport:
+    async def _verify_one(
+        self, heinzel_id: str, row: dict[str, Any] | None, *, accept: bool
+    ) -> api.VerifyReport:
         spine = self.home.heinzel_dir(heinzel_id) / SPINE_NAME
         try:
             found = scan_file(spine, collect=False)
@@ -227,7 +231,6 @@ class StoreCommands(KernelCore):
                 problems=[problem],
             )
         seen = self.index.seen(heinzel_id)
-        row = await self.index.heinzel(heinzel_id)
         # The fast scan checks the chain, not what each line holds: it is enough only for the
         # very lines an index fold read and found sound (a payload of the wrong types is
         # damage the fold saw); anything else is read line by line.
@@ -256,7 +259,8 @@ class StoreCommands(KernelCore):
             settled = [*found.accepted, *([contradiction] if contradiction else [])]
             breaks, contradiction = [], None
         else:
-            await self.index.set_damaged(heinzel_id, bool(breaks))
+            if row is not None and bool(row["damaged"]) != bool(breaks):
+                await self.index.set_damaged(heinzel_id, bool(breaks))
             settled = found.accepted
         problems = [api.ChainProblem(**b.model_dump()) for b in breaks] + [
             api.ChainProblem(**b.model_dump(), accepted=True) for b in settled

@@ -88,24 +88,41 @@ def line_hash(line: bytes) -> str:
 
 
 def utc_stamp(moment: datetime | None = None) -> str:
-    """An ISO-8601 UTC timestamp with microseconds and a ``Z`` (``HZ_NOW`` pins it)."""
-    moment = (moment or now_utc()).astimezone(UTC)
-    return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    """An ISO-8601 UTC timestamp with microseconds and a ``Z`` (``HZ_NOW`` pins it).
+
+    One format of the fields: every spine line is stamped, and ``replace`` plus
+    ``isoformat`` cost several times more.
+    """
+    moment = moment or now_utc()
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031  (cheaper than an f-string)
+        moment.year, moment.month, moment.day,
+        moment.hour, moment.minute, moment.second, moment.microsecond,
+    )  # fmt: skip
 
 
 def _check_no_content(data: dict[str, Any], where: str) -> None:
+    """Refuse content fields and e-mail addresses anywhere in a payload.
+
+    Types are compared, not ``isinstance``-checked: payloads come from
+    ``model_dump(mode="json")`` (plain dicts, lists and strings), and every
+    spine line is walked.
+    """
     for name, value in data.items():
         if name in _FORBIDDEN_FIELDS:
             raise HzError("HZS051", f"field {name!r} would put content in the spine", where)
-        if isinstance(value, str) and "@" in value and _EMAIL.search(value):
-            raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
-        if isinstance(value, dict):
+        kind = type(value)
+        if kind is str:
+            if "@" in value and _EMAIL.search(value):
+                raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
+        elif kind is dict:
             _check_no_content(value, where)
-        elif isinstance(value, list):
+        elif kind is list:
             for item in value:
-                if isinstance(item, dict):
+                if type(item) is dict:
                     _check_no_content(item, where)
-                elif isinstance(item, str) and "@" in item and _EMAIL.search(item):
+                elif type(item) is str and "@" in item and _EMAIL.search(item):
                     raise HzError("HZS052", f"field {name!r} carries an e-mail address", where)
 
 
@@ -131,15 +148,19 @@ def encode_data(
     prev: str,
     turn: str | None,
     key: str | None,
-    ts: datetime | None = None,
+    ts: datetime | str | None = None,
 ) -> bytes:
-    """Encode an already-dumped payload; refuses content fields, e-mail addresses, huge lines."""
+    """Encode an already-dumped payload; refuses content fields, e-mail addresses, huge lines.
+
+    ``ts`` may be a stamp already made: a staged line keeps its time however
+    often it is encoded, and is stamped once.
+    """
     _check_no_content(data, kind)
     line = orjson.dumps(
         {
             "v": ENVELOPE_VERSION,
             "seq": seq,
-            "ts": utc_stamp(ts),
+            "ts": ts if isinstance(ts, str) else utc_stamp(ts),
             "prev": prev,
             "turn": turn,
             "kind": kind,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hz_kernel.errors import HzError
 from hz_kernel.store.envelope import GENESIS, MAX_LINE_BYTES, Event
-from hz_kernel.store.fsutil import open_regular, store_error
+from hz_kernel.store.fsutil import open_regular, read_all, store_error
 from hz_kernel.vocabulary import payload_fault
 
 Problem = Literal[
@@ -112,10 +113,7 @@ def read_spine_bytes(path: Path) -> bytes:
         reason = f"spine is not a readable regular file ({exc.strerror})"
         raise HzError("HZS011", reason, str(path)) from None
     try:
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return read_all(fd)
     except OSError as exc:
         raise store_error(exc, path) from None
     finally:
@@ -186,9 +184,21 @@ def _describe(problem: Problem, size: int) -> str:
     }.get(problem, problem)
 
 
-_PREFIX = b'{"v":1,"seq":'
-_PREV = b'"prev":"'
+_HEAD = '{"v":1,"seq":'
+_TS = ',"ts":"'
+_PREV = '","prev":"'
+#: ``utc_stamp``'s length: the writer's ``ts`` always has microseconds and a ``Z``.
+_TS_LEN = len("2026-01-01T00:00:00.000000Z")
 _ACCEPTED = b'"kind":"chain.accepted"'
+
+
+def _by_digits(lines: int) -> Iterator[tuple[int, int, int]]:
+    """(digits, first, end) for the lines whose seq has that many digits: where the
+    writer's layout puts ``prev`` moves by one byte per digit of ``seq``."""
+    digits, low = 1, 1
+    while low <= lines:
+        yield digits, low - 1, min(lines, low * 10 - 1)
+        digits, low = digits + 1, low * 10
 
 
 def _intact_fast(data: bytes, end: int) -> tuple[int, int, str, int] | None:
@@ -197,9 +207,10 @@ def _intact_fast(data: bytes, end: int) -> tuple[int, int, str, int] | None:
 
     Verifying a chain needs only each line's ``seq`` and ``prev``: an edit to
     any byte of a line changes its hash, which the next line's ``prev`` then
-    fails to match. The writer's layout puts both in a fixed prefix, so the
-    common case — an intact spine — is checked with slices and one hash per
-    line, without parsing JSON. Any surprise returns None and the full
+    fails to match. The writer's layout puts both at places fixed by the
+    number of digits of ``seq``, so the common case — an intact spine — is
+    one slice per field and one hash per line, each joined and compared
+    once, without parsing JSON. Any surprise returns None and the full
     decode explains it.
     """
     body = data[:end]
@@ -207,16 +218,22 @@ def _intact_fast(data: bytes, end: int) -> tuple[int, int, str, int] | None:
         return None
     lines = body.split(b"\n")
     lines.pop()
-    if sum(1 for line in lines if line.startswith(_PREFIX)) != len(lines):
+    heads: list[bytes] = []
+    prevs: list[bytes] = []
+    for digits, first, stop in _by_digits(len(lines)):
+        group = lines[first:stop]
+        head = len(_HEAD) + digits + len(_TS)
+        heads += [line[:head] for line in group]
+        at = head + _TS_LEN
+        prevs += [line[at : at + len(_PREV) + 64] for line in group]
+    seqs = (_TS + _HEAD).join(map(str, range(1, len(lines) + 1)))
+    if b"".join(heads) != f"{_HEAD}{seqs}{_TS}".encode():
         return None
-    prevs = [line[(at := line.find(_PREV, 40, 80)) + 8 : at + 72] for line in lines]
-    seqs = [line[13 : line.find(b",", 13)] for line in lines]
-    hashes = [hashlib.sha256(line).hexdigest().encode() for line in lines]
-    if prevs != [GENESIS.encode(), *hashes[:-1]]:
+    sha256 = hashlib.sha256
+    hashes = [sha256(line).hexdigest() for line in lines]
+    if b"".join(prevs) != (_PREV + _PREV.join([GENESIS, *hashes[:-1]])).encode():
         return None
-    if seqs != [str(n).encode() for n in range(1, len(lines) + 1)]:
-        return None
-    return len(lines), len(lines), hashes[-1].decode(), end - len(lines[-1]) - 1
+    return len(lines), len(lines), hashes[-1], end - len(lines[-1]) - 1
 
 
 def _events_fast(lines: list[bytes]) -> list[Event] | None:

@@ -11,6 +11,7 @@ one fsync together. Readers use ``scan.scan_file`` and never need the lock.
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 from datetime import datetime
@@ -20,7 +21,7 @@ from hz_kernel import crashpoints
 from hz_kernel.clock import now_utc
 from hz_kernel.errors import HzError
 from hz_kernel.home import SPINE_NAME
-from hz_kernel.store.envelope import Event, encode_data, line_hash
+from hz_kernel.store.envelope import Event, encode_data, utc_stamp
 from hz_kernel.store.fsutil import (
     ensure_private_dir,
     fsync_dir,
@@ -165,7 +166,7 @@ class SpineWriter:
                 seq += 1
                 line.encode(seq, prev)
                 prev = line.digest
-        data = b"".join(line.line + b"\n" for line in staged)
+        data = b"\n".join([line.line for line in staged]) + b"\n"
         try:
             if os.write(self._fd, data) != len(data):
                 raise OSError(errno.ENOSPC, "No space left on device")
@@ -252,28 +253,22 @@ class SpineWriter:
 class _Staged:
     """One event waiting for a flush, encoded for the place in the chain it will take."""
 
-    __slots__ = ("data", "digest", "key", "line", "payload", "prev", "seq", "ts", "turn")
+    __slots__ = ("data", "digest", "key", "kind", "line", "prev", "seq", "stamp", "turn")
 
     def __init__(self, payload: EventData, turn: str | None, key: str | None, ts: datetime) -> None:
-        self.payload, self.turn, self.key, self.ts = payload, turn, key, ts
+        self.kind, self.turn, self.key, self.stamp = payload.kind, turn, key, utc_stamp(ts)
         self.data = payload.model_dump(mode="json", exclude_none=True)
         self.seq, self.prev, self.line, self.digest = 0, "", b"", ""
 
     def encode(self, seq: int, prev: str) -> None:
         self.seq, self.prev = seq, prev
         self.line = encode_data(
-            self.payload.kind, self.data, seq=seq, prev=prev, turn=self.turn, key=self.key,
-            ts=self.ts,
-        )  # fmt: skip
-        self.digest = line_hash(self.line)
+            self.kind, self.data, seq=seq, prev=prev, turn=self.turn, key=self.key, ts=self.stamp
+        )
+        self.digest = hashlib.sha256(self.line).hexdigest()
 
     def event(self, offset: int) -> Event:
         return Event(
-            1, self.seq, _ts_of(self.line), self.prev, self.turn, self.payload.kind, self.key,
-            self.data, offset, self.digest,
+            1, self.seq, self.stamp, self.prev, self.turn, self.kind, self.key, self.data,
+            offset, self.digest,
         )  # fmt: skip
-
-
-def _ts_of(line: bytes) -> str:
-    start = line.index(b'"ts":"') + 6
-    return line[start : line.index(b'"', start)].decode()

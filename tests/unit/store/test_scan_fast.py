@@ -83,6 +83,10 @@ def _damage(lines: list[bytes], how: str, at: int) -> list[bytes]:
     elif how == "reordered-keys":
         lines[at] = orjson.dumps(dict(reversed(envelope.items())))
         lines = _rechained(lines)
+    elif how == "ts":
+        envelope["ts"] += "0"
+        lines[at] = orjson.dumps(envelope)
+        lines = _rechained(lines)
     elif how == "renumbered":
         envelope["seq"] += 5
         lines[at] = orjson.dumps(envelope)
@@ -114,6 +118,7 @@ _HOWS = (
     "bool-seq",
     "reordered-keys",
     "renumbered",
+    "ts",
 )
 
 
@@ -141,3 +146,52 @@ def test_a_whole_spine_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(scan_module, "_decode", None)
     found = scan(data, Path("spine"))
     assert found.intact and len(found.events) == len(_PAYLOADS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([0, 8, 97]),
+    st.lists(st.integers(0, len(_PAYLOADS) - 1), min_size=1, max_size=12),
+    st.sampled_from(_HOWS),
+    st.integers(0, 120),
+    st.sampled_from([b"", b'{"v":1,"se']),
+)
+def test_verification_calls_a_chain_whole_only_when_the_full_decode_does(
+    whole: int, kinds: list[int], how: str, at: int, tail: bytes
+) -> None:
+    """``verify``'s fast path reads only each line's place, ``seq`` and ``prev``: it finds the
+    chain's breaks and end as the full decode does (seqs of one to three digits), and
+    leaves what a line holds (its types) to the index fold, as ``scan`` says."""
+    lines = _damage(_spine([2] * whole + kinds), how, at)
+    data = b"".join(line + b"\n" for line in lines) + tail
+    quick = scan(data, Path("spine"), collect=False)
+    full = scan(data, Path("spine"))
+
+    def chain(result: SpineScan) -> list[object]:
+        return [b for b in result.breaks if b.problem != "mistyped"]
+
+    assert chain(quick) == chain(full)
+    assert quick.accepted == full.accepted
+    assert (quick.torn, quick.last_seq, quick.last_hash, quick.last_offset, quick.lines) == (
+        full.torn,
+        full.last_seq,
+        full.last_hash,
+        full.last_offset,
+        full.lines,
+    )
+
+
+def test_verifying_a_whole_spine_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An intact spine past a hundred lines (seqs of three digits) is verified without
+    decoding a line."""
+    kinds = [at for at in range(len(_PAYLOADS)) if _PAYLOADS[at].kind != "chain.accepted"]
+    data = b"".join(line + b"\n" for line in _spine(kinds * 20))
+    full = scan(data, Path("spine"))
+    monkeypatch.setattr(scan_module, "_decode", None)
+    quick = scan(data, Path("spine"), collect=False)
+    assert quick.intact and quick.lines == full.lines == len(kinds) * 20
+    assert (quick.last_seq, quick.last_hash, quick.last_offset) == (
+        full.last_seq,
+        full.last_hash,
+        full.last_offset,
+    )
