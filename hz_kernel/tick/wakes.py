@@ -63,7 +63,8 @@ _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(slots=True)
 class HeinzelRow:
-    """What the tick needs of one heinzel's index row (decoded once)."""
+    """What the tick needs of one heinzel's index row (decoded once, and kept by the kernel
+    while its row stays the same: the tick never changes one)."""
 
     id: str
     name: str
