@@ -87,7 +87,7 @@ from hz_kernel.tick.wakes import (
     PlannedTurn,
     TickInputs,
     capped,
-    due_slot,
+    due_slots,
     heights,
     plan_tick,
     source_moves,
@@ -436,7 +436,7 @@ class TickCommands(KernelCore):
         reads = upstreams(rows, settings.documents.resolve, self.index.former_names)
         watches = watched(rows, reads, leave_out=busy)
         groups = group_watches(chain.from_iterable(watches.values()))
-        slots = {row.id: slot for row in rows if (slot := due_slot(row, clock, now)) is not None}
+        slots = due_slots(rows, clock, now)
         forced = {w.key for heinzel in slots for w in watches.get(heinzel, [])}
         fetcher = self._source_fetcher()
         staged = stage(fetcher, groups, now=now, forced=forced)
