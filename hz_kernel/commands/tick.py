@@ -87,7 +87,7 @@ from hz_kernel.tick.wakes import (
     PlannedTurn,
     TickInputs,
     capped,
-    due_slot,
+    due_slots,
     heights,
     plan_tick,
     source_moves,
@@ -111,7 +111,7 @@ FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 
 TICK_QUERY = """
 SELECT (
-  SELECT json_group_array(json_array(
+  SELECT group_concat(json_array(
     h.id, h.name, json(CASE WHEN h.paused OR h.retired OR h.damaged THEN 'false' ELSE 'true' END),
     h.schedule, COALESCE(NULLIF(h.render_on_schedule, ''), 'always'),
     COALESCE(NULLIF(h.inputs, ''), '{}'), COALESCE(NULLIF(h.assets, ''), '[]'),
@@ -139,7 +139,7 @@ SELECT (
         SELECT 1 FROM turns WHERE heinzel = h.id AND contract_version >= h.contract_version
                                   AND cause IS NOT 'approval')
     END,
-    h.turns_count = 0))
+    h.turns_count = 0), char(10))
   FROM heinzels h WHERE h.contract_version IS NOT NULL
 ) AS rows,
 (SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
@@ -150,8 +150,9 @@ EXISTS (SELECT 1 FROM heinzels WHERE contract_version IS NOT NULL
                                  AND instr(hz, '"discover":["')) AS has_hints
 """
 """Everything a tick plans from, in one statement and one row: the heinzels that have a
-contract (as one JSON array, which costs far less to hand over than hundreds of rows, each
-already in ``HeinzelRow``'s shape), today's spending and whether the user was told of the
+contract (one JSON array per heinzel, already in ``HeinzelRow``'s shape, joined by newlines
+into one text, which costs far less to hand over than hundreds of rows; SQLite's JSON
+escapes every newline inside a value), today's spending and whether the user was told of the
 cap today, whether any heinzel is in a team (only then does a tick run git) and whether any
 has ``discover`` hints (only then does the daily discovery job look). Whether a
 turn ran under the current contract is one seek in ``turns_by_version`` per heinzel, however
@@ -267,6 +268,8 @@ class TickCommands(KernelCore):
 
     _fetcher: SourceFetcher
     _ledger: FailureLedger
+    _tick_rows: dict[str, HeinzelRow]
+    """The last tick's rows by their text in ``TICK_QUERY``'s answer (see ``_rows``)."""
 
     async def session(self, heinzel_id: str) -> HeldSession:
         """Count the spines this kernel opens, so a tick can show it opened none for nothing."""
@@ -400,6 +403,17 @@ class TickCommands(KernelCore):
         """The tick loop's interval, or the configured one for a tick run from outside a loop."""
         return self.pulse.interval if self.pulse is not None else tick_interval(self.home.settings)
 
+    def _rows(self, text: str | None) -> list[HeinzelRow]:
+        """The rows of ``TICK_QUERY``'s answer; a row whose text is the last tick's is the
+        last tick's ``HeinzelRow``, so an idle tick decodes nothing (rows are never changed)."""
+        last = getattr(self, "_tick_rows", {})
+        rows = {
+            line: last.get(line) or HeinzelRow.from_index(orjson.loads(line))
+            for line in (text.split("\n") if text else ())
+        }
+        self._tick_rows = rows
+        return list(rows.values())
+
     def failure_ledger(self) -> FailureLedger:
         """The home's record of failed heinzels, read once by this kernel (the one ticking)."""
         if not hasattr(self, "_ledger"):
@@ -414,7 +428,7 @@ class TickCommands(KernelCore):
         (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
         self.has_team = bool(found["has_team"])
-        rows = [HeinzelRow.from_index(r) for r in orjson.loads(found["rows"])]
+        rows = self._rows(found["rows"])
         discovery = await self._discover(now) if discover and found["has_hints"] else []
         ledger = self.failure_ledger()
         ledger.keep_only({r.id for r in rows})
@@ -427,7 +441,7 @@ class TickCommands(KernelCore):
         reads = upstreams(rows, settings.documents.resolve, self.index.former_names)
         watches = watched(rows, reads, leave_out=busy)
         groups = group_watches(chain.from_iterable(watches.values()))
-        slots = {row.id: slot for row in rows if (slot := due_slot(row, clock, now)) is not None}
+        slots = due_slots(rows, clock, now)
         forced = {w.key for heinzel in slots for w in watches.get(heinzel, [])}
         fetcher = self._source_fetcher()
         staged = stage(fetcher, groups, now=now, forced=forced)

@@ -443,34 +443,35 @@ class IndexQueries:
     ) -> list[dict[str, Any]]:
         """``list_heinzels`` narrowed to ``fields`` (a listing): the same rows, built for speed.
 
-        SQLite builds the rows as one JSON array, one string to hand over and
-        one ``orjson`` call instead of a Python object per column. Today's
-        costs come in the same statement as rows of their own, as numbers:
-        SQLite's JSON would round a REAL to 15 digits. The rows are read in
-        name order, through the pages a listing always read (a daemon meets a
-        damaged index there, see ``TickCommands._heal_index``), and sorted
-        again here, as SQLite does not promise an aggregate keeps that order.
+        SQLite builds the rows as one JSON array of arrays, one string to hand
+        over and one ``orjson`` call instead of a Python object per column
+        (arrays, as naming every column in every row costs SQLite more than
+        the whole scan). Today's costs come in the same statement as rows of
+        their own, as numbers: SQLite's JSON would round a REAL to 15 digits.
+        The rows are read in name order, through the pages a listing always
+        read (a daemon meets a damaged index there, see
+        ``TickCommands._heal_index``), and sorted by name and id here, as
+        SQLite does not promise an aggregate keeps that order.
         """
         clauses, params = _heinzel_filter(
             state, artifact, contract, contract_version, where, None, ids
         )
-        columns = ", ".join(
-            f"'{f}', json(h.{f})" if f in HEINZELS.json else f"'{f}', h.{f}" for f in fields
-        )
+        columns = ", ".join(f"json(h.{f})" if f in HEINZELS.json else f"h.{f}" for f in fields)
         sql = (
-            f"SELECT 'rows', json_group_array(json_object({columns})) "
-            f"FROM (SELECT {', '.join(fields)} FROM heinzels h{clauses} ORDER BY h.name, h.id) h "
+            f"SELECT 'rows', json_group_array(json_array({columns})) "
+            f"FROM (SELECT {', '.join(fields)} FROM heinzels h{clauses} ORDER BY h.name) h "
             "UNION ALL SELECT heinzel, COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ? "
             "GROUP BY heinzel"
         )
-        rows: list[dict[str, Any]] = []
+        values: list[list[Any]] = []
         costs: dict[str, float] = {}
         self.queries += 1
         for heinzel_id, value in await self._rows(sql, [*params, day]):
             if heinzel_id == "rows":
-                rows = orjson.loads(value)
+                values = orjson.loads(value)
             else:
                 costs[heinzel_id] = value
+        rows = [dict(zip(fields, row, strict=True)) for row in values]
         rows.sort(key=_by_name)
         for row in rows:
             row["cost_today"] = costs.get(row["id"], 0.0)

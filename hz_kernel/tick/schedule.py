@@ -85,6 +85,8 @@ def _first(slots: CronSim, expr: str) -> datetime | None:
 
 
 def _utc(moment: datetime) -> datetime:
+    if moment.tzinfo is UTC:  # the tick's own clock, asked once per heinzel
+        return moment
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)

@@ -63,7 +63,8 @@ _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 @dataclass(slots=True)
 class HeinzelRow:
-    """What the tick needs of one heinzel's index row (decoded once)."""
+    """What the tick needs of one heinzel's index row (decoded once, and kept by the kernel
+    while its row stays the same: the tick never changes one)."""
 
     id: str
     name: str
@@ -295,7 +296,25 @@ def due_slot(row: HeinzelRow, clock: SlotClock, now: datetime) -> str | None:
     """
     if not row.schedule or not row.active:
         return None
-    key = clock.latest_key(row.schedule, now)
+    return _slot_owed(row, clock.latest_key(row.schedule, now))
+
+
+def due_slots(rows: Iterable[HeinzelRow], clock: SlotClock, now: datetime) -> dict[str, str]:
+    """``due_slot`` of every row that has one, asking the clock once per distinct schedule."""
+    latest: dict[str, str | None] = {}
+    found: dict[str, str] = {}
+    for row in rows:
+        if not row.schedule or not row.active:
+            continue
+        if row.schedule not in latest:
+            latest[row.schedule] = clock.latest_key(row.schedule, now)
+        if (slot := _slot_owed(row, latest[row.schedule])) is not None:
+            found[row.id] = slot
+    return found
+
+
+def _slot_owed(row: HeinzelRow, key: str | None) -> str | None:
+    """``key`` when that slot is newer than what the row has covered (see ``due_slot``)."""
     covered = row.last_slot or row.approved_at
     if key is None or covered is None:
         return None
@@ -405,6 +424,15 @@ def plan_heinzel(row: HeinzelRow, ctx: TickInputs) -> PlannedTurn | None:
         return None
     if row.awake_turn and row.id in ctx.busy:
         return PlannedTurn(**_base(row, ctx), action="defer", reason="busy", due_at=ctx.now)
+    if not (
+        row.awake_turn
+        or row.waiting_turn
+        or row.valid_for
+        or row.id in ctx.slots
+        or row.id in ctx.moves
+        or row.id in ctx.discovered
+    ):
+        return None  # asleep with nothing owed: most heinzels, on most ticks
     watches = ctx.watches.get(row.id, [])
     resume = None if row.awake_turn else waiting_resume(row, watches, ctx.staged, ctx.now)
     if resume is not None:
