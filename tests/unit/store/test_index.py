@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,17 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
     assert w.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     plan = w.execute("EXPLAIN QUERY PLAN SELECT heinzel FROM turns WHERE status = 'running'")
     assert "turns_by_status" in " ".join(str(step[-1]) for step in plan)
+
+
+async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
+    """A rebuild writes through a page cache sized for a whole home; the writer (a daemon's,
+    for as long as it runs) keeps its usual cache once the rebuild is committed."""
+    fresh = sqlite3.connect(":memory:")
+    usual = fresh.execute("PRAGMA cache_size").fetchone()
+    fresh.close()
+    await kernel.create_heinzel("weekly")
+    await kernel.reindex()
+    assert kernel.index.writer.execute("PRAGMA cache_size").fetchone() == usual
 
 
 async def test_index_equals_a_direct_scan_of_each_spine(kernel: Kernel, home: Home) -> None:
