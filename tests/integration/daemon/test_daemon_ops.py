@@ -398,6 +398,11 @@ async def test_fix13_restart_says_at_once_that_it_drains_and_counts_one_turn_rig
     try:
         assert restarting.stdout is not None
         first = restarting.stdout.readline()  # the model is still held: the drain goes on
+        async with HttpClient(discovery(home)) as client:
+            deadline = time.monotonic() + WAIT_S
+            while not (await client.health()).draining:  # else the turn may end unpaused
+                assert time.monotonic() < deadline, "the restart never asked for a drain"
+                await asyncio.sleep(0.05)
         hold.unlink()
         rest, err = restarting.communicate(timeout=WAIT_S * 2)
     finally:
