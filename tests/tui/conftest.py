@@ -21,6 +21,8 @@ from tests.tui import homes
 SNAPSHOTS = Path(__file__).resolve().parents[2] / "snapshots"
 #: Snapshot homes live at a fixed path: the header shows it, so it must not vary per run.
 SNAPSHOT_HOME = Path("/tmp/hz-cockpit-snapshots/home")
+#: Session fixtures that build a home at a fixed path and hold its lock until the session ends.
+SESSION_HOMES = frozenset({"snapshot_home_root", "team_view_root"})
 
 
 class RepoSVGExtension(SVGImageExtension):
@@ -74,12 +76,13 @@ async def client(cockpit_home: Home) -> AsyncIterator[LocalClient]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test on the fixed-path snapshot home runs on one xdist worker (``--dist
-    loadgroup``): the home's lock is held for a worker's whole session, so a second worker
-    that needed it would wait, and time out, until the first one ended."""
+    """Every test on a fixed-path home built once per session runs on one xdist worker
+    (``--dist loadgroup``): the home's lock is held for a worker's whole session, so a second
+    worker that needed it would sit idle until the first one ended."""
     for item in items:
-        if "snapshot_home_root" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("snapshot-home"))
+        fixtures = getattr(item, "fixturenames", ())
+        for fixture in SESSION_HOMES.intersection(fixtures):
+            item.add_marker(pytest.mark.xdist_group(fixture))
 
 
 @pytest.fixture(scope="session")

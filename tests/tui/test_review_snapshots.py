@@ -23,6 +23,8 @@ from hz_tui.screens.review import ReviewScreen
 from tests.tui import homes, worlds
 
 ROOT = Path("/tmp/hz-review-snapshots/world")
+#: The world's lock is held for the module: its tests share one worker rather than wait.
+pytestmark = pytest.mark.xdist_group("review-snapshots")
 
 
 @pytest.fixture(scope="module")
