@@ -45,7 +45,8 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
     for warning in result.warnings:
         sys.stderr.write(warning + "\n")
     if args.json:
-        emit_json([item.model_dump(mode="json") for item in result.items])
+        # One serializer call for the whole listing, not one per row.
+        emit_json(result.model_dump(mode="json", include={"items"})["items"])
         return 0
     if not result.items:
         sys.stdout.write(
