@@ -17,7 +17,7 @@ caller did not). ``chat`` and ``wake`` queue by themselves
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -28,7 +28,9 @@ from hz_kernel.home import Home
 from hz_kernel.operations import Operation, Req, Resp
 from hz_kernel.store.inbox import MARKER_NAME, Inbox, InboxRequest
 from hz_kernel.store.locks import SpineBusy
-from hz_kernel.tick.report import TickProblem
+
+if TYPE_CHECKING:
+    from hz_kernel.tick.report import TickProblem
 
 #: The commands on one heinzel that queue when its spine is held (the rest are refused).
 QUEUEABLE = frozenset(
@@ -127,6 +129,8 @@ async def deliver_queued(kernel: Any, heinzel_ids: set[str]) -> list[TickProblem
     reported as the tick's problem and removed: it was carried out, and
     its answer is that error.
     """
+    from hz_kernel.tick.report import TickProblem  # the tick's models: not on the CLI's start
+
     problems: list[TickProblem] = []
     for heinzel_id in sorted(heinzel_ids):
         inbox = Inbox(kernel.home.heinzel_dir(heinzel_id))

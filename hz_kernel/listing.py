@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter
 
 from hz_kernel import overview
 from hz_kernel.clock import now_utc, stamp
@@ -32,8 +32,9 @@ RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 #: the tick's records, the admission queue from the kernel that runs the turns.
 _NOT_COLUMNS = frozenset({"cost_today", "failure", "queued", "interrupted", "team"})
 _SUMMARY_FIELDS = tuple(f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS)
-#: One validation call for the whole listing (pydantic's core loop, not one call per row).
-_SUMMARIES = TypeAdapter(list[overview.HeinzelSummary])
+#: One validation call for the whole listing (pydantic's core loop, not one call per row);
+#: built on the first listing, not by every command that imports this module.
+_SUMMARIES = TypeAdapter(list[overview.HeinzelSummary], config=ConfigDict(defer_build=True))
 
 
 async def list_summaries(

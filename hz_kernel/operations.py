@@ -9,8 +9,13 @@ fields are that method's keyword arguments.
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
+import itertools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, cast
 
 import orjson
@@ -78,11 +83,9 @@ class ComposerOutgoing(BaseModel):
 
 class Request(BaseModel):
     """A request's fields are its operation's arguments; a field's docstring says what it is
-    (in the JSON schema too), else ``ARGUMENTS`` does, by its name."""
+    (``docstring``), else ``ARGUMENTS`` does, by its name."""
 
-    model_config = ConfigDict(
-        defer_build=True, frozen=True, extra="forbid", use_attribute_docstrings=True
-    )
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 #: What the arguments that many operations share mean, for a field without a docstring.
@@ -131,8 +134,37 @@ def describe(operation: Operation[Any, Any]) -> str:
 def meaning(request: type[Request], name: str) -> str:
     """What argument ``name`` of ``request`` is, in plain words (the MCP input schema's
     description of it too): its docstring, else ``ARGUMENTS`` by its name."""
-    field = request.model_fields[name]
-    return _plain(field.description) if field.description else ARGUMENTS.get(name, name)
+    said = docstring(request, name)
+    return _plain(said) if said else ARGUMENTS.get(name, name)
+
+
+def docstring(request: type[Request], name: str) -> str | None:
+    """The docstring under field ``name`` of ``request``, if it has one.
+
+    Read from this module's source when first asked (for an MCP tool), not at import:
+    pydantic's ``use_attribute_docstrings`` parsed the source for each request class as it
+    was built, the most costly part of importing this module, which every ``hz`` does.
+    """
+    return _field_docstrings().get(request.__name__, {}).get(name)
+
+
+@functools.cache
+def _field_docstrings() -> dict[str, dict[str, str]]:
+    """Class name -> field -> the string literal right under the field, as pydantic reads it."""
+    found: dict[str, dict[str, str]] = {}
+    for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        found[node.name] = {
+            field.target.id: inspect.cleandoc(under.value.value)
+            for field, under in itertools.pairwise(node.body)
+            if isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(under, ast.Expr)
+            and isinstance(under.value, ast.Constant)
+            and isinstance(under.value.value, str)
+        }
+    return found
 
 
 def _plain(docstring: str) -> str:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json
 from hz_kernel.cli.parser import writes
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import echoed
+
+if TYPE_CHECKING:
+    from hz_kernel import api
 
 _VERBS = {"reads": "reads", "writes": "writes", "depends_on": "needs"}
 

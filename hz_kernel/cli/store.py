@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json, table
 from hz_kernel.cli.parser import Subcommands, writes
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import UsageError, echoed
+
+if TYPE_CHECKING:
+    from hz_kernel import api
 
 
 def _parse_where(items: Sequence[str] | None) -> dict[str, str] | None:
@@ -42,7 +45,8 @@ async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
     for warning in result.warnings:
         sys.stderr.write(warning + "\n")
     if args.json:
-        emit_json([item.model_dump(mode="json") for item in result.items])
+        # One serializer call for the whole listing, not one per row.
+        emit_json(result.model_dump(mode="json", include={"items"})["items"])
         return 0
     if not result.items:
         sys.stdout.write(

@@ -18,15 +18,17 @@ import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.client import FeedItem, KernelClient, LocalClient
 from hz_kernel.connect import TURN_ENDS, feed_edge, reattach
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.following import SHOWN_TYPES, BodyCursor, chunk_text
 from hz_kernel.home import Home
+
+if TYPE_CHECKING:
+    from hz_kernel import api
 
 #: How long a follower waits for the next daemon when its own goes away mid-turn (a restart
 #: drains first, so the old one is gone only once the new one is about to start).

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hz_kernel import api
 from hz_kernel import operations as ops
 from hz_kernel.cli.output import emit_json
 from hz_kernel.cli.parser import Parser
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import echoed
+
+if TYPE_CHECKING:
+    from hz_kernel import api
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

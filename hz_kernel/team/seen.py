@@ -59,7 +59,8 @@ class Seen(BaseModel):
     error: str | None = None
 
 
-_SEEN = TypeAdapter(dict[str, Seen])
+#: Built on first use: most commands import this module and never read the record.
+_SEEN = TypeAdapter(dict[str, Seen], config=ConfigDict(defer_build=True))
 
 
 def seen_path(home_root: Path) -> Path:

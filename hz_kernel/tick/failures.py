@@ -21,7 +21,7 @@ import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pydantic import TypeAdapter
+from pydantic import ConfigDict, TypeAdapter
 
 from hz_kernel.overview import HeinzelFailure
 from hz_kernel.store.fsutil import atomic_write, is_regular_file, read_nofollow
@@ -30,7 +30,8 @@ FAILURES_NAME = "failures.json"
 BACKOFF_FIRST_S = 60.0
 BACKOFF_MAX_S = 3600.0
 
-_FAILURES = TypeAdapter(dict[str, HeinzelFailure])
+#: Built on first use: a listing reads the ledger only when a turn has failed.
+_FAILURES = TypeAdapter(dict[str, HeinzelFailure], config=ConfigDict(defer_build=True))
 _log = logging.getLogger("hz.tick")
 
 

@@ -11,8 +11,8 @@ def test_every_argument_of_every_tool_is_described_and_no_shared_meaning_is_unus
     for name, operation in TOOLS.items():
         request = operation.request
         request.model_rebuild()
-        for argument, field in request.model_fields.items():
-            if not field.description:
+        for argument in request.model_fields:
+            if not ops.docstring(request, argument):
                 assert argument in ops.ARGUMENTS, (name, argument)
                 used.add(argument)
         described = ops.describe(operation)
@@ -40,3 +40,15 @@ def test_every_property_of_every_input_schema_has_a_plain_description() -> None:
             assert said and said != argument, (name, argument)
             assert "``" not in said and "docs/" not in said, (name, argument, said)
         assert "docs/" not in tool.description, name
+
+
+def test_field_docstrings_are_those_pydantic_would_read() -> None:
+    """``ops.docstring`` reads the source lazily; it finds what ``use_attribute_docstrings``
+    found when it was set on ``Request``."""
+    from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+
+    for operation in ops.OPERATIONS.values():
+        request = operation.request
+        expected = extract_docstrings_from_cls(request, use_inspect=True)
+        found = {name: ops.docstring(request, name) for name in request.model_fields}
+        assert {k: v for k, v in found.items() if v} == expected, request.__name__
