@@ -152,7 +152,11 @@ def docstring(request: type[Request], name: str) -> str | None:
 def _field_docstrings() -> dict[str, dict[str, str]]:
     """Class name -> field -> the string literal right under the field, as pydantic reads it."""
     found: dict[str, dict[str, str]] = {}
-    for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
+    try:
+        source = Path(__file__).read_text(encoding="utf-8")
+    except OSError:  # installed without sources: the arguments' shared meanings still hold
+        return found
+    for node in ast.parse(source).body:
         if not isinstance(node, ast.ClassDef):
             continue
         found[node.name] = {
