@@ -14,7 +14,7 @@ import gc
 import importlib
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
 from typing import Any, Self
 
 from ulid import ULID
@@ -290,6 +290,9 @@ class KernelCore:
                 emptied=True,
                 keep_contradicted=False,
             )
+        finally:
+            # A failed write stops the workers now, not once its error is let go.
+            batches.close()
         for heinzel_id in contradicted:
             await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))
         self.index.damage_seen = False
@@ -392,7 +395,9 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _taking(batches: Iterator[list[Folded]], taken: list[Folded]) -> Iterator[list[Folded]]:
+def _taking(
+    batches: Iterator[list[Folded]], taken: list[Folded]
+) -> Generator[list[Folded], None, None]:
     """``batches``, keeping each spine in ``taken`` as it passes: a rebuild that failed midway
     starts again with those, then the rest."""
     for batch in batches:
