@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import gc
 import importlib
+import itertools
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
 from typing import Any, Self
 
 from ulid import ULID
@@ -37,8 +38,9 @@ from hz_kernel.store.index import (
 from hz_kernel.store.locks import FileLock
 from hz_kernel.store.positions import Spot, spots
 from hz_kernel.store.projection import Projection
-from hz_kernel.store.scan import SpineScan, index_break, scan_file
-from hz_kernel.store.session import HeldSession, project
+from hz_kernel.store.rebuild import Folded, contradicts, fold_all, folded, project_spine
+from hz_kernel.store.scan import SpineScan
+from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
 from hz_kernel.tick.schedule import SlotClock, user_zone
 from hz_kernel.vocabulary import EventData, HeinzelCreated
@@ -262,54 +264,56 @@ class KernelCore:
                 marks = await self.index.spine_marks()
             except IndexDamaged:
                 await self.index.recreate()
-        events = 0
-        damaged: list[str] = []
-        projections: list[Projection] = []
-        contradicted: list[Projection] = []
-        # Each spine's events go once folded: what its positions need is kept instead.
-        spines: dict[str, list[Spot]] = {}
-        for heinzel_id in ids:
-            proj, found = self._project_from_disk(heinzel_id)
-            events += len(found.events) if found else 0
-            if found is not None:
-                spines[heinzel_id] = spots(found.events)
-            contradicts = _contradicts(marks.get(heinzel_id), found)
-            if proj.heinzel["damaged"] or contradicts:
-                damaged.append(heinzel_id)
-            (contradicted if contradicts else projections).append(proj)
-        kept = {p.id: spines[p.id] for p in projections if p.id in spines}
+        # A held spine is folded from what its writer holds; the others by worker processes
+        # while this one writes the rows of those already folded.
+        held = [
+            folded(s.projection, s.scan, marks.get(i))
+            for i in ids
+            if (s := self.sessions.get(i)) is not None
+        ]
+        jobs = [(i, self.home.heinzel_dir(i), marks.get(i)) for i in ids if i not in self.sessions]
+        taken: list[Folded] = []
+        batches = _taking(itertools.chain([held], fold_all(jobs)), taken)
+        contradicted: list[str] = []
         try:
             await self.index.forget(set(marks) - set(ids))
-            await self.index.write(
-                projections, stats, full=True, everything=not contradicted, spines=kept
+            self.index.rebuild(
+                batches, stats, ids, emptied=not marks.keys() & set(ids), keep_contradicted=True
             )
+            contradicted = [f.id for f in taken if f.contradicts]
         except IndexDamaged:
             await self.index.recreate()
-            projections, contradicted = projections + contradicted, []
-            await self.index.write(projections, stats, full=True, everything=True, spines=spines)
-        for proj in contradicted:
-            await self.index.mark_damaged(proj.id, stats.get(proj.id))
+            self.index.rebuild(
+                itertools.chain([list(taken)], batches),
+                stats,
+                ids,
+                emptied=True,
+                keep_contradicted=False,
+            )
+        finally:
+            # A failed write stops the workers now, not once its error is let go.
+            batches.close()
+        for heinzel_id in contradicted:
+            await self.index.mark_damaged(heinzel_id, stats.get(heinzel_id))
         self.index.damage_seen = False
+        by_id = {f.id: f for f in taken}
+        spines = [by_id[i] for i in ids]
+        self.warnings.extend(e for f in spines if (e := f.error()) is not None)
         return api.ReindexReport(
             heinzels=len(ids),
-            events=events,
+            events=sum(f.events for f in spines),
             seconds=round(time.perf_counter() - started, 4),
-            damaged=damaged,
+            damaged=[f.id for f in spines if f.damaged or f.contradicts],
         )
 
     def _project_from_disk(self, heinzel_id: str) -> tuple[Projection, SpineScan | None]:
         held = self.sessions.get(heinzel_id)
         if held is not None:
             return held.projection, held.scan
-        heinzel_dir = self.home.heinzel_dir(heinzel_id)
-        try:
-            found = scan_file(heinzel_dir / SPINE_NAME)
-        except HzError as exc:
-            self.warnings.append(exc)
-            proj = Projection(heinzel_id)
-            proj.mark_damaged(True)
-            return proj, None
-        return project(heinzel_id, heinzel_dir, found), found
+        proj, found, warning = project_spine(heinzel_id, self.home.heinzel_dir(heinzel_id))
+        if warning is not None:
+            self.warnings.append(warning)
+        return proj, found
 
     async def _rebuild(
         self,
@@ -346,7 +350,7 @@ class KernelCore:
                     if not acquired and skip_busy:
                         continue
                 proj, found = self._project_from_disk(heinzel_id)
-                if _contradicts(marks.get(heinzel_id), found):
+                if contradicts(marks.get(heinzel_id), found):
                     contradicted.append(heinzel_id)
                 else:
                     projections.append(proj)
@@ -391,8 +395,11 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
-    """True when a spine (None: unreadable) contradicts the seq and hash its index mark holds."""
-    if mark is None or not mark[0]:
-        return False
-    return found is None or index_break((mark[0], mark[3]), found) is not None
+def _taking(
+    batches: Iterator[list[Folded]], taken: list[Folded]
+) -> Generator[list[Folded], None, None]:
+    """``batches``, keeping each spine in ``taken`` as it passes: a rebuild that failed midway
+    starts again with those, then the rest."""
+    for batch in batches:
+        taken.extend(batch)
+        yield batch

@@ -36,6 +36,7 @@ from hz_kernel.store.fsutil import FILE_MODE, file_kind, store_error
 
 if TYPE_CHECKING:
     from hz_kernel.store.projection import Projection
+    from hz_kernel.store.rebuild import Folded
 
 #: 2: the feed's durable positions (tables ``feed`` and ``meta``, ``hz_kernel.store.positions``).
 #: 3: a turn's start clears the heinzel's last outcome (rows folded before it showed a running
@@ -279,6 +280,13 @@ def stat_spine(path: str | os.PathLike[str]) -> SpineStat | None:
     except OSError:
         return None
     return SpineStat(st.st_size, st.st_mtime_ns)
+
+
+def _spine_row(
+    heinzel_id: str, seq: int, last_hash: str | None, st: SpineStat | None
+) -> tuple[str, int, str | None, int | None, int | None]:
+    """The ``spines`` row: the seq and hash of the last line seen, and the stat it had."""
+    return (heinzel_id, seq, last_hash, st.size if st else None, st.mtime_ns if st else None)
 
 
 def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
@@ -758,13 +766,10 @@ class Index(IndexQueries):
         stats: dict[str, SpineStat | None],
         *,
         full: bool,
-        everything: bool = False,
         spines: Mapping[str, Sequence[positions.Placed]] | None = None,
     ) -> positions.Positions:
         """Store projections: ``full`` replaces each heinzel's rows, else upserts dirty rows.
 
-        ``everything`` says the projections are the whole home (a reindex), so
-        the tables are emptied first instead of deleting heinzel by heinzel.
         ``spines`` are the lines of those heinzels as their spines now hold
         them (events, or a rebuild's ``positions.Spot``): lines not positioned
         yet get their feed positions in the same commit, which are returned.
@@ -788,39 +793,78 @@ class Index(IndexQueries):
                         row = getattr(proj, table.store).get(pk)
                         if row is not None:
                             batches[table.name].append(table.values(row))
-            st = stats.get(proj.id)
             batches["spines"].append(
-                (
-                    proj.id,
-                    proj.heinzel["seq"],
-                    proj.heinzel["last_hash"],
-                    st.size if st else None,
-                    st.mtime_ns if st else None,
+                _spine_row(
+                    proj.id, proj.heinzel["seq"], proj.heinzel["last_hash"], stats.get(proj.id)
                 )
             )
         roomy = self._roomy_cache() if full else contextlib.nullcontext()
         with roomy, self._transaction() as w:
-            if everything:
-                for name in _EXTRA_INDEXES:
-                    w.execute(f"DROP INDEX IF EXISTS {name}")
-                for table in ALL_TABLES:
-                    w.execute(f"DELETE FROM {table.name}")
-            elif deletes:
+            if deletes:
                 for table in (HEINZELS, *CHILD_TABLES):
                     column = "id" if table is HEINZELS else "heinzel"
                     w.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", deletes)
             for table in ALL_TABLES:
                 if batches[table.name]:
                     w.executemany(table.upsert_sql, batches[table.name])
-            if everything:
-                for ddl in _EXTRA_DDL:
-                    w.execute(ddl)
-            assigned, renumbered = positions.assign(w, spines or {}, report=not everything)
+            assigned, renumbered = positions.assign(w, spines or {})
             generation = positions.new_generation(w) if renumbered else self.generation
         self.generation = generation
         for proj in projections:
             proj.dirty.clear()
         return assigned
+
+    def rebuild(
+        self,
+        batches: Iterable[Sequence[Folded]],
+        stats: dict[str, SpineStat | None],
+        order: Sequence[str],
+        *,
+        emptied: bool,
+        keep_contradicted: bool,
+    ) -> None:
+        """Write a whole home's folded spines in one commit, each batch as it comes.
+
+        The batches may still be folding in other processes: rows are
+        written while the rest is read. ``emptied`` says no heinzel has
+        rows to keep, so the tables are emptied at once; else each heinzel's
+        rows are replaced as it comes, and with ``keep_contradicted`` a
+        spine that contradicts the index's mark keeps its rows (the caller
+        marks it damaged). Feed positions are added after the last batch,
+        spine by spine in ``order`` (the order ``write`` positions them in).
+        """
+        kept: list[Folded] = []
+        spots: dict[str, list[positions.Spot]] = {}
+        with self._roomy_cache(), self._transaction() as w:
+            for name in _EXTRA_INDEXES:
+                w.execute(f"DROP INDEX IF EXISTS {name}")
+            if emptied:
+                for table in ALL_TABLES:
+                    w.execute(f"DELETE FROM {table.name}")
+            for batch in batches:
+                written = [f for f in batch if not (keep_contradicted and f.contradicts)]
+                if not emptied:
+                    ids = [(f.id,) for f in written]
+                    for table in (HEINZELS, *CHILD_TABLES):
+                        column = "id" if table is HEINZELS else "heinzel"
+                        w.executemany(f"DELETE FROM {table.name} WHERE {column} = ?", ids)
+                for table in (HEINZELS, *CHILD_TABLES):
+                    rows = [row for f in written for row in f.rows[table.name]]
+                    if rows:
+                        w.executemany(table.upsert_sql, rows)
+                kept.extend(written)
+                for f in written:
+                    spots[f.id] = positions.spots_of(f.spots)
+            w.executemany(
+                SPINES.upsert_sql,
+                [_spine_row(f.id, f.seq, f.last_hash, stats.get(f.id)) for f in kept],
+            )
+            for ddl in _EXTRA_DDL:
+                w.execute(ddl)
+            ordered = {i: spots[i] for i in order if i in spots}
+            _, renumbered = positions.assign(w, ordered, report=False)
+            generation = positions.new_generation(w) if renumbered else self.generation
+        self.generation = generation
 
     async def forget(self, heinzel_ids: Iterable[str]) -> None:
         ids = [(i,) for i in heinzel_ids]

@@ -113,7 +113,12 @@ _new_spot = functools.partial(tuple.__new__, Spot)
 def spots(lines: Iterable[Placed]) -> list[Spot]:
     """What positioning needs of each line, made without a Python call per line (a reindex
     keeps a hundred thousand)."""
-    return list(map(_new_spot, map(_SPOT_FIELDS, lines)))
+    return spots_of(map(_SPOT_FIELDS, lines))
+
+
+def spots_of(fields: Iterable[tuple[int, str, int]]) -> list[Spot]:
+    """Spots from plain (seq, ts, offset) tuples, as a worker process hands them back."""
+    return list(map(_new_spot, fields))
 
 
 _SPINE_AND_HIGHEST = (

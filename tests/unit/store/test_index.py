@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from hz_kernel.commands.tick import TICK_QUERY
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.store.index import ALL_TABLES, Index
+from hz_kernel.store.rebuild import POOL_FROM
 from hz_kernel.store.scan import scan_file
 from hz_kernel.store.session import project
 from hz_kernel.store.spine import SPINE_NAME, SpineWriter
@@ -264,3 +267,74 @@ async def test_a_skip_without_a_start_is_the_last_turn_with_its_cause(kernel: Ke
     )
     assert (shown.turn, shown.cause) == (turn, row.last_cause)
     assert row.turns_count == 0
+
+
+async def _home_for_workers(home: Home) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
+    """A home big enough that a reindex folds its spines in worker processes, with its live
+    index as the writer kept it (feed positions included)."""
+    kernel = await Kernel.open(home)
+    ids = [await _busy_heinzel(kernel, f"busy{i}", turns=2 + i) for i in range(3)]
+    ids += [await kernel.create_heinzel(f"h{i:03d}") for i in range(POOL_FROM + 5)]
+    live = await _dump(kernel)
+    live["feed"] = await kernel.index.fetch("", _FEED)
+    await kernel.close()
+    return ids, live
+
+
+_FEED = (
+    "SELECT pos, heinzel, seq, offset FROM feed JOIN feed_spine ON spine = feed_spine.id "
+    "ORDER BY pos"
+)
+
+
+async def test_a_reindex_folded_by_worker_processes_equals_the_live_index(home: Home) -> None:
+    """Issue 16: a home folded by workers while the rows are written gives the rows and feed
+    positions the writer kept, reindexed over its index or from none; no worker outlives it."""
+    ids, live = await _home_for_workers(home)
+    kernel = await Kernel.open(home)
+    report = await kernel.reindex()
+    again = await _dump(kernel)
+    again["feed"] = await kernel.index.fetch("", _FEED)
+    await kernel.close()
+    assert again == live
+    assert report.heinzels == len(ids) and report.damaged == []
+    assert multiprocessing.active_children() == []
+
+    home.index_path.unlink()
+    kernel = await Kernel.open(home, reconcile=False)
+    await kernel.reindex()
+    fresh = await _dump(kernel)
+    await kernel.close()
+    assert fresh == {name: rows for name, rows in live.items() if name != "feed"}
+
+
+async def test_damage_found_by_worker_processes_is_reported_and_spares_the_others(
+    home: Home,
+) -> None:
+    """A spine edited mid-chain, one that is not a file, and one cut behind the index are each
+    damage of that heinzel only, as when folded in one process: the rest is reindexed."""
+    ids, live = await _home_for_workers(home)
+    edited, fifo, cut = ids[0], ids[1], ids[5]
+    spine = home.heinzel_dir(edited) / SPINE_NAME
+    lines = spine.read_bytes().split(b"\n")
+    lines[3] = lines[3].replace(b'"report":"ok"', b'"report":"OK"')
+    spine.write_bytes(b"\n".join(lines))
+    os.replace(home.heinzel_dir(fifo) / SPINE_NAME, home.heinzel_dir(fifo) / "kept.jsonl")
+    os.mkfifo(home.heinzel_dir(fifo) / SPINE_NAME, 0o600)
+    (home.heinzel_dir(cut) / SPINE_NAME).write_bytes(b"")
+
+    kernel = await Kernel.open(home, reconcile=False)
+    report = await kernel.reindex()
+    rows = await _dump(kernel)
+    warnings = [w.code for w in kernel.warnings]
+    await kernel.close()
+    assert sorted(report.damaged) == sorted([edited, fifo, cut])
+    assert "HZS011" in warnings
+    by_id = {row["id"]: row for row in rows["heinzels"]}
+    assert {i for i, row in by_id.items() if row["damaged"]} == {edited, fifo, cut}
+    assert by_id[cut] == {**next(r for r in live["heinzels"] if r["id"] == cut), "damaged": 1}
+    spared = set(ids) - {edited, fifo, cut}
+    for table in ("heinzels", "turns", "drafts"):
+        column = "id" if table == "heinzels" else "heinzel"
+        kept = [r for r in live[table] if r[column] in spared]
+        assert [r for r in rows[table] if r[column] in spared] == kept

@@ -1,0 +1,136 @@
+"""Folding a whole home's spines for a reindex, in worker processes beside the index writer.
+
+Reading, chain-checking and folding every spine is pure CPU work per spine,
+and so is writing the rows it gives; one process did them one after the
+other. Here worker processes fold spines into ready row tuples while the
+process that owns the index writes each batch as it arrives, so the two
+overlap on a machine with more than one core. A small home (or a
+one-core machine) is folded in the calling process: starting workers would
+cost more than they save. Either way each spine gives the same ``Folded``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hz_kernel.errors import HzError
+from hz_kernel.store.index import CHILD_TABLES, HEINZELS, SpineMark
+from hz_kernel.store.projection import Projection
+from hz_kernel.store.scan import SpineScan, index_break, scan_file
+from hz_kernel.store.session import project
+from hz_kernel.store.spine import SPINE_NAME
+
+#: Fewer spines than this are folded in the calling process.
+POOL_FROM = 64
+#: Spines per batch a worker folds and hands back: small enough that the writer starts early.
+BATCH = 16
+#: Worker processes at most (the writer is busy too).
+MAX_WORKERS = 2
+
+_SPOT_FIELDS = attrgetter("seq", "ts", "offset")
+
+
+class Folded(NamedTuple):
+    """One spine folded into what the index stores of it (plain data: it crosses processes)."""
+
+    id: str
+    rows: dict[str, list[list[Any]]]
+    """Table name → the values of each row, heinzels' included."""
+    seq: int
+    last_hash: str | None
+    spots: list[tuple[int, str, int]]
+    """Seq, timestamp and offset of each line the spine holds (its feed positions need them)."""
+    events: int
+    damaged: bool
+    contradicts: bool
+    """The spine contradicts the seq and hash the index saw: its rows must stay."""
+    warning: tuple[str, str, str | None] | None
+    """Code, message and place of the error that kept the spine from being read."""
+
+    def error(self) -> HzError | None:
+        return None if self.warning is None else HzError(*self.warning)
+
+
+def folded(
+    proj: Projection,
+    found: SpineScan | None,
+    mark: SpineMark | None,
+    warning: HzError | None = None,
+) -> Folded:
+    """What the index stores of a projection and the scan it came from (None: unreadable)."""
+    rows: dict[str, list[list[Any]]] = {HEINZELS.name: [HEINZELS.values(proj.heinzel)]}
+    for table in CHILD_TABLES:
+        store: dict[Any, dict[str, Any]] = getattr(proj, table.store)
+        rows[table.name] = list(map(table.values, store.values()))
+    events = found.events if found is not None else []
+    return Folded(
+        proj.id,
+        rows,
+        proj.heinzel["seq"],
+        proj.heinzel["last_hash"],
+        list(map(_SPOT_FIELDS, events)),
+        len(events),
+        bool(proj.heinzel["damaged"]),
+        contradicts(mark, found),
+        None if warning is None else (warning.code, warning.message, warning.place),
+    )
+
+
+def contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
+    """True when a spine (None: unreadable) contradicts the seq and hash its index mark holds."""
+    if mark is None or not mark[0]:
+        return False
+    return found is None or index_break((mark[0], mark[3]), found) is not None
+
+
+Job = tuple[str, Path, SpineMark | None]
+"""A spine to fold: its heinzel's id and folder, and the index's mark of it."""
+
+
+def project_spine(
+    heinzel_id: str, heinzel_dir: Path
+) -> tuple[Projection, SpineScan | None, HzError | None]:
+    """A spine read and folded; an unreadable one is a damaged heinzel with nothing folded,
+    and the error that kept it from being read."""
+    try:
+        found = scan_file(heinzel_dir / SPINE_NAME)
+    except HzError as exc:
+        proj = Projection(heinzel_id)
+        proj.mark_damaged(True)
+        return proj, None, exc
+    return project(heinzel_id, heinzel_dir, found), found, None
+
+
+def fold_spine(job: Job) -> Folded:
+    heinzel_id, heinzel_dir, mark = job
+    proj, found, warning = project_spine(heinzel_id, heinzel_dir)
+    return folded(proj, found, mark, warning)
+
+
+def _fold_batch(jobs: Sequence[Job]) -> list[Folded]:
+    return list(map(fold_spine, jobs))
+
+
+def fold_all(jobs: Sequence[Job]) -> Iterator[list[Folded]]:
+    """Batches of folded spines in the order of ``jobs``, each yielded as soon as it is done.
+
+    Workers are forked: they start at once with everything imported, and
+    fold only (they touch no connection, lock or file they inherited).
+    Every worker is gone when the iteration ends, however it ends.
+    """
+    workers = min(MAX_WORKERS, os.cpu_count() or 1)
+    if len(jobs) < POOL_FROM or workers < 2:
+        yield from (_fold_batch(jobs[at : at + BATCH]) for at in range(0, len(jobs), BATCH))
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        batches: Iterable[list[Folded]] = pool.map(
+            _fold_batch, [jobs[at : at + BATCH] for at in range(0, len(jobs), BATCH)]
+        )
+        yield from batches
