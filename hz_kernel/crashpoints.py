@@ -11,27 +11,28 @@ time a point is reached (default the first).
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 
 _reached: dict[str, int] = {}
 
 
-@functools.cache
 def _armed() -> frozenset[str]:
-    """Read once: crash tests arm a process they start, and every spine line asks."""
     raw = os.environ.get("HZ_CRASH_AT", "")
     return frozenset(point.strip() for point in raw.split(",") if point.strip())
 
 
+ARMED = _armed()
+"""The points armed in this process, read once at import: crash tests arm a process they
+start, and every spine line asks (a hot caller tests ``if ARMED`` before calling)."""
+
+
 def reached(*names: str) -> None:
     """Call after a point is durable; SIGKILLs the process when the point is armed."""
-    armed = _armed()
-    if not armed:
+    if not ARMED:
         return
     for name in names:
-        if name in armed:
+        if name in ARMED:
             _reached[name] = _reached.get(name, 0) + 1
             if _reached[name] >= int(os.environ.get("HZ_CRASH_AT_COUNT", "1")):
                 os.kill(os.getpid(), signal.SIGKILL)

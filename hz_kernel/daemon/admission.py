@@ -14,13 +14,18 @@ bare cancellation.
 
 Free memory is ``psutil``'s estimate of what can be used without swapping
 (Linux ``MemAvailable``; free plus inactive pages on macOS; available
-physical memory on Windows). These are resource controls, not a sandbox.
+physical memory on Windows); on Linux ``MemAvailable`` is read straight
+from ``/proc/meminfo`` where psutil would report it as is, since every turn
+samples twice and psutil parses the whole file. These are resource
+controls, not a sandbox.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -44,12 +49,40 @@ POLL_SECONDS = 0.25
 _MB = 1 << 20
 
 
+_MEMINFO = "/proc/meminfo"
+_MEM_TOTAL = re.compile(rb"^MemTotal:\s+(\d+) kB$", re.MULTILINE)
+_MEM_AVAILABLE = re.compile(rb"^MemAvailable:\s+(\d+) kB$", re.MULTILINE)
+
+
 def memory_available_mb() -> int | None:
     """Memory available to new work, in MB; None where it cannot be read (no floor is enforced)."""
+    available = _meminfo_available()
+    if available is not None:
+        return available // _MB
     try:
         return int(psutil.virtual_memory().available) // _MB
     except (OSError, RuntimeError):
         return None
+
+
+def _meminfo_available() -> int | None:
+    """Linux's ``MemAvailable`` in bytes, where psutil reports it unchanged: present, not zero
+    and not above ``MemTotal`` (in a container psutil estimates instead); else None."""
+    try:
+        fd = os.open(_MEMINFO, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    total, available = _MEM_TOTAL.search(data), _MEM_AVAILABLE.search(data)
+    if total is None or available is None:
+        return None
+    kib = int(available[1])
+    return kib << 10 if 0 < kib <= int(total[1]) else None
 
 
 def default_floor_mb() -> int:

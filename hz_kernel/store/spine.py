@@ -16,6 +16,7 @@ import logging
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from hz_kernel import crashpoints
 from hz_kernel.clock import now_utc
@@ -124,11 +125,14 @@ class SpineWriter:
         if self._fd is None:
             raise HzError("HZS012", "spine writer is closed", str(self.path))
         staged = _Staged(payload, turn, key, ts if ts is not None else now_utc())
-        staged.encode(self._next_seq(), self._next_prev())
+        if self._staged:
+            last = self._staged[-1]
+            staged.encode(last.seq + 1, last.digest)
+        else:
+            staged.encode(self.last_seq + 1, self.last_hash)
         self._staged.append(staged)
-        step = staged.data.get("step")
-        kind = f"staged:{payload.kind}"
-        crashpoints.reached(kind, f"{kind}:{step}" if step else kind)
+        if crashpoints.ARMED:
+            _crash_point(f"staged:{payload.kind}", staged.data)
 
     def discard(self) -> None:
         """Drop every staged event: a flush that cannot happen loses its group whole."""
@@ -138,12 +142,6 @@ class SpineWriter:
     def staged(self) -> int:
         """How many events wait for the next ``flush``."""
         return len(self._staged)
-
-    def _next_seq(self) -> int:
-        return self._staged[-1].seq + 1 if self._staged else self.last_seq + 1
-
-    def _next_prev(self) -> str:
-        return self._staged[-1].digest if self._staged else self.last_hash
 
     def flush(self) -> list[Event]:
         """Write every staged event in one write and one fsync; returns them, now durable.
@@ -176,13 +174,18 @@ class SpineWriter:
             raise store_error(exc, self.path) from None
         events = []
         for line in staged:
-            events.append(line.event(offset))
+            events.append(
+                Event(
+                    1, line.seq, line.stamp, line.prev, line.turn, line.kind, line.key, line.data,
+                    offset, line.digest,
+                )
+            )  # fmt: skip
             offset += len(line.line) + 1
         self.last_seq, self.last_hash = events[-1].seq, events[-1].hash
         self._end = offset
-        for event in events:
-            step = event.data.get("step")
-            crashpoints.reached(event.kind, f"{event.kind}:{step}" if step else event.kind)
+        if crashpoints.ARMED:
+            for event in events:
+                _crash_point(event.kind, event.data)
         return events
 
     def _foreign(self, size: int) -> None:
@@ -267,8 +270,8 @@ class _Staged:
         )
         self.digest = hashlib.sha256(self.line).hexdigest()
 
-    def event(self, offset: int) -> Event:
-        return Event(
-            1, self.seq, self.stamp, self.prev, self.turn, self.kind, self.key, self.data,
-            offset, self.digest,
-        )  # fmt: skip
+
+def _crash_point(kind: str, data: dict[str, Any]) -> None:
+    """Reach the crash points of a line: its kind, and its kind with its step (if any)."""
+    step = data.get("step")
+    crashpoints.reached(kind, f"{kind}:{step}" if step else kind)
