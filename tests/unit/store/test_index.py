@@ -6,9 +6,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import TICK_QUERY
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.overview import HeinzelSummary
 from hz_kernel.store.index import ALL_TABLES, Index
 from hz_kernel.store.scan import scan_file
 from hz_kernel.store.session import project
@@ -160,6 +162,26 @@ async def test_list_filters_and_show(kernel: Kernel) -> None:
     detail = await kernel.show("alpha")
     assert len(detail.turns) == 2 and detail.cost_month.by_cause.keys() <= {"schedule"}
     assert [lesson.dismissed for lesson in detail.lessons] == [False, True]
+
+
+async def test_a_listing_is_what_validating_the_index_rows_gives(kernel: Kernel) -> None:
+    """Issue 16: the listing builds its summaries from the index's rows without validating
+    them again; each must equal, field for field and in its JSON, the summary validated from
+    the whole row (with today's cost), however the heinzel stands."""
+    await _busy_heinzel(kernel, "alpha", turns=2)
+    await kernel.create_heinzel("beta")
+    damaged = await kernel.create_heinzel("gamma")
+    await kernel.index.set_damaged(damaged, True)
+    listed = (await kernel.list_heinzels()).items
+    day = now_utc().date().isoformat()
+    validated = [
+        HeinzelSummary.model_validate({**row, "next_due": listed_row.next_due})
+        for row, listed_row in zip(await kernel.index.list_heinzels(day=day), listed, strict=True)
+    ]
+    assert [s.name for s in listed] == ["alpha", "beta", "gamma"]
+    assert listed == validated
+    assert [s.model_dump_json() for s in listed] == [s.model_dump_json() for s in validated]
+    assert listed[2].damaged is True and listed[0].damaged is False
 
 
 async def test_verify_reports_then_accepts_a_break(kernel: Kernel, home: Home) -> None:
