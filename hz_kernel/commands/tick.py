@@ -110,8 +110,7 @@ AND NOT h.retired ORDER BY h.name != ?2, h.id LIMIT 1
 FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 
 TICK_QUERY = """
-SELECT (
-  SELECT group_concat(json_array(
+SELECT group_concat(json_array(
     h.id, h.name, json(CASE WHEN h.paused OR h.retired OR h.damaged THEN 'false' ELSE 'true' END),
     h.schedule, COALESCE(NULLIF(h.render_on_schedule, ''), 'always'),
     COALESCE(NULLIF(h.inputs, ''), '{}'), COALESCE(NULLIF(h.assets, ''), '[]'),
@@ -135,28 +134,25 @@ SELECT (
         FROM drafts WHERE heinzel = h.id GROUP BY output))
     END,
     CASE WHEN h.render_on_schedule = 'if-moved' THEN
-      h.contract_version > 0 AND NOT EXISTS (
-        SELECT 1 FROM turns WHERE heinzel = h.id AND contract_version >= h.contract_version
-                                  AND cause IS NOT 'approval')
+      h.contract_version > 0
+      AND (h.rendered_version IS NULL OR h.rendered_version < h.contract_version)
     END,
-    h.turns_count = 0), char(10))
-  FROM heinzels h WHERE h.contract_version IS NOT NULL
-) AS rows,
+    h.turns_count = 0), char(10)) AS rows,
 (SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
 EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed,
-EXISTS (SELECT 1 FROM heinzels WHERE namespace = 'team' AND contract_version IS NOT NULL)
-  AS has_team,
-EXISTS (SELECT 1 FROM heinzels WHERE contract_version IS NOT NULL
-                                 AND instr(hz, '"discover":["')) AS has_hints
+COALESCE(MAX(h.namespace = 'team'), 0) AS has_team,
+COALESCE(MAX(instr(h.hz, '"discover":["') > 0), 0) AS has_hints
+FROM heinzels h WHERE h.contract_version IS NOT NULL
 """
-"""Everything a tick plans from, in one statement and one row: the heinzels that have a
-contract (one JSON array per heinzel, already in ``HeinzelRow``'s shape, joined by newlines
-into one text, which costs far less to hand over than hundreds of rows; SQLite's JSON
-escapes every newline inside a value), today's spending and whether the user was told of the
-cap today, whether any heinzel is in a team (only then does a tick run git) and whether any
-has ``discover`` hints (only then does the daily discovery job look). Whether a
-turn ran under the current contract is one seek in ``turns_by_version`` per heinzel, however
-many turns it has had."""
+"""Everything a tick plans from, in one statement, one pass over the heinzels and one row:
+the heinzels that have a contract (one JSON array per heinzel, already in ``HeinzelRow``'s
+shape, joined by newlines into one text, which costs far less to hand over than hundreds of
+rows; SQLite's JSON escapes every newline inside a value), today's spending and whether the
+user was told of the cap today, whether any heinzel is in a team (only then does a tick run
+git) and whether any has ``discover`` hints (only then does the daily discovery job look).
+Whether a turn ran under the current contract is the row's own ``rendered_version``; only a
+waiting turn's row looks up what it waits on, and only a row with outputs that expire looks
+up their approvals."""
 
 DISCOVER_QUERY = """
 SELECT id, name, namespace, hz FROM heinzels

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 #: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
 #: 7: a turn skipped ``held-by`` names the home that holds the lease (``turns.holder``).
 #: 8: a skipped turn sets the heinzel's ``last_cause`` (an older index left the one before).
-SCHEMA_VERSION = 8
+#: 9: the heinzels' ``rendered_version``, so the idle tick reads no turns.
+SCHEMA_VERSION = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,7 @@ HEINZELS = Table(
         "next_due",
         "last_slot",
         "approved_at",
+        "rendered_version",
         "last_summary_seq",
         "events_since_summary",
         "seq",
@@ -247,8 +249,6 @@ _BY_NAME = {t.name: t for t in ALL_TABLES}
 #: after its rows are in: one sorted build each, not an update per inserted row.
 _EXTRA_INDEXES = {
     "turns_by_status": "turns (status, heinzel)",
-    # The idle tick's "has a turn run under the current contract?" (``TICK_QUERY``).
-    "turns_by_version": "turns (heinzel, contract_version)",
     "drafts_by_status": "drafts (status)",
     "costs_by_day": "costs (day)",
     "heinzels_by_name": "heinzels (name)",
