@@ -831,13 +831,24 @@ class TickCommands(KernelCore):
 def _moves(
     rows: Iterable[HeinzelRow], watches: dict[str, list[Watch]], staged: Staged
 ) -> dict[str, tuple[list[Wake], bool]]:
-    """The heinzels with an input that moved or could not be read (the rest have nothing)."""
+    """The heinzels with an input that moved or could not be read (the rest have nothing).
+
+    Whether a watch moved depends only on its request, facet and last fingerprint, all in
+    the row's ``inputs`` text: once a heinzel watching all its inputs found nothing, the
+    hundreds in step with it (the same text) are passed over without asking.
+    """
     found = {}
+    quiet: set[str] = set()
     for row in rows:
-        if row.id in watches:
-            wakes, failed = moves = source_moves(row, watches[row.id], staged)
-            if wakes or failed:
-                found[row.id] = moves
+        kept = watches.get(row.id)
+        whole = kept is not None and kept is row.own_watches
+        if kept is None or (whole and row.inputs_json in quiet):
+            continue
+        wakes, failed = moves = source_moves(row, kept, staged)
+        if wakes or failed:
+            found[row.id] = moves
+        elif whole:
+            quiet.add(row.inputs_json)
     return found
 
 
