@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
@@ -108,6 +109,9 @@ WHERE (h.name = ?2 OR EXISTS (SELECT 1 FROM json_each(h.aliases) WHERE value = ?
 AND NOT h.retired ORDER BY h.name != ?2, h.id LIMIT 1
 """
 FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
+
+#: A row's id, read in C: an idle tick reads hundreds.
+_ID = attrgetter("id")
 
 TICK_QUERY = """
 SELECT group_concat(json_array(
@@ -451,7 +455,7 @@ class TickCommands(KernelCore):
             slots=slots,
             moves=_moves(rows, watches, staged),
             done_keys=set(),
-            heights=heights((r.id for r in rows), reads),
+            heights=heights(map(_ID, rows), reads),
             busy=busy,
             capped=spent >= settings.heinzel.max_usd_per_day,
             max_wakes=settings.heinzel.max_wakes_per_tick,
