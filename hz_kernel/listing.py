@@ -15,8 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter
-
 from hz_kernel import overview
 from hz_kernel.clock import now_utc, stamp
 from hz_kernel.config import TeamSettings
@@ -28,13 +26,15 @@ from hz_kernel.tick.schedule import SlotClock
 #: States in which a heinzel still wakes by itself (paused, retired and proposed ones do not).
 RUNNING_STATES = frozenset({"asleep", "awake", "waiting"})
 
-#: Filled beside the index's columns: today's cost by the query, failures and team leases from
-#: the tick's records, the admission queue from the kernel that runs the turns.
-_NOT_COLUMNS = frozenset({"cost_today", "failure", "queued", "interrupted", "team"})
-_SUMMARY_FIELDS = tuple(f for f in overview.HeinzelSummary.model_fields if f not in _NOT_COLUMNS)
-#: One validation call for the whole listing (pydantic's core loop, not one call per row);
-#: built on the first listing, not by every command that imports this module.
-_SUMMARIES = TypeAdapter(list[overview.HeinzelSummary], config=ConfigDict(defer_build=True))
+#: Filled beside the index's columns, from their defaults: today's cost by the query, failures
+#: and team leases from the tick's records, the admission queue from the kernel that runs the
+#: turns.
+_NOT_COLUMNS = {
+    name: overview.HeinzelSummary.model_fields[name].default
+    for name in ("cost_today", "failure", "queued", "interrupted", "team")
+}
+_SUMMARY_FIELDS = tuple(overview.HeinzelSummary.model_fields)
+_EVERY_FIELD = frozenset(_SUMMARY_FIELDS)
 
 
 async def list_summaries(
@@ -58,6 +58,7 @@ async def list_summaries(
     rows = await index.summary_rows(
         _SUMMARY_FIELDS,
         day=now.date().isoformat(),
+        others=_NOT_COLUMNS,
         state=state,
         artifact=artifact,
         contract=name,
@@ -74,7 +75,24 @@ async def list_summaries(
             row["queued"] = queued.get(row["id"])
     if team is not None:
         await fill_team(index, rows, *team, now)
-    return _SUMMARIES.validate_python(rows)
+    return [_trusted(row) for row in rows]
+
+
+_new = overview.HeinzelSummary.__new__
+_set = object.__setattr__
+
+
+def _trusted(row: dict[str, Any]) -> overview.HeinzelSummary:
+    """A summary of a row the index typed as the model does, made as ``model_construct``
+    makes one without its loop over the fields: the index is hz's own and derived, a row
+    has every field in the model's order (its ``__dict__`` as validation would make it),
+    and whatever leaves the process is validated where it is read (the wire)."""
+    summary = _new(overview.HeinzelSummary)
+    _set(summary, "__dict__", row)
+    _set(summary, "__pydantic_fields_set__", set(_EVERY_FIELD))
+    _set(summary, "__pydantic_extra__", None)
+    _set(summary, "__pydantic_private__", None)
+    return summary
 
 
 def fill_next_due(rows: list[dict[str, Any]], clock: SlotClock, now: datetime) -> None:

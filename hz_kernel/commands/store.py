@@ -50,10 +50,9 @@ class StoreCommands(KernelCore):
             queued=self.queued_heinzels(),
             team=(self.home.root, self.home.settings.team),
         )
-        return api.HeinzelList(
-            items=[self._marked_cut(item) for item in items],
-            warnings=[w.one_line() for w in self.warnings],
-        )
+        if self.runs_every_turn:
+            items = [self._marked_cut(item) for item in items]
+        return api.HeinzelList(items=items, warnings=[w.one_line() for w in self.warnings])
 
     def _marked_cut(self, item: api.HeinzelSummary) -> api.HeinzelSummary:
         """The row, marked ``interrupted`` when its open turn runs nowhere now.
@@ -62,7 +61,7 @@ class StoreCommands(KernelCore):
         open until they resume. Only the daemon knows: every turn of its home
         runs in it; any other kernel leaves the row as it is.
         """
-        if not self.runs_every_turn or item.state != "awake" or item.queued:
+        if item.state != "awake" or item.queued:
             return item
         if item.id in self.running_turns():
             return item

@@ -24,6 +24,7 @@ import sqlite3
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 #: 5: feed positions name their spine by a number (table ``feed_spine``), not by its id.
 #: 7: a turn skipped ``held-by`` names the home that holds the lease (``turns.holder``).
 #: 8: a skipped turn sets the heinzel's ``last_cause`` (an older index left the one before).
-SCHEMA_VERSION = 8
+#: 9: the heinzels' ``rendered_version``, so the idle tick reads no turns.
+SCHEMA_VERSION = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,7 @@ HEINZELS = Table(
         "next_due",
         "last_slot",
         "approved_at",
+        "rendered_version",
         "last_summary_seq",
         "events_since_summary",
         "seq",
@@ -247,8 +250,6 @@ _BY_NAME = {t.name: t for t in ALL_TABLES}
 #: after its rows are in: one sorted build each, not an update per inserted row.
 _EXTRA_INDEXES = {
     "turns_by_status": "turns (status, heinzel)",
-    # The idle tick's "has a turn run under the current contract?" (``TICK_QUERY``).
-    "turns_by_version": "turns (heinzel, contract_version)",
     "drafts_by_status": "drafts (status)",
     "costs_by_day": "costs (day)",
     "heinzels_by_name": "heinzels (name)",
@@ -449,6 +450,7 @@ class IndexQueries:
         fields: Sequence[str],
         *,
         day: str,
+        others: Mapping[str, Any] | None = None,
         state: str | None = None,
         artifact: str | None = None,
         contract: str | None = None,
@@ -461,20 +463,25 @@ class IndexQueries:
         SQLite builds the rows as one JSON array of arrays, one string to hand
         over and one ``orjson`` call instead of a Python object per column
         (arrays, as naming every column in every row costs SQLite more than
-        the whole scan). Today's costs come in the same statement as rows of
-        their own, as numbers: SQLite's JSON would round a REAL to 15 digits.
-        The rows are read in name order, through the pages a listing always
-        read (a daemon meets a damaged index there, see
+        the whole scan). A field that is no column comes with its value in
+        ``others`` and the flags come as booleans, so each row is one dict in
+        ``fields``' order, ready to be a model's fields as they are. Today's
+        costs come in the same statement as rows of their own, as numbers:
+        SQLite's JSON would round a REAL to 15 digits (``cost_today``, when a
+        field). The rows are read in name order, through the pages a listing
+        always read (a daemon meets a damaged index there, see
         ``TickCommands._heal_index``), and sorted by name and id here, as
         SQLite does not promise an aggregate keeps that order.
         """
         clauses, params = _heinzel_filter(
             state, artifact, contract, contract_version, where, None, ids
         )
-        columns = ", ".join(f"json(h.{f})" if f in HEINZELS.json else f"h.{f}" for f in fields)
+        others = others or {}
+        columns = ", ".join(f for f in fields if f not in others)
+        listed = ", ".join(_listed(f, others) for f in fields)
         sql = (
-            f"SELECT 'rows', json_group_array(json_array({columns})) "
-            f"FROM (SELECT {', '.join(fields)} FROM heinzels h{clauses} ORDER BY h.name) h "
+            f"SELECT 'rows', json_group_array(json_array({listed})) "
+            f"FROM (SELECT {columns} FROM heinzels h{clauses} ORDER BY h.name) h "
             "UNION ALL SELECT heinzel, COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ? "
             "GROUP BY heinzel"
         )
@@ -485,11 +492,12 @@ class IndexQueries:
             if heinzel_id == "rows":
                 values = orjson.loads(value)
             else:
-                costs[heinzel_id] = value
+                costs[heinzel_id] = float(value)
         rows = [dict(zip(fields, row, strict=True)) for row in values]
-        rows.sort(key=_by_name)
-        for row in rows:
-            row["cost_today"] = costs.get(row["id"], 0.0)
+        rows.sort(key=_BY_NAME_AND_ID)
+        if costs and "cost_today" in fields:
+            for row in rows:
+                row["cost_today"] = costs.get(row["id"], 0.0)
         return rows
 
     async def heinzel(self, ref: str) -> dict[str, Any] | None:
@@ -542,9 +550,22 @@ def _heinzel_filter(
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def _by_name(row: dict[str, Any]) -> tuple[str, str]:
-    """SQLite's ``ORDER BY name, id`` (UTF-8 bytes sort as their code points do)."""
-    return row["name"], row["id"]
+#: SQLite's ``ORDER BY name, id`` (UTF-8 bytes sort as their code points do).
+_BY_NAME_AND_ID = itemgetter("name", "id")
+
+#: The heinzels' flags, listed as JSON booleans.
+_FLAGS = frozenset({"paused", "retired", "damaged"})
+
+
+def _listed(field: str, others: Mapping[str, Any]) -> str:
+    """How ``summary_rows`` lists one field: a column as the API types it, else its value."""
+    if field in others:
+        return "json('" + orjson.dumps(others[field]).decode().replace("'", "''") + "')"
+    if field in _FLAGS:
+        return f"json(CASE WHEN h.{field} THEN 'true' ELSE 'false' END)"
+    if field in HEINZELS.json:
+        return f"json(h.{field})"
+    return f"h.{field}"
 
 
 def stale_spines(

@@ -69,6 +69,7 @@ class Projection:
             "next_due": None,
             "last_slot": None,
             "approved_at": None,
+            "rendered_version": None,
             "last_summary_seq": None,
             "events_since_summary": 0,
             "seq": 0,
@@ -356,6 +357,7 @@ def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
         from_step=d.get("from_step"),
         request_ids=d.get("request_ids", []),
     )
+    _note_rendered(p, row)
     for key in keys:
         p._set_key(key, e.turn, "started")
     for request_id in d.get("request_ids", []):
@@ -487,6 +489,7 @@ def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
             report=d.get("detail")
             or " ".join(filter(None, ["skipped:", d.get("reason"), d.get("holder")])),
         )
+        _note_rendered(p, row)
     for key in keys:
         p._set_key(key, e.turn, "skipped")
     h = p.heinzel
@@ -500,6 +503,28 @@ def _turn_skipped(p: Projection, e: Event, d: dict[str, Any]) -> None:
     )
     h["last_report"] = row["report"] if row else None
     _note_slot(p, keys)
+
+
+def _note_rendered(p: Projection, turn: Row) -> None:
+    """Keep ``rendered_version``, the newest contract version a turn not caused by an
+    approval ran under, as a turn's version or cause is set: the idle tick reads whether the
+    current contract was rendered from the heinzel's row, not from its turns."""
+    version, h = turn["contract_version"], p.heinzel
+    if version is None:
+        return
+    if turn["cause"] != "approval":
+        if h["rendered_version"] is None or version > h["rendered_version"]:
+            h["rendered_version"] = version
+    elif version == h["rendered_version"]:
+        # A skip made a rendering turn's cause an approval: the others say what is rendered.
+        h["rendered_version"] = max(
+            (
+                t["contract_version"]
+                for t in p.turns.values()
+                if t["contract_version"] is not None and t["cause"] != "approval"
+            ),
+            default=None,
+        )
 
 
 #: A schedule slot's key after ``<id>@``: its UTC minute. A wake's request id (a ULID) also

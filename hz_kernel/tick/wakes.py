@@ -87,6 +87,9 @@ class HeinzelRow:
     """An ``if-moved`` heinzel whose current contract version no turn has rendered under yet."""
     never_ran: bool = False
     """No turn of it has started: its first one has the cause ``created``."""
+    own_watches: list[Watch] | None = field(default=None, init=False, repr=False, compare=False)
+    """Its watches when none reads another heinzel, made at its first tick and kept with
+    the row (``watches_of``; shared: read only)."""
 
     @property
     def inputs(self) -> dict[str, dict[str, Any]]:
@@ -246,6 +249,16 @@ def heights(ids: Iterable[str], reads: Mapping[str, Mapping[str, str]]) -> dict[
 
 
 def watches_of(row: HeinzelRow, reads: Mapping[str, str]) -> list[Watch]:
+    """The row's inputs as watches: made once per row while none reads another heinzel,
+    as an idle tick would otherwise make the same hundreds of watches again."""
+    if reads:
+        return _watches(row, reads)
+    if row.own_watches is None:
+        row.own_watches = _watches(row, reads)
+    return row.own_watches
+
+
+def _watches(row: HeinzelRow, reads: Mapping[str, str]) -> list[Watch]:
     heinzel = row.id
     return [
         Watch(heinzel, name, request, key, facet, last_fp, recheck_s, reads.get(name))

@@ -8,9 +8,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import TICK_QUERY
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.overview import HeinzelSummary
 from hz_kernel.store.index import ALL_TABLES, Index
 from hz_kernel.store.rebuild import POOL_FROM
 from hz_kernel.store.scan import scan_file
@@ -104,7 +106,6 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
     built = {name for (name,) in w.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {
         "turns_by_status",
-        "turns_by_version",
         "drafts_by_status",
         "costs_by_day",
         "heinzels_by_name",
@@ -163,6 +164,26 @@ async def test_list_filters_and_show(kernel: Kernel) -> None:
     detail = await kernel.show("alpha")
     assert len(detail.turns) == 2 and detail.cost_month.by_cause.keys() <= {"schedule"}
     assert [lesson.dismissed for lesson in detail.lessons] == [False, True]
+
+
+async def test_a_listing_is_what_validating_the_index_rows_gives(kernel: Kernel) -> None:
+    """Issue 16: the listing builds its summaries from the index's rows without validating
+    them again; each must equal, field for field and in its JSON, the summary validated from
+    the whole row (with today's cost), however the heinzel stands."""
+    await _busy_heinzel(kernel, "alpha", turns=2)
+    await kernel.create_heinzel("beta")
+    damaged = await kernel.create_heinzel("gamma")
+    await kernel.index.set_damaged(damaged, True)
+    listed = (await kernel.list_heinzels()).items
+    day = now_utc().date().isoformat()
+    validated = [
+        HeinzelSummary.model_validate({**row, "next_due": listed_row.next_due})
+        for row, listed_row in zip(await kernel.index.list_heinzels(day=day), listed, strict=True)
+    ]
+    assert [s.name for s in listed] == ["alpha", "beta", "gamma"]
+    assert listed == validated
+    assert [s.model_dump_json() for s in listed] == [s.model_dump_json() for s in validated]
+    assert listed[2].damaged is True and listed[0].damaged is False
 
 
 async def test_verify_reports_then_accepts_a_break(kernel: Kernel, home: Home) -> None:
@@ -227,22 +248,57 @@ async def test_a_heinzel_folder_hz_cannot_lock_does_not_hide_the_others(home: Ho
     assert any(LOCK_NAME in warning and "HZS" in warning for warning in listed.warnings)
 
 
-async def test_the_idle_tick_seeks_the_current_contract_s_turns_however_many_there_are(
-    tmp_path: Path,
-) -> None:
-    """Issue 16: whether a turn ran under the current contract is one index seek per heinzel,
-    never a walk through every turn it has had (a year of daily turns made the idle tick
-    30 ms instead of 2)."""
+async def test_the_idle_tick_reads_each_heinzel_row_once_and_no_turns(tmp_path: Path) -> None:
+    """Issue 16: the tick's query passes over the heinzels once, and whether a turn ran
+    under the current contract is the row's ``rendered_version``, never a look at its turns
+    (a year of daily turns made the idle tick 30 ms instead of 2)."""
     index = await Index.open(tmp_path / "index.sqlite")
     try:
         plan = [
             row[3]
             for row in index.writer.execute(f"EXPLAIN QUERY PLAN {TICK_QUERY}", ("day", "key"))
-            if " turns " in f" {row[3]} "
         ]
     finally:
         await index.close()
-    assert plan == ["SEARCH turns USING INDEX turns_by_version (heinzel=? AND contract_version>?)"]
+    assert [step for step in plan if "heinzels" in step or step.startswith("SCAN h")] == ["SCAN h"]
+    assert not [step for step in plan if " turns " in f" {step} "]
+
+
+async def test_rendered_version_is_the_newest_version_a_turn_not_for_an_approval_ran_under(
+    kernel: Kernel,
+) -> None:
+    """The row's ``rendered_version`` says what the tick once asked the turns: the newest
+    contract version a turn ran under whose cause is not an approval (a skip that makes a
+    turn's cause an approval takes its version back)."""
+    heinzel_id = await kernel.create_heinzel("alpha")
+
+    async def rendered() -> int | None:
+        row = await kernel.index.heinzel(heinzel_id)
+        assert row is not None
+        return row["rendered_version"]  # type: ignore[no-any-return]
+
+    async with kernel.holding(heinzel_id) as held:
+        await held.append(ContractApproved(version=1, fingerprint="f" * 64))
+        assert await rendered() is None
+        await held.append(
+            TurnStarted(cause="approval", keys=["k1"], contract_version=1), turn="01JT1", key="k1"
+        )
+        assert await rendered() is None
+        await held.append(
+            TurnStarted(cause="schedule", keys=["k2"], contract_version=1), turn="01JT2", key="k2"
+        )
+        assert await rendered() == 1
+        await held.append(ContractApproved(version=2, fingerprint="e" * 64))
+        await held.append(
+            TurnStarted(cause="source-changed", keys=["k3"], contract_version=2),
+            turn="01JT3",
+            key="k3",
+        )
+        assert await rendered() == 2
+        await held.append(
+            TurnSkipped(reason="nothing-moved", causes=["approval"], keys=["k3"]), turn="01JT3"
+        )
+        assert await rendered() == 1
 
 
 async def test_a_skip_without_a_start_is_the_last_turn_with_its_cause(kernel: Kernel) -> None:

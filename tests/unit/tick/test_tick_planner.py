@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 
 from hz_kernel.adapters.sources import FetchResult, SourceRequest
+from hz_kernel.commands.tick import _moves
 from hz_kernel.errors import HzError
-from hz_kernel.tick.fetching import Staged
+from hz_kernel.tick.fetching import Staged, Watch
 from hz_kernel.tick.schedule import SlotClock
 from hz_kernel.tick.wakes import (
     HeinzelRow,
@@ -293,3 +294,50 @@ def test_an_awake_heinzel_is_left_alone_unless_its_turn_was_cut_off() -> None:
 
 def test_inactive_heinzels_are_never_due() -> None:
     assert _plan([_row("h", schedule="0 9 * * *", active=False)]) == []
+
+
+def test_rows_in_step_with_a_quiet_row_are_passed_over_and_no_move_is_missed() -> None:
+    """Issue 16: the tick asks a watch whether it moved once per distinct ``inputs`` text
+    (rows in step share it), and finds exactly the moves asking every row finds."""
+    seen = _fp({"a": "1"})
+    other = {"source": "files", "method": "glob", "args": {"pattern": "*", "root": "/other"}}
+    gone = {"source": "files", "method": "glob", "args": {"pattern": "*", "root": "/gone"}}
+    rows = [
+        *(_row(f"step{n}", inputs={"notes": {**FILES, "last_fp": seen}}) for n in range(5)),
+        *(_row(f"late{n}", inputs={"notes": {**FILES, "last_fp": "old"}}) for n in range(3)),
+        *(_row(f"new{n}", inputs={"notes": other}) for n in range(2)),
+        _row("broken", inputs={"notes": gone}),
+        _row("reader", inputs={"doc": _doc_input("step0")}),
+        _row("none"),
+    ]
+    reads = upstreams(rows, _resolve)
+    watches = watched(rows, reads, leave_out=set())
+    staged = Staged()
+    for ws in watches.values():
+        for watch in ws:
+            if watch.request.args.get("root") == "/gone":
+                staged.fail(watch.key, HzError("HZT020", "gone"))
+            elif watch.request.source == "files":
+                facets = {"a": "1"} if watch.request.args["root"] == "/notes" else {"b": "2"}
+                result = FetchResult(request=watch.request, facets=facets, content={}, as_of=NOW)
+                staged.put(watch.key, result)
+    asked: list[str] = []
+    move = staged.move
+
+    def counted(key: str, watch: Watch) -> str | None:
+        asked.append(watch.heinzel)
+        return move(key, watch)
+
+    staged.move = counted  # type: ignore[method-assign]
+    found = _moves(rows, watches, staged)
+    staged.move = move  # type: ignore[method-assign]
+    every = {
+        r.id: moves
+        for r in rows
+        if r.id in watches
+        for moves in [source_moves(r, watches[r.id], staged)]
+        if moves[0] or moves[1]
+    }
+    assert found == every
+    assert set(found) == {"hz-late0", "hz-late1", "hz-late2", "hz-new0", "hz-new1", "hz-broken"}
+    assert [a for a in asked if a.startswith("hz-step")] == ["hz-step0"]
