@@ -10,7 +10,9 @@ else. Every SDK-backed model is built with the SDK's own retries off, because
 the engine journals and paces each attempt itself.
 
 The framing helpers the context builder uses (``render_inputs`` and friends)
-are re-exported here, so callers need only this module.
+are re-exported here, so callers need only this module. The local model and
+pydantic-ai load on first use: commands that run no turn (``hz heinzel show``)
+never pay for them.
 """
 
 from __future__ import annotations
@@ -20,19 +22,13 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import genai_prices
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_ai.models import Model
-from pydantic_ai.settings import ModelSettings
-from pydantic_ai.usage import RunUsage
 
-from hz_kernel.adapters.local_model import (
-    LOCAL_MODEL_NAME,
+from hz_kernel.adapters.framing import (
     FramedInput,
-    LocalModel,
-    estimate_tokens,
     render_approval,
     render_inputs,
     render_rejection,
@@ -44,7 +40,12 @@ from hz_kernel.adapters.pricing import PRICED_PROVIDERS
 from hz_kernel.errors import HzError
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
     from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.usage import RunUsage
+
+    from hz_kernel.adapters.local_model import LOCAL_MODEL_NAME, LocalModel, estimate_tokens
 
 __all__ = [
     "LOCAL_MODEL_NAME",
@@ -65,6 +66,16 @@ __all__ = [
     "scaled_sleep",
 ]
 
+
+def __getattr__(name: str) -> Any:
+    """The local model's re-exported names, loaded (with pydantic-ai) on first use."""
+    if name in ("LOCAL_MODEL_NAME", "LocalModel", "estimate_tokens"):
+        from hz_kernel.adapters import local_model
+
+        return getattr(local_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 DEFAULT_MODEL: Final = "local"
 DEFAULT_OLLAMA_URL: Final = "http://localhost:11434/v1"
 _SPEC_HELP = (
@@ -79,7 +90,7 @@ KEY_VARIABLES: Final = (
     "HZ_OPENAI_COMPATIBLE_API_KEY",
 )
 _KEY_FILE_MAX = 4096
-_NO_SDK_RETRIES = ModelSettings(max_retries=0)
+_NO_SDK_RETRIES: ModelSettings = {"max_retries": 0}
 
 
 class ModelEnv(BaseModel):
@@ -279,6 +290,8 @@ def resolve_model(spec: str = DEFAULT_MODEL, *, settings: ModelEnv | None = None
     env = settings if settings is not None else ModelEnv.from_environ()
     provider, name = _split_spec(spec)
     if provider == DEFAULT_MODEL:
+        from hz_kernel.adapters.local_model import LocalModel
+
         return LocalModel(
             delay_ms=env.delay_ms, hold_file=env.hold_file, record_file=env.record_file
         )

@@ -15,14 +15,11 @@ from collections import defaultdict
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from pydantic_ai import Agent, ToolOutput
-from pydantic_ai.settings import ModelSettings
 
 from hz_kernel import api
 from hz_kernel.adapters.models import DEFAULT_MODEL, ModelEnv, resolve_model
 from hz_kernel.adapters.pricing import price_known
 from hz_kernel.commands.store import StoreCommands
-from hz_kernel.engine.attempts import classify
 from hz_kernel.errors import HzError
 
 #: How long one model may take to answer the check's question.
@@ -91,6 +88,11 @@ async def _check(spec: str, used_by: list[str], env: ModelEnv, *, ask: bool) -> 
         return found.model_copy(update={"note": LOCAL_NOTE})
     if not ask:
         return found.model_copy(update={"note": "configured; not asked (--no-ask)"})
+    from pydantic_ai import Agent, ToolOutput
+    from pydantic_ai.settings import ModelSettings
+
+    from hz_kernel.engine.attempts import classify
+
     agent = Agent(model, output_type=ToolOutput(_Ping, name="ping"))
     started = time.perf_counter()
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from hz_kernel.adapters.local_model import (
+from hz_kernel.adapters.framing import (
     LESSONS_HEADING,
     FramedInput,
     escape_body,

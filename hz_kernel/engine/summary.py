@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hz_kernel.adapters.local_model import render_summary_request
+from hz_kernel.adapters.framing import render_summary_request
 from hz_kernel.adapters.models import TokenUsage, price_usd, resolve_model
 from hz_kernel.engine.attempts import run_model_step, user_message
 from hz_kernel.engine.caps import token_budget

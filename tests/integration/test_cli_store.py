@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,14 @@ def _one_coded_line(result: subprocess.CompletedProcess[str], code: str) -> None
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"{code}: "), lines[0]
+
+
+def _python(home: Path, probe: str) -> subprocess.CompletedProcess[str]:
+    """Run ``probe`` in a fresh interpreter on ``home``: what it imported is its own."""
+    env = {**os.environ, "HZ_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def _heinzel(home: Path, name: str = "weekly", events: int = 3) -> Path:
@@ -66,11 +75,28 @@ def test_the_listing_reads_a_current_index_without_the_kernel_or_the_http_stack(
         " | {m for m in sys.modules if m == 'hz_kernel.kernel'})\n"
         "print(code, len(__import__('json').loads(out.getvalue())), loaded)\n"
     )
-    env = {**os.environ, "HZ_HOME": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
-    )
+    done = _python(tmp_path, probe)
     assert done.stdout.strip() == "0 1 []", done.stdout + done.stderr
+
+
+def test_the_kernel_and_commands_that_run_no_turn_leave_pydantic_ai_unloaded(
+    tmp_path: Path,
+) -> None:
+    """Every embedded ``hz`` command imports the kernel; only a turn needs pydantic-ai."""
+    _heinzel(tmp_path)
+    probe = textwrap.dedent("""
+        import contextlib, io, sys
+        import hz_kernel.kernel
+        from hz_tui.entry import main
+        seen = ['pydantic_ai' in sys.modules]
+        for argv in (['heinzel', 'list'], ['heinzel', 'show', 'weekly', '--json']):
+            sys.argv = ['hz', *argv]
+            with contextlib.redirect_stdout(io.StringIO()):
+                seen.append(main())
+        print(seen + ['pydantic_ai' in sys.modules])
+    """)
+    done = _python(tmp_path, probe)
+    assert done.stdout.strip() == "[False, 0, 0, False]", done.stdout + done.stderr
 
 
 def test_missing_home(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from hz_kernel import crashpoints
-from hz_kernel.adapters.local_model import (
+from hz_kernel.adapters.framing import (
     FramedInput,
     render_approval,
     render_discovered,
