@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import FsyncCounter, emit, framework_floor_ms, run, sizes, wake_and_wait
 
-from hz_kernel.adapters.local_model import FramedInput, compose_draft
+from hz_kernel.adapters.framing import FramedInput
+from hz_kernel.adapters.local_model import compose_draft
 from hz_kernel.contracts import render_template
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel

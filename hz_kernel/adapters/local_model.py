@@ -48,42 +48,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from hz_kernel.adapters.framing import (
-    LESSONS_HEADING as LESSONS_HEADING,
-)
-from hz_kernel.adapters.framing import (
-    FramedInput as FramedInput,
-)
-from hz_kernel.adapters.framing import (
-    escape_body as escape_body,
-)
-from hz_kernel.adapters.framing import (
-    render_approval as render_approval,
-)
-from hz_kernel.adapters.framing import (
-    render_discovered as render_discovered,
-)
-from hz_kernel.adapters.framing import (
-    render_inputs as render_inputs,
-)
-from hz_kernel.adapters.framing import (
-    render_last_approved as render_last_approved,
-)
-from hz_kernel.adapters.framing import (
-    render_rejection as render_rejection,
-)
-from hz_kernel.adapters.framing import (
-    render_steering as render_steering,
-)
-from hz_kernel.adapters.framing import (
-    render_summary as render_summary,
-)
-from hz_kernel.adapters.framing import (
-    render_summary_request as render_summary_request,
-)
-from hz_kernel.adapters.framing import (
-    unescape_body,
-)
+from hz_kernel.adapters.framing import LESSONS_HEADING, FramedInput, unescape_body
 from hz_kernel.engine.outcome import (
     LESSON_MAX,
     REASON_MAX,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hz_kernel.adapters.local_model import FramedInput
+from hz_kernel.adapters.framing import FramedInput
 from hz_kernel.contracts import ContractVersions
 from hz_kernel.engine.context import FRAMING, build_context
 from hz_kernel.home import Home
