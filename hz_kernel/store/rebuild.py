@@ -11,10 +11,13 @@ cost more than they save. Either way each spine gives the same ``Folded``.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,6 +35,8 @@ POOL_FROM = 64
 BATCH = 16
 #: Worker processes at most (the writer is busy too).
 MAX_WORKERS = 2
+
+log = logging.getLogger(__name__)
 
 _SPOT_FIELDS = attrgetter("seq", "ts", "offset")
 
@@ -120,17 +125,28 @@ def _fold_batch(jobs: Sequence[Job]) -> list[Folded]:
 def fold_all(jobs: Sequence[Job]) -> Iterator[list[Folded]]:
     """Batches of folded spines in the order of ``jobs``, each yielded as soon as it is done.
 
-    Workers are forked: they start at once with everything imported, and
-    fold only (they touch no connection, lock or file they inherited).
-    Every worker is gone when the iteration ends, however it ends.
+    Workers are forked (on Linux only: elsewhere a forked child of a threaded
+    process is not safe): they start at once with everything imported, and
+    fold only (they touch no connection, lock or file they inherited). When
+    workers cannot start or die, the batches they did not hand back are
+    folded here. Every worker is gone when the iteration ends, however it ends.
     """
-    workers = min(MAX_WORKERS, os.cpu_count() or 1)
-    if len(jobs) < POOL_FROM or workers < 2:
-        yield from (_fold_batch(jobs[at : at + BATCH]) for at in range(0, len(jobs), BATCH))
-        return
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        batches: Iterable[list[Folded]] = pool.map(
-            _fold_batch, [jobs[at : at + BATCH] for at in range(0, len(jobs), BATCH)]
-        )
-        yield from batches
+    batches = [jobs[at : at + BATCH] for at in range(0, len(jobs), BATCH)]
+    handed = 0
+    if len(jobs) >= POOL_FROM and _workers() >= 2:
+        try:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(_workers(), mp_context=context) as pool:
+                for batch in pool.map(_fold_batch, batches):
+                    handed += 1
+                    yield batch
+        except (OSError, BrokenProcessPool) as exc:
+            log.warning("reindex: folding in this process after workers failed: %s", exc)
+    yield from map(_fold_batch, batches[handed:])
+
+
+def _workers() -> int:
+    """Worker processes to fold with: none off Linux, else up to the cores this process may use."""
+    if sys.platform != "linux":
+        return 0
+    return min(MAX_WORKERS, len(os.sched_getaffinity(0)))

@@ -5,14 +5,18 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hz_kernel.clock import now_utc
 from hz_kernel.commands.tick import TICK_QUERY
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
 from hz_kernel.overview import HeinzelSummary
+from hz_kernel.store import rebuild
 from hz_kernel.store.index import ALL_TABLES, Index
 from hz_kernel.store.rebuild import POOL_FROM
 from hz_kernel.store.scan import scan_file
@@ -394,3 +398,31 @@ async def test_damage_found_by_worker_processes_is_reported_and_spares_the_other
         column = "id" if table == "heinzels" else "heinzel"
         kept = [r for r in live[table] if r[column] in spared]
         assert [r for r in rows[table] if r[column] in spared] == kept
+
+
+def _die() -> None:
+    os._exit(137)
+
+
+class _WorkersThatDie(ProcessPoolExecutor):
+    """The standard pool, whose workers die as they start (as if the OOM killer took them)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, initializer=_die, **kwargs)
+
+
+async def test_workers_that_die_leave_the_spines_folded_in_process(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers that die cost time, not rows: the batches they never handed back are folded
+    by the reindexing process, and the index equals the live one."""
+    ids, live = await _home_for_workers(home)
+    monkeypatch.setattr(rebuild, "ProcessPoolExecutor", _WorkersThatDie)
+    kernel = await Kernel.open(home)
+    report = await kernel.reindex()
+    again = await _dump(kernel)
+    again["feed"] = await kernel.index.fetch("", _FEED)
+    await kernel.close()
+    assert report.heinzels == len(ids) and report.damaged == []
+    assert again == live
+    assert multiprocessing.active_children() == []
