@@ -145,7 +145,11 @@ def fold_all(jobs: Sequence[Job]) -> Iterator[list[Folded]]:
                     handed += 1
                     yield batch
         except (OSError, BrokenProcessPool) as exc:
-            log.warning("reindex: folding in this process after workers failed: %s", exc)
+            log.warning(
+                "HZS096: reindex: the worker processes failed (%s); "
+                "the spines they did not fold are folded by this process",
+                exc,
+            )
     yield from map(_fold_batch, batches[handed:])
 
 

@@ -416,10 +416,11 @@ class _WorkersThatDie(ProcessPoolExecutor):
 
 
 async def test_workers_that_die_leave_the_spines_folded_in_process(
-    home: Home, monkeypatch: pytest.MonkeyPatch
+    home: Home, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Workers that die cost time, not rows: the batches they never handed back are folded
-    by the reindexing process, and the index equals the live one."""
+    by the reindexing process, and the index equals the live one. What the user is told of
+    it is one coded line (hz heinzel reindex prints it on stderr)."""
     ids, live = await _home_for_workers(home)
     monkeypatch.setattr(rebuild, "ProcessPoolExecutor", _WorkersThatDie)
     kernel = await Kernel.open(home)
@@ -430,6 +431,8 @@ async def test_workers_that_die_leave_the_spines_folded_in_process(
     assert report.heinzels == len(ids) and report.damaged == []
     assert again == live
     assert multiprocessing.active_children() == []
+    told = [r.getMessage() for r in caplog.records if r.name == rebuild.__name__]
+    assert told and all(line.startswith("HZS096: ") for line in told)
 
 
 _KILLED_MIDWAY = """
