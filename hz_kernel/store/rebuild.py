@@ -11,9 +11,11 @@ cost more than they save. Either way each spine gives the same ``Folded``.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -136,13 +138,35 @@ def fold_all(jobs: Sequence[Job]) -> Iterator[list[Folded]]:
     if len(jobs) >= POOL_FROM and _workers() >= 2:
         try:
             context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(_workers(), mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                _workers(), mp_context=context, initializer=_tie_to, initargs=(os.getpid(),)
+            ) as pool:
                 for batch in pool.map(_fold_batch, batches):
                     handed += 1
                     yield batch
         except (OSError, BrokenProcessPool) as exc:
-            log.warning("reindex: folding in this process after workers failed: %s", exc)
+            log.warning(
+                "HZS096: reindex: the worker processes failed (%s); "
+                "the spines they did not fold are folded by this process",
+                exc,
+            )
     yield from map(_fold_batch, batches[handed:])
+
+
+#: Linux's ``prctl`` option that signals a process when the thread that forked it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _tie_to(parent: int) -> None:
+    """A worker dies with the process that forked it.
+
+    A reindexing process killed outright (kill -9, the OOM killer) never shuts
+    its pool down: its workers would sleep forever on a queue whose write end
+    they hold themselves, holding the index and the caller's stdout open.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _workers() -> int:

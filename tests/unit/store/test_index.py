@@ -5,6 +5,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import subprocess
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -408,14 +411,16 @@ class _WorkersThatDie(ProcessPoolExecutor):
     """The standard pool, whose workers die as they start (as if the OOM killer took them)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("initializer", None)
         super().__init__(*args, initializer=_die, **kwargs)
 
 
 async def test_workers_that_die_leave_the_spines_folded_in_process(
-    home: Home, monkeypatch: pytest.MonkeyPatch
+    home: Home, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Workers that die cost time, not rows: the batches they never handed back are folded
-    by the reindexing process, and the index equals the live one."""
+    by the reindexing process, and the index equals the live one. What the user is told of
+    it is one coded line (hz heinzel reindex prints it on stderr)."""
     ids, live = await _home_for_workers(home)
     monkeypatch.setattr(rebuild, "ProcessPoolExecutor", _WorkersThatDie)
     kernel = await Kernel.open(home)
@@ -426,3 +431,48 @@ async def test_workers_that_die_leave_the_spines_folded_in_process(
     assert report.heinzels == len(ids) and report.damaged == []
     assert again == live
     assert multiprocessing.active_children() == []
+    told = [r.getMessage() for r in caplog.records if r.name == rebuild.__name__]
+    assert told and all(line.startswith("HZS096: ") for line in told)
+
+
+_KILLED_MIDWAY = """
+import multiprocessing, os, signal, sys
+from pathlib import Path
+from hz_kernel.home import Home
+from hz_kernel.store.rebuild import fold_all
+home = Home.resolve(Path(sys.argv[1]))
+batches = fold_all([(i, home.heinzel_dir(i), None) for i in home.heinzel_ids()])
+next(batches)
+print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
+async def test_workers_of_a_reindexing_process_killed_midway_do_not_outlive_it(
+    home: Home,
+) -> None:
+    """A reindexing process SIGKILLed (OOM killer, kill -9) while its workers fold leaves no
+    orphan behind: an orphan would sleep forever, holding the index and the caller's pipes."""
+    await _home_for_workers(home)
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_MIDWAY, str(home.root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr
+    workers = [int(pid) for pid in killed.stdout.split()]
+    assert workers
+    deadline = time.monotonic() + 30
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, workers))
