@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from hz_kernel.store.composer import composer_path
+from tests.support.faults import eventually
 from tests.support.tmux import Tmux, daemon_cockpit, daemon_env, hz
 from tests.tui import worlds
 
@@ -82,10 +83,21 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
     Shift+Enter reaches an application under tmux as a plain Enter, so Ctrl+J
     is the new line that works in every terminal; the message lands in the
     running turn with its newline, and ``K`` then asks "Stop think?".
+
+    The model is held while the steer is typed and again once the turn took it, so however
+    slow the machine, the steer reaches the think step and the stop finds it running.
     """
     world = asyncio.run(worlds.build(tmp_path, names=("notes-digest",)))
     heinzel_id = world.ids["notes-digest"]
-    env = daemon_env(world.home.root, HZ_MODEL_DELAY_MS="3000")
+    hold = tmp_path / "hold"
+    env = daemon_env(world.home.root, HZ_MODEL_DELAY_MS="1000", HZ_MODEL_HOLD_FILE=str(hold))
+    spine = world.home.heinzel_dir(heinzel_id) / "session.jsonl"
+    inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
+
+    def admitted() -> list[dict[str, str]]:
+        found = [*inbox.glob("*.json"), *inbox.glob("delivered/*.json")]
+        return [r for path in found if (r := json.loads(path.read_text())).get("kind") == "chat"]
+
     with daemon_cockpit(tmux, env, lambda s: "notes-digest" in s and "daemon (pid" in s):
         tmux.keys("Enter")
         tmux.wait_for(
@@ -95,6 +107,7 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         world.add_note(
             "wednesday.md", "# Wednesday\n" + "".join(f"- item {n}\n" for n in range(14))
         )
+        hold.touch()
         tmux.keys("w")
         tmux.wait_for(lambda s: "running: think" in s, "the woken turn thinking")
         tmux.keys("i", "C-t")
@@ -107,18 +120,17 @@ def test_issue14_item4_a_multi_line_steer_from_the_composer_in_tmux(
         )
         assert "Not sent" not in shown
         tmux.keys("Enter")
-        tmux.wait_for(lambda s: "1 steered" in s, "the steer taken by the running turn")
-        inbox = world.home.heinzel_dir(heinzel_id) / "inbox"
-        admitted = [
-            json.loads(path.read_text())
-            for path in [*inbox.glob("*.json"), *inbox.glob("delivered/*.json")]
-        ]
-        steers = [r for r in admitted if r.get("kind") == "chat"]
+        eventually(admitted, "the steer admitted")
+        hold.unlink()  # the model's next request takes the steer
+        eventually(lambda: '"turn.steered"' in spine.read_text(), "the steer taken")
+        hold.touch()  # and the think step goes on until it is stopped
+        tmux.wait_for(lambda s: "1 steered" in s, "the steer shown as taken by the running turn")
+        steers = admitted()
         assert [(r["message"], r["mode"]) for r in steers] == [
             ("name the owners\nand the dates", "steer")
         ]
-        spine = (world.home.heinzel_dir(heinzel_id) / "session.jsonl").read_text().splitlines()
-        steered = [json.loads(line) for line in spine if '"turn.steered"' in line]
+        lines = spine.read_text().splitlines()
+        steered = [json.loads(line) for line in lines if '"turn.steered"' in line]
         assert [e["data"]["request_id"] for e in steered] == [steers[0]["request_id"]]
         tmux.keys("Escape", "K")
         tmux.wait_for(lambda s: "Stop think?" in s, "the stop question naming the step")
