@@ -92,9 +92,10 @@ def team_view_root() -> Iterator[Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         shutil.rmtree(ROOT, ignore_errors=True)
         ROOT.mkdir(mode=0o700)
-        with pytest.MonkeyPatch.context() as patch:
+        with pytest.MonkeyPatch.context() as patch:  # pinned while building, not after
             patch.setenv("HZ_NOW", TICKED.isoformat())
-            yield asyncio.run(_build(ROOT))
+            built = asyncio.run(_build(ROOT))
+        yield built
 
 
 @pytest.fixture
