@@ -186,16 +186,20 @@ async def wake_and_wait(kernel: Kernel, heinzel_id: str) -> list[Event]:
 
 
 class FsyncCounter:
-    """Counts this process's fsyncs while installed: ``with FsyncCounter() as fsyncs``, then
-    ``fsyncs.count`` (set it to 0 to start a new count)."""
+    """Counts this process's fsyncs and the seconds spent in them while installed:
+    ``with FsyncCounter() as fsyncs``, then ``fsyncs.count`` and ``fsyncs.seconds`` (set both
+    to 0 to start a new count)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.seconds = 0.0
         self._real = os.fsync
 
     def _fsync(self, fd: int) -> None:
         self.count += 1
+        started = time.perf_counter()
         self._real(fd)
+        self.seconds += time.perf_counter() - started
 
     def __enter__(self) -> FsyncCounter:
         os.fsync = self._fsync

@@ -7,7 +7,9 @@ in its calls (each ``tool.started`` to its ``tool.finished``). Every
 durable write the turn makes (spine lines, body syncs, the document's
 atomic write, the source cache, the inbox file) is an ``fsync``; the floor
 is the same number of raw write+fsync calls of a spine-sized line on the
-same disk, measured in the same run. Model time is read from the
+same disk, measured in the same run; beside it, the time the turn's own
+fsyncs took, since a new file's, a rename's and a directory's fsync costs
+more than an append's. Model time is read from the
 turn's events (first ``attempt.started`` to the think step's ``step.done``)
 and excluded. Target: overhead ≤ 2× the floor. Beside it, the agent
 framework's own share: pydantic-ai asked once through the engine's model step
@@ -128,7 +130,7 @@ async def main(turns: int, history: int) -> None:
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
         world = make_world(Path(tmp))
         kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
-        overheads, totals, models, writes = [], [], [], []
+        overheads, totals, models, writes, synced = [], [], [], [], []
         try:
             made = await kernel.new(text=digest_contract())
             await kernel.approve(ref=made.id)
@@ -137,7 +139,7 @@ async def main(turns: int, history: int) -> None:
             early, late, growth_ratio = await growth(kernel, history)
             with FsyncCounter() as fsyncs:
                 for _ in range(turns):
-                    fsyncs.count = 0
+                    fsyncs.count, fsyncs.seconds = 0, 0.0
                     started = time.perf_counter()
                     events = await wake_and_wait(kernel, made.id)
                     total = time.perf_counter() - started
@@ -146,6 +148,7 @@ async def main(turns: int, history: int) -> None:
                     models.append(model * 1000)
                     overheads.append((total - model) * 1000)
                     writes.append(fsyncs.count)
+                    synced.append(fsyncs.seconds * 1000)
         finally:
             await kernel.close()
         durable = int(statistics.median(writes))
@@ -159,6 +162,10 @@ async def main(turns: int, history: int) -> None:
     print(f"overhead      {overhead:8.2f} ms   ({durable} durable writes per turn)")
     print(f"fsync floor   {floor:8.2f} ms   ({durable} raw write+fsync of a spine line)")
     print(f"ratio         {ratio:8.2f}x   (target ≤ 2x)")
+    print(
+        f"its fsyncs    {statistics.median(synced):8.2f} ms   (the turn's own {durable}: "
+        "new files, renames and directories cost more than appends to an open file)"
+    )
     print(
         f"framework     {framework_setup:8.2f} ms   before the request, of {framework:.2f} ms: "
         "pydantic-ai asked once by a model that takes no time"
@@ -182,6 +189,7 @@ async def main(turns: int, history: int) -> None:
             "turn_model_ms": round(statistics.median(models), 3),
             "turn_durable_writes": durable,
             "fsync_floor_ms": round(floor, 3),
+            "turn_fsync_ms": round(statistics.median(synced), 3),
             "framework_call_ms": round(framework, 3),
             "framework_setup_ms": round(framework_setup, 3),
             "turn_ratio_lowest_possible": round(lowest, 3),
