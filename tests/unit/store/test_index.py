@@ -115,6 +115,7 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
         "turns_by_status",
         "drafts_by_status",
         "costs_by_day",
+        "notices_by_key",
         "heinzels_by_name",
         "heinzels_by_state",
     } <= built
