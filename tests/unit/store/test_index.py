@@ -264,7 +264,9 @@ async def test_the_idle_tick_reads_each_heinzel_row_once_and_no_turns(tmp_path: 
     try:
         plan = [
             row[3]
-            for row in index.writer.execute(f"EXPLAIN QUERY PLAN {TICK_QUERY}", ("day", "key"))
+            for row in index.writer.execute(
+                f"EXPLAIN QUERY PLAN {TICK_QUERY}", ("day", "key", "{}", "[]")
+            )
         ]
     finally:
         await index.close()
