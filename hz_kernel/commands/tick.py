@@ -129,8 +129,8 @@ _ROW = """json_array(
       END
     END,
     h.pending_draft,
-    CASE WHEN instr(h.hz, '"valid_for":"') THEN json_extract(h.hz, '$.outputs') END,
-    CASE WHEN instr(h.hz, '"valid_for":"') THEN (
+    CASE WHEN h.expiring THEN json_extract(h.hz, '$.outputs') END,
+    CASE WHEN h.expiring THEN (
       SELECT json_group_object(output, json_array(approved_at, pending)) FROM (
         SELECT output,
                MAX(CASE WHEN status = 'approved' THEN decided_at END) AS approved_at,
@@ -152,13 +152,13 @@ WITH t AS MATERIALIZED (
     CASE WHEN h.paused OR h.retired OR h.damaged THEN 0 ELSE 1 END AS active,
     instr(h.inputs, '"source":"heinzel"') OR instr(h.inputs, '"source":"document"') AS reads,
     COALESCE(h.awake_turn IS NOT NULL OR h.waiting_turn IS NOT NULL
-      OR h.pending_draft IS NOT NULL OR instr(h.hz, '"valid_for":"')
+      OR h.pending_draft IS NOT NULL OR h.expiring
       OR instr(h.inputs, '"needed_by"')
       OR (COALESCE(h.schedule, '') <> ''
           AND COALESCE(json_extract(?3, '$.' || json_quote(h.schedule)), '~')
               > COALESCE(h.last_slot, h.approved_at)), 0) AS owes,
     h.namespace = 'team' AS team,
-    instr(h.hz, '"discover":["') > 0 AS hinted
+    h.hinted
   FROM heinzels AS h WHERE h.contract_version IS NOT NULL
 ),
 flags AS (

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 #: 9: the heinzels' ``rendered_version``, so the idle tick reads no turns.
 #: 10: today's costs by heinzel read from their index alone (``costs_by_day`` holds the heinzel
 #: and the amount), and notices found by key (``notices_by_key``): the listing and the tick.
-SCHEMA_VERSION = 10
+#: 11: the heinzels' ``expiring`` and ``hinted``, so the idle tick reads no contract.
+SCHEMA_VERSION = 11
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,8 @@ HEINZELS = Table(
         "last_slot",
         "approved_at",
         "rendered_version",
+        "expiring",
+        "hinted",
         "last_summary_seq",
         "events_since_summary",
         "seq",
