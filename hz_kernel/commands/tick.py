@@ -72,6 +72,7 @@ from hz_kernel.tick.fetching import (
     Watch,
     fetch_into,
     group_watches,
+    input_shapes,
     is_due,
     stage,
 )
@@ -113,8 +114,7 @@ FLOW_NOTICES_QUERY = "SELECT heinzel, key FROM notices WHERE key LIKE 'flow:%'"
 #: A row's id, read in C: an idle tick reads hundreds.
 _ID = attrgetter("id")
 
-TICK_QUERY = """
-SELECT group_concat(json_array(
+_ROW = """json_array(
     h.id, h.name, json(CASE WHEN h.paused OR h.retired OR h.damaged THEN 'false' ELSE 'true' END),
     h.schedule, COALESCE(NULLIF(h.render_on_schedule, ''), 'always'),
     COALESCE(NULLIF(h.inputs, ''), '{}'), COALESCE(NULLIF(h.assets, ''), '[]'),
@@ -129,8 +129,8 @@ SELECT group_concat(json_array(
       END
     END,
     h.pending_draft,
-    CASE WHEN instr(h.hz, '"valid_for":"') THEN json_extract(h.hz, '$.outputs') END,
-    CASE WHEN instr(h.hz, '"valid_for":"') THEN (
+    CASE WHEN h.expiring THEN json_extract(h.hz, '$.outputs') END,
+    CASE WHEN h.expiring THEN (
       SELECT json_group_object(output, json_array(approved_at, pending)) FROM (
         SELECT output,
                MAX(CASE WHEN status = 'approved' THEN decided_at END) AS approved_at,
@@ -141,22 +141,62 @@ SELECT group_concat(json_array(
       h.contract_version > 0
       AND (h.rendered_version IS NULL OR h.rendered_version < h.contract_version)
     END,
-    h.turns_count = 0), char(10)) AS rows,
-(SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?) AS spent_today,
-EXISTS (SELECT 1 FROM notices WHERE key = ?) AS cap_noticed,
-COALESCE(MAX(h.namespace = 'team'), 0) AS has_team,
-COALESCE(MAX(instr(h.hz, '"discover":["') > 0), 0) AS has_hints
-FROM heinzels h WHERE h.contract_version IS NOT NULL
+    h.turns_count = 0)"""
+"""One heinzel as the tick plans from it, already in ``HeinzelRow``'s shape. Whether a turn
+ran under the current contract is the row's own ``rendered_version``; only a waiting turn's
+row looks up what it waits on, and only a row with outputs that expire their approvals."""
+
+TICK_QUERY = f"""
+WITH t AS MATERIALIZED (
+  SELECT h.rowid AS rid, h.id, COALESCE(NULLIF(h.inputs, ''), '{{}}') AS inputs,
+    CASE WHEN h.paused OR h.retired OR h.damaged THEN 0 ELSE 1 END AS active,
+    instr(h.inputs, '"source":"heinzel"') OR instr(h.inputs, '"source":"document"') AS reads,
+    COALESCE(h.awake_turn IS NOT NULL OR h.waiting_turn IS NOT NULL
+      OR h.pending_draft IS NOT NULL OR h.expiring
+      OR instr(h.inputs, '"needed_by"')
+      OR (COALESCE(h.schedule, '') <> ''
+          AND COALESCE(json_extract(?3, '$.' || json_quote(h.schedule)), '~')
+              > COALESCE(h.last_slot, h.approved_at)), 0) AS owes,
+    h.namespace = 'team' AS team,
+    h.hinted
+  FROM heinzels AS h WHERE h.contract_version IS NOT NULL
+),
+flags AS (
+  SELECT COALESCE(MAX(reads), 0) AS reads, COALESCE(MAX(team), 0) AS has_team,
+         COALESCE(MAX(hinted), 0) AS has_hints FROM t
+)
+SELECT
+(SELECT group_concat({_ROW}, char(10)) FROM heinzels AS h
+ WHERE h.rowid IN (SELECT rid FROM t, flags WHERE t.owes OR flags.reads)) AS rows,
+(SELECT json_group_object(inputs, ids) FROM (
+   SELECT t.inputs, group_concat(t.id) AS ids FROM t, flags
+   WHERE t.active AND NOT t.owes AND NOT flags.reads AND t.inputs <> '{{}}'
+   GROUP BY t.inputs)) AS idle,
+(SELECT json_group_array(id) FROM t WHERE id IN (SELECT value FROM json_each(?4))) AS known,
+(SELECT COALESCE(SUM(usd), 0.0) FROM costs WHERE day = ?1) AS spent_today,
+EXISTS (SELECT 1 FROM notices WHERE key = ?2) AS cap_noticed,
+flags.has_team, flags.has_hints
+FROM flags
 """
-"""Everything a tick plans from, in one statement, one pass over the heinzels and one row:
-the heinzels that have a contract (one JSON array per heinzel, already in ``HeinzelRow``'s
-shape, joined by newlines into one text, which costs far less to hand over than hundreds of
-rows; SQLite's JSON escapes every newline inside a value), today's spending and whether the
-user was told of the cap today, whether any heinzel is in a team (only then does a tick run
-git) and whether any has ``discover`` hints (only then does the daily discovery job look).
-Whether a turn ran under the current contract is the row's own ``rendered_version``; only a
-waiting turn's row looks up what it waits on, and only a row with outputs that expire looks
-up their approvals."""
+"""Everything a tick plans from, in one statement, one pass over the heinzels and one row.
+
+SQLite decides which heinzels have nothing to do: active, not awake nor waiting, no draft
+waiting, no output that expires, no ``needed_by``, no schedule slot owed (``?3``: the newest
+slot key of every schedule the kernel knows; a schedule it does not know yet lists its
+rows), and no input reading another heinzel in the home (then every row is listed, for the
+graph). Those come only as their distinct ``inputs`` texts with their ids (``idle``): the
+tick stages each text's watches once, and lists in full (``ROWS_BY_ID``) only the heinzels
+of a text that moved. The others are listed in full (``rows``: one JSON array per heinzel,
+joined by newlines; SQLite's JSON escapes every newline inside a value). Then which of the
+failure ledger's heinzels (``?4``) still exist, today's spending, whether the user was told
+of the cap today, whether any heinzel is in a team (only then does a tick run git) and
+whether any has ``discover`` hints (only then does the daily discovery job look)."""
+
+ROWS_BY_ID = f"""
+SELECT group_concat({_ROW}, char(10)) AS rows FROM heinzels AS h
+WHERE h.contract_version IS NOT NULL AND h.id IN (SELECT value FROM json_each(?))
+"""
+"""The full tick rows of these heinzels (as ``TICK_QUERY`` lists them)."""
 
 DISCOVER_QUERY = """
 SELECT id, name, namespace, hz FROM heinzels
@@ -270,6 +310,8 @@ class TickCommands(KernelCore):
     _ledger: FailureLedger
     _tick_rows: dict[str, HeinzelRow]
     """The last tick's rows by their text in ``TICK_QUERY``'s answer (see ``_rows``)."""
+    _tick_schedules: set[str]
+    """Every schedule of an active heinzel the ticks have listed (``TICK_QUERY``'s ``?3``)."""
 
     async def session(self, heinzel_id: str) -> HeldSession:
         """Count the spines this kernel opens, so a tick can show it opened none for nothing."""
@@ -403,16 +445,32 @@ class TickCommands(KernelCore):
         """The tick loop's interval, or the configured one for a tick run from outside a loop."""
         return self.pulse.interval if self.pulse is not None else tick_interval(self.home.settings)
 
-    def _rows(self, text: str | None) -> list[HeinzelRow]:
-        """The rows of ``TICK_QUERY``'s answer; a row whose text is the last tick's is the
-        last tick's ``HeinzelRow``, so an idle tick decodes nothing (rows are never changed)."""
+    def _rows(self, text: str | None, *, more: bool = False) -> list[HeinzelRow]:
+        """The rows of ``TICK_QUERY``'s answer (or, ``more``, of ``ROWS_BY_ID``'s in the same
+        tick); a row whose text is the last tick's is the last tick's ``HeinzelRow``, so a
+        tick decodes only rows that changed (rows are never changed)."""
         last = getattr(self, "_tick_rows", {})
         rows = {
             line: last.get(line) or HeinzelRow.from_index(orjson.loads(line))
             for line in (text.split("\n") if text else ())
         }
-        self._tick_rows = rows
+        self._tick_rows = {**last, **rows} if more else rows
         return list(rows.values())
+
+    def _schedules(self) -> set[str]:
+        if not hasattr(self, "_tick_schedules"):
+            self._tick_schedules = set()
+        return self._tick_schedules
+
+    async def _more_rows(self, rows: list[HeinzelRow], wanted: Iterable[str]) -> list[HeinzelRow]:
+        """The full rows of the heinzels in ``wanted`` that ``rows`` lacks (one more query,
+        asked only when one has something to do that the tick's query could not see)."""
+        have = set(map(_ID, rows))
+        missing = sorted(set(wanted) - have)
+        if not missing:
+            return []
+        (found,) = await self.index.fetch("", ROWS_BY_ID, (orjson.dumps(missing).decode(),))
+        return self._rows(found["rows"], more=True)
 
     def failure_ledger(self) -> FailureLedger:
         """The home's record of failed heinzels, read once by this kernel (the one ticking)."""
@@ -425,28 +483,51 @@ class TickCommands(KernelCore):
     ) -> tuple[list[PlannedTurn], Staged, float, bool, list[TickProblem], list[Need]]:
         settings = self.home.settings
         day = now.date().isoformat()
-        (found,) = await self.index.fetch("", TICK_QUERY, (day, cap_notice_key(day)))
+        clock = self.slot_clock(zone or self.home.settings.heinzel.timezone)
+        ledger = self.failure_ledger()
+        latest = {expr: clock.latest_key(expr, now) or "" for expr in self._schedules()}
+        (found,) = await self.index.fetch(
+            "",
+            TICK_QUERY,
+            (day, cap_notice_key(day), orjson.dumps(latest).decode(), _ids(ledger.failures)),
+        )
         spent, noticed = float(found["spent_today"]), bool(found["cap_noticed"])
         self.has_team = bool(found["has_team"])
         rows = self._rows(found["rows"])
+        self._schedules().update(r.schedule for r in rows if r.schedule and r.active)
+        idle: dict[str, str] = orjson.loads(found["idle"])
         discovery = await self._discover(now) if discover and found["has_hints"] else []
-        ledger = self.failure_ledger()
-        ledger.keep_only({r.id for r in rows})
+        ledger.keep_only(set(orjson.loads(found["known"])))
         backing_off = ledger.backing_off(now)
         observed = await self._observe_drafts(
             [r for r in rows if r.pending_draft and r.id not in backing_off], now
         )
-        clock = self.slot_clock(zone or self.home.settings.heinzel.timezone)
         busy = self._busy(rows)
         reads = upstreams(rows, settings.documents.resolve, self.index.former_names)
         watches = watched(rows, reads, leave_out=busy)
-        groups = group_watches(chain.from_iterable(watches.values()))
+        standing = _standing(idle)
+        groups = _grouped(watches, standing)
         slots = due_slots(rows, clock, now)
         forced = {w.key for heinzel in slots for w in watches.get(heinzel, [])}
         fetcher = self._source_fetcher()
         staged = stage(fetcher, groups, now=now, forced=forced)
         if staged.fetched:
             crashpoints.reached("tick:after-fetch")
+
+        async def wake(wanted: Iterable[str]) -> dict[str, list[Watch]]:
+            """Add the rows of ``wanted`` and of every idle text that moved; group again."""
+            stirred = [text for text, kept in standing.items() if _moved(kept, staged)]
+            ids = chain(wanted, *(idle[text].split(",") for text in stirred))
+            woken = await self._more_rows(rows, ids)
+            for text in stirred:
+                del standing[text]
+            rows.extend(woken)
+            watches.update(watched(woken, reads, leave_out=busy))
+            return _grouped(watches, standing)
+
+        waiting = undelivered(self.home.heinzel_root)
+        discovered = await self._owed_discoveries(now)
+        groups = await wake(chain(waiting, discovered))
         ctx = TickInputs(
             now=now,
             rows=rows,
@@ -460,8 +541,8 @@ class TickCommands(KernelCore):
             capped=spent >= settings.heinzel.max_usd_per_day,
             max_wakes=settings.heinzel.max_wakes_per_tick,
             backing_off=backing_off,
-            undelivered=undelivered(self.home.heinzel_root),
-            discovered=await self._owed_discoveries(now),
+            undelivered=waiting,
+            discovered=discovered,
         )
         ctx.done_keys = await self._done_keys(ctx.candidates())
         if ctx.discovered:
@@ -477,6 +558,7 @@ class TickCommands(KernelCore):
                 request = groups[key][0].request
                 fetch_into(fetcher, staged, key, request, now=now, previous=staged.results.get(key))
             crashpoints.reached("tick:after-fetch")
+            groups = await wake(())
             ctx.moves = _moves(rows, watches, staged)
             ctx.done_keys |= await self._done_keys(ctx.candidates() - ctx.done_keys)
         readers = _source_readers(staged, groups, rows)
@@ -830,6 +912,35 @@ class TickCommands(KernelCore):
                 ),
             )
         return self._fetcher
+
+
+def _standing(idle: dict[str, str]) -> dict[str, list[Watch]]:
+    """The watches of each idle ``inputs`` text, made for the first of its heinzels: all of
+    them watch the same requests with the same recheck, facets and last fingerprints."""
+    return {
+        text: [
+            Watch(ids.partition(",")[0], name, request, key, facet, last_fp, recheck_s)
+            for name, request, key, facet, last_fp, recheck_s in input_shapes(text)
+        ]
+        for text, ids in idle.items()
+    }
+
+
+def _grouped(
+    watches: dict[str, list[Watch]], standing: dict[str, list[Watch]]
+) -> dict[str, list[Watch]]:
+    return group_watches(
+        chain(chain.from_iterable(watches.values()), chain.from_iterable(standing.values()))
+    )
+
+
+def _moved(watches: Iterable[Watch], staged: Staged) -> bool:
+    """Whether one of these watches moved or could not be read (its heinzels have work)."""
+    return any(w.key in staged.errors or staged.move(w.key, w) is not None for w in watches)
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return orjson.dumps(list(ids)).decode()
 
 
 def _moves(

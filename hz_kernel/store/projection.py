@@ -70,6 +70,8 @@ class Projection:
             "last_slot": None,
             "approved_at": None,
             "rendered_version": None,
+            "expiring": 0,
+            "hinted": 0,
             "last_summary_seq": None,
             "events_since_summary": 0,
             "seq": 0,
@@ -203,6 +205,11 @@ class Projection:
             inputs[name] = entry
         row["inputs"] = inputs
         row["hz"] = hz
+        outputs = hz.get("outputs") or {}
+        row["expiring"] = int(
+            any(isinstance(spec, dict) and spec.get("valid_for") for spec in outputs.values())
+        )
+        row["hinted"] = int(bool(hz.get("discover")))
 
     def _repend(self, column: str, store: dict[Any, Row], changed: Any) -> None:
         """Keep ``column`` naming the pending row of ``store`` with the highest seq.

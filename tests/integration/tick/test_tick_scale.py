@@ -61,3 +61,42 @@ async def test_200_heinzels_over_20_inputs_fetch_each_input_once_and_wake_oldest
         assert second.deferred[0].due_at < second.deferred[-1].due_at
     finally:
         await kernel.close()
+
+
+async def test_heinzels_in_step_are_passed_over_until_their_input_moves_then_all_wake(
+    world: World, clock: TimeMachineFixture
+) -> None:
+    """Issue 16: heinzels with nothing owed come back from the tick's query only as their
+    shared inputs text; when that input moves, every heinzel reading it is read in full and
+    woken in the same tick, and the heinzels of the input that stayed still sleep on."""
+    write_settings(world.home, max_wakes_per_tick=10)
+    data = [world.root / f"feed-{n}.txt" for n in range(2)]
+    counters = [world.root / f"fetched-{n}" for n in range(2)]
+    for n, path in enumerate(data):
+        path.write_text(f"feed {n}\n")
+    names = {f"w{n}-{m}": n for n in range(2) for m in range(3)}
+    text = contract("w0-0", inputs={"feed": counted_shell(data[0], counters[0])})
+    written_heinzels(
+        world.home,
+        text,
+        {name: {"feed": counted_shell(data[n], counters[n])} for name, n in names.items()},
+    )
+    kernel = await open_kernel(world.home)
+    try:
+        clock.move_to("2026-12-01T10:00:00Z")
+        first = await kernel.tick_once()
+        assert sorted(w.name for w in first.woken) == sorted(names)
+
+        clock.move_to("2026-12-01T10:01:00Z")
+        idle = await kernel.tick_once()
+        assert (idle.due, idle.fetches, idle.index_queries, idle.spines_opened) == (0, 0, 1, 0)
+
+        data[1].write_text("feed 1, moved\n")
+        clock.move_to("2026-12-01T11:05:00Z")
+        moved = await kernel.tick_once()
+        assert moved.fetches == 2
+        assert sorted(w.name for w in moved.woken) == ["w1-0", "w1-1", "w1-2"]
+        assert {c for w in moved.woken for c in w.causes} == {"source-changed"}
+        assert moved.deferred == [] and moved.skipped == [] and moved.problems == []
+    finally:
+        await kernel.close()

@@ -115,6 +115,7 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
         "turns_by_status",
         "drafts_by_status",
         "costs_by_day",
+        "notices_by_key",
         "heinzels_by_name",
         "heinzels_by_state",
     } <= built
@@ -263,7 +264,9 @@ async def test_the_idle_tick_reads_each_heinzel_row_once_and_no_turns(tmp_path: 
     try:
         plan = [
             row[3]
-            for row in index.writer.execute(f"EXPLAIN QUERY PLAN {TICK_QUERY}", ("day", "key"))
+            for row in index.writer.execute(
+                f"EXPLAIN QUERY PLAN {TICK_QUERY}", ("day", "key", "{}", "[]")
+            )
         ]
     finally:
         await index.close()
