@@ -84,21 +84,24 @@ def test_the_listing_reads_a_current_index_without_the_kernel_or_the_http_stack(
 def test_the_kernel_and_commands_that_run_no_turn_leave_pydantic_ai_unloaded(
     tmp_path: Path,
 ) -> None:
-    """Every embedded ``hz`` command imports the kernel; only a turn needs pydantic-ai."""
+    """Every embedded ``hz`` command imports the kernel; only a turn needs pydantic-ai, and only
+    a tick's fetch of an ``http`` source httpx."""
     _heinzel(tmp_path)
     probe = textwrap.dedent("""
         import contextlib, io, sys
         import hz_kernel.kernel
         from hz_tui.entry import main
-        seen = ['pydantic_ai' in sys.modules]
+        def loaded():
+            return [m for m in ('pydantic_ai', 'httpx') if m in sys.modules]
+        seen = [loaded()]
         for argv in (['heinzel', 'list'], ['heinzel', 'show', 'weekly', '--json']):
             sys.argv = ['hz', *argv]
             with contextlib.redirect_stdout(io.StringIO()):
                 seen.append(main())
-        print(seen + ['pydantic_ai' in sys.modules])
+        print(seen + [loaded()])
     """)
     done = _python(tmp_path, probe)
-    assert done.stdout.strip() == "[False, 0, 0, False]", done.stdout + done.stderr
+    assert done.stdout.strip() == "[[], 0, 0, []]", done.stdout + done.stderr
 
 
 def test_missing_home(tmp_path: Path) -> None:
