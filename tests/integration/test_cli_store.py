@@ -84,15 +84,15 @@ def test_the_listing_reads_a_current_index_without_the_kernel_or_the_http_stack(
 def test_the_kernel_and_commands_that_run_no_turn_leave_pydantic_ai_unloaded(
     tmp_path: Path,
 ) -> None:
-    """Every embedded ``hz`` command imports the kernel; only a turn needs pydantic-ai, and only
-    a tick's fetch of an ``http`` source httpx."""
+    """Every embedded ``hz`` command imports the kernel; only a turn needs pydantic-ai (and
+    genai-prices, to price it), and only a tick's fetch of an ``http`` source httpx."""
     _heinzel(tmp_path)
     probe = textwrap.dedent("""
         import contextlib, io, sys
         import hz_kernel.kernel
         from hz_tui.entry import main
         def loaded():
-            return [m for m in ('pydantic_ai', 'httpx') if m in sys.modules]
+            return [m for m in ('pydantic_ai', 'httpx', 'genai_prices') if m in sys.modules]
         seen = [loaded()]
         for argv in (['heinzel', 'list'], ['heinzel', 'show', 'weekly', '--json']):
             sys.argv = ['hz', *argv]
