@@ -66,7 +66,8 @@ def test_the_listing_reads_a_current_index_without_the_kernel_or_the_http_stack(
     assert hz(tmp_path, "heinzel", "list").returncode == 0  # builds the index
     probe = (
         "import contextlib, io, sys\n"
-        "lazy = ('hz_kernel.kernel', 'importlib.metadata', 'pydantic.plugin._loader')\n"
+        "lazy = ('hz_kernel.kernel', 'importlib.metadata', 'pydantic.plugin._loader',"
+        " 'platformdirs', 'tempfile')\n"
         "from hz_tui.entry import main\n"
         "sys.argv = ['hz', 'heinzel', 'list', '--json']\n"
         "out = io.StringIO()\n"
