@@ -228,7 +228,7 @@ class DeferredClient:
         items = await list_summaries(
             reader, self._clock, failures=failures, team=team, **_arguments(request)
         )
-        return HeinzelList(items=items)
+        return HeinzelList.model_construct(items=items)  # rows typed by the index
 
     async def subscribe(
         self, after: int | None = None, *, generation: str | None = None

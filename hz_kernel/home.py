@@ -17,8 +17,6 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-import platformdirs
-
 from hz_kernel.config import Settings, load_settings
 from hz_kernel.errors import HzError
 from hz_kernel.store.fsutil import ensure_private_dir
@@ -53,6 +51,8 @@ class Home:
                     str(root),
                 )
         else:
+            import platformdirs  # (with tempfile) only for the default home
+
             root = Path(platformdirs.user_data_dir("hz", appauthor=False))
             create = True
         if root.exists() and not root.is_dir():

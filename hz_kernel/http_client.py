@@ -4,8 +4,9 @@
 parses the response model; a refusal comes back as the ``HzError`` (or
 ``UsageError``) the kernel raised, with the same code, so a head prints
 the same line whether its kernel is embedded or detached. Proxies are
-never consulted (``trust_env=False``): loopback traffic and the token stay
-on the machine.
+never consulted: loopback traffic and the token stay on the machine.
+Requests go out through ``hz_kernel.exchange``; httpx is loaded for the
+feed alone (``subscribe``), so a command that only calls never imports it.
 """
 
 from __future__ import annotations
@@ -13,17 +14,11 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import AsyncIterator
-from typing import Self
+from typing import TYPE_CHECKING, Protocol, Self
 
-# httpx imports its own command line (rich, pygments, click: ~40 ms of every head's start)
-# unless that import fails; hz never runs it.
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+from pydantic import TypeAdapter, ValidationError
 
-import httpx  # noqa: E402
-from httpx_sse import aconnect_sse  # noqa: E402
-from pydantic import TypeAdapter, ValidationError  # noqa: E402
-
-from hz_kernel.daemon.protocol import (  # noqa: E402
+from hz_kernel.daemon.protocol import (
     DRAIN_PATH,
     EVENTS_PATH,
     HEALTH_PATH,
@@ -41,9 +36,13 @@ from hz_kernel.daemon.protocol import (  # noqa: E402
     Hello,
     Reset,
 )
-from hz_kernel.errors import HzError, UsageError  # noqa: E402
-from hz_kernel.operations import Operation, Req, Resp  # noqa: E402
-from hz_kernel.overview import KernelLoad, KernelStatus  # noqa: E402
+from hz_kernel.errors import HzError, UsageError
+from hz_kernel.exchange import CONNECT_TIMEOUT_S, Reply, Unreachable, exchange
+from hz_kernel.operations import Operation, Req, Resp
+from hz_kernel.overview import KernelLoad, KernelStatus
+
+if TYPE_CHECKING:
+    import httpx
 
 CALL_TIMEOUT_S = 300.0
 #: Longer than the largest heartbeat interval the daemon accepts, so a live feed never times out.
@@ -70,25 +69,37 @@ class HttpClient:
         """The index generation of the feed positions this client has seen."""
         self.feed_position: int | None = None
         """Where this client's ``subscribe`` got to (at least its hello's edge)."""
+        self.timeout = timeout
+        self._headers = {
+            "authorization": f"Bearer {discovery.token}",
+            PROTOCOL_HEADER: str(protocol),
+        }
+        self._feed: httpx.AsyncClient | None = None
+
+    def _feed_client(self) -> httpx.AsyncClient:
+        """The feed's HTTP client, made (and httpx imported) on the first ``subscribe``."""
+        if self._feed is not None:
+            return self._feed
+        # httpx imports its own command line (rich, pygments, click: ~40 ms) unless that
+        # import fails; hz never runs it.
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+        import httpx
+
         transport: httpx.AsyncHTTPTransport | None = None
-        base_url = discovery.address
-        if discovery.address.startswith("unix:"):
-            transport = httpx.AsyncHTTPTransport(
-                uds=discovery.address.removeprefix("unix:"), verify=False
-            )
+        base_url = self.discovery.address
+        if base_url.startswith("unix:"):
+            transport = httpx.AsyncHTTPTransport(uds=base_url.removeprefix("unix:"), verify=False)
             base_url = "http://localhost"
         # Plain HTTP on loopback never negotiates TLS: skip loading a CA bundle (~70 ms).
-        self._http = httpx.AsyncClient(
+        self._feed = httpx.AsyncClient(
             base_url=base_url,
             transport=transport,
             trust_env=False,
             verify=False,
-            timeout=httpx.Timeout(timeout, connect=5.0),
-            headers={
-                "authorization": f"Bearer {discovery.token}",
-                PROTOCOL_HEADER: str(protocol),
-            },
+            timeout=httpx.Timeout(self.timeout, connect=CONNECT_TIMEOUT_S),
+            headers=self._headers,
         )
+        return self._feed
 
     async def __aenter__(self) -> Self:
         return self
@@ -97,22 +108,26 @@ class HttpClient:
         await self.close()
 
     async def close(self) -> None:
-        await self._http.aclose()
+        if self._feed is not None:
+            await self._feed.aclose()
 
     # -- requests --------------------------------------------------------------------------
 
-    def _unreachable(self, exc: Exception) -> HzError:
-        reason = type(exc).__name__
+    def _unreachable(self, reason: str) -> HzError:
         return HzError("HZD040", f"the daemon is unreachable ({reason})", self.discovery.address)
 
     async def _send(
         self, method: str, path: str, *, content: bytes | None = None, timeout: float | None = None
-    ) -> httpx.Response:
-        limit = httpx.USE_CLIENT_DEFAULT if timeout is None else timeout
+    ) -> Reply:
+        # As httpx took them: the client's timeouts, or ``timeout`` for every phase.
+        limit, connect = (self.timeout, CONNECT_TIMEOUT_S) if timeout is None else (timeout,) * 2
+        address = self.discovery.address
         try:
-            response = await self._http.request(method, path, content=content, timeout=limit)
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from None
+            response = await exchange(
+                address, method, path, self._headers, content, limit, connect_timeout=connect
+            )
+        except Unreachable as exc:
+            raise self._unreachable(exc.reason) from None
         if response.status_code >= 400:
             raise refusal(response)
         return response
@@ -170,10 +185,14 @@ class HttpClient:
         After either, ``feed_position`` and ``feed_generation`` say where
         to resume.
         """
+        feed = self._feed_client()  # first: it keeps httpx's command line unimported
+        import httpx
+        from httpx_sse import aconnect_sse
+
         position = after
         if after is not None:
             generation = generation or self.feed_generation
-        timeout = httpx.Timeout(5.0, read=FEED_READ_TIMEOUT_S)
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=FEED_READ_TIMEOUT_S)
         while True:
             params = {} if position is None else {"after": str(position)}
             if generation is not None and position is not None:
@@ -182,7 +201,7 @@ class HttpClient:
             greeted = False
             try:
                 async with aconnect_sse(
-                    self._http, "GET", EVENTS_PATH, params=params, timeout=timeout
+                    feed, "GET", EVENTS_PATH, params=params, timeout=timeout
                 ) as source:
                     if source.response.status_code >= 400:
                         await source.response.aread()
@@ -205,7 +224,7 @@ class HttpClient:
                             overflowed = True
             except httpx.TransportError as exc:
                 if not greeted:
-                    raise self._unreachable(exc) from None
+                    raise self._unreachable(type(exc).__name__) from None
                 raise FeedLost(self.discovery.address, position, generation) from None
             if not overflowed:
                 return
@@ -228,7 +247,17 @@ class FeedLost(HzError):
         self.generation = generation
 
 
-def refusal(response: httpx.Response) -> HzError:
+class Answer(Protocol):
+    """A whole answer to a request, from ``exchange`` or (the feed's) httpx."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+
+def refusal(response: Answer) -> HzError:
     """The ``HzError`` a refused request carries, rebuilt with its code and kind."""
     body: ErrorBody | None = None
     with contextlib.suppress(ValidationError):

@@ -10,23 +10,54 @@ fields are that method's keyword arguments.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import importlib
 import inspect
 import itertools
-import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hz_kernel import overview
-from hz_kernel.store.inbox import REQUEST_ID_PATTERN
-from hz_kernel.terms import ACTION_LINE_MAX, action_line
 
 if TYPE_CHECKING:
     from hz_kernel import api
+    from hz_kernel.op_requests import CHAT_MESSAGE_MAX_CHARS as CHAT_MESSAGE_MAX_CHARS
+    from hz_kernel.op_requests import COMPOSER_TEXT_MAX_BYTES as COMPOSER_TEXT_MAX_BYTES
+    from hz_kernel.op_requests import (
+        ActionsRequest,
+        AmendRequest,
+        AnswerRequest,
+        ApproveRequest,
+        ChatRequest,
+        ComposerSaveRequest,
+        ComposerSentRequest,
+        ContractRequest,
+        DismissRequest,
+        DoctorRequest,
+        DraftKey,
+        Empty,
+        ForgetRequest,
+        GraphRequest,
+        HeinzelRef,
+        ImportRequest,
+        NewRequest,
+        RejectRequest,
+        RenameRequest,
+        ReportRequest,
+        RetryRequest,
+        StopRequest,
+        TranscriptRequest,
+        TurnBodyRequest,
+        VerifyRequest,
+        WakeRequest,
+    )
+    from hz_kernel.op_requests import ComposerOutgoing as ComposerOutgoing
+    from hz_kernel.op_requests import json_bytes as json_bytes
 
 Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
@@ -35,50 +66,17 @@ Resp = TypeVar("Resp", bound=BaseModel)
 #: The most heinzel ids one ``heinzel.list`` may name; more are listed whole.
 MAX_LISTED_IDS = 1000
 
-
-#: A client's idempotency key, checked here so a malformed one is refused as a bad field
-#: (``HZD010`` on the wire, ``HZU101`` on the command line) before the kernel sees it.
-RequestId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
+#: The module of every request model but ``ListRequest``, beside this one.
+REQUESTS = "op_requests.py"
 
 
-_TURN_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
-
-
-def _turn_id(value: str) -> str:
-    """A turn's ULID, in any case (ULIDs are case-insensitive; hz writes them upper-case)."""
-    upper = value.strip().upper()
-    if not _TURN_ID.fullmatch(upper):
-        raise ValueError("not a turn id: 26 letters and digits, as hz heinzel show lists them")
-    return upper
-
-
-def _one_line(value: str) -> str:
-    if "\n" in value or "\r" in value:
-        raise ValueError("must be one line")
-    return value
-
-
-#: A turn id as the user may type it: upper- or lower-case.
-TurnId = Annotated[str, AfterValidator(_turn_id)]
-OneLine = Annotated[str, AfterValidator(_one_line)]
-
-
-#: The longest chat message, in characters (``heinzel.chat``, the composer's Enter).
-CHAT_MESSAGE_MAX_CHARS = 64 * 1024
-#: The most a composer's text may take as a JSON string, in bytes (``composer.save``): room
-#: for a chat message at its limit in 4-byte characters, and with an outgoing message at its
-#: limit (384 KiB at worst, 6 bytes a character) a save stays under the daemon's 1 MiB cap.
-COMPOSER_TEXT_MAX_BYTES = 512 * 1024
-
-
-class ComposerOutgoing(BaseModel):
-    """A composer's message on its way to the inbox, with the request id it keeps until taken."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True, extra="ignore")
-
-    request_id: str
-    message: str
-    mode: Literal["steer", "queue"]
+def __getattr__(name: str) -> Any:
+    """The request models (and their limits) of ``hz_kernel.op_requests``, as this module's;
+    a dunder (``from hz_kernel.operations import ...`` asks for ``__path__``) loads nothing."""
+    if not name.startswith("__"):
+        with contextlib.suppress(AttributeError):
+            return getattr(importlib.import_module("hz_kernel.op_requests"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Request(BaseModel):
@@ -141,7 +139,8 @@ def meaning(request: type[Request], name: str) -> str:
 def docstring(request: type[Request], name: str) -> str | None:
     """The docstring under field ``name`` of ``request``, if it has one.
 
-    Read from this module's source when first asked (for an MCP tool), not at import:
+    Read from the source of the requests' modules when first asked (for an MCP tool), not at
+    import:
     pydantic's ``use_attribute_docstrings`` parsed the source for each request class as it
     was built, the most costly part of importing this module, which every ``hz`` does.
     """
@@ -152,11 +151,12 @@ def docstring(request: type[Request], name: str) -> str | None:
 def _field_docstrings() -> dict[str, dict[str, str]]:
     """Class name -> field -> the string literal right under the field, as pydantic reads it."""
     found: dict[str, dict[str, str]] = {}
+    here = Path(__file__)
     try:
-        source = Path(__file__).read_text(encoding="utf-8")
+        sources = [path.read_text(encoding="utf-8") for path in (here, here.with_name(REQUESTS))]
     except OSError:  # installed without sources: the arguments' shared meanings still hold
         return found
-    for node in ast.parse(source).body:
+    for node in (node for source in sources for node in ast.parse(source).body):
         if not isinstance(node, ast.ClassDef):
             continue
         found[node.name] = {
@@ -183,7 +183,9 @@ class Operation(Generic[Req, Resp]):
     """One command: its wire name, shapes, the kernel method and whether it changes state."""
 
     name: str
-    request: type[Req]
+    asks: str
+    """The name of its request model: ``ListRequest`` here, the others in
+    ``hz_kernel.requests``, created on first use (a listing creates none of them)."""
     answer: str
     """The name of its response model in ``hz_kernel.api``, looked up on first use: importing
     the table (a cockpit's start does) does not create every answer model, and answering
@@ -197,6 +199,10 @@ class Operation(Generic[Req, Resp]):
     cockpit_only: bool = False
     """Serves the cockpit's own windows (its composer), not a person or an agent: on the
     wire, but no MCP tool."""
+
+    @property
+    def request(self) -> type[Req]:
+        return cast("type[Req]", getattr(sys.modules[__name__], self.asks))
 
     @property
     def response(self) -> type[Resp]:
@@ -216,20 +222,6 @@ class Operation(Generic[Req, Resp]):
         return self.response.model_validate(result)
 
 
-class Empty(Request):
-    pass
-
-
-class Done(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
-    ok: bool = True
-
-
-class HeinzelRef(Request):
-    ref: str = Field(min_length=1, max_length=200)
-
-
 class ListRequest(Request):
     state: str | None = None
     artifact: str | None = None
@@ -239,441 +231,254 @@ class ListRequest(Request):
     """Only these heinzels (a client refreshing rows whose spines moved)."""
 
 
-class ContractRequest(Request):
-    ref: str
-    version: int | None = Field(default=None, ge=1)
-    """The version to show; None: the newest."""
-    against: int | None = Field(default=None, ge=1)
-    """Diff from this version; None: the one before ``version``."""
-
-
-class VerifyRequest(Request):
-    ref: str | None = None
-    accept: bool = False
-
-
-class DoctorRequest(Request):
-    model: str | None = Field(default=None, max_length=400)
-    """Check this model string only; None: the home's default and every heinzel's."""
-    ask: bool = True
-    """Ask each model a tiny question (False: only check that it is configured)."""
-
-
-class NewRequest(Request):
-    text: str | None = Field(default=None, max_length=256 * 1024)
-    template: str | None = None
-    sentence: str | None = Field(default=None, max_length=2000)
-    params: dict[str, str] | None = None
-    source: str = "contract"
-
-
-class ImportRequest(Request):
-    path: str
-
-
-class ApproveRequest(Request):
-    ref: str = Field(min_length=1, max_length=400)
-    """A draft's key (as drafts lists it), or a heinzel's name or id for its proposed contract."""
-    approver: str = "owner"
-
-
-class RejectRequest(Request):
-    ref: str = Field(min_length=1, max_length=400)
-    """A draft's key (as drafts lists it), or a heinzel's name or id for its proposed contract."""
-    reason: str | None = Field(default=None, max_length=2000)
-    request_id: RequestId | None = None
-
-
-class AmendRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    text: str = Field(max_length=256 * 1024)
-    reason: str | None = Field(default=None, max_length=600)
-    source: str = "amendment"
-
-
-class RenameRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    name: str
-
-
-class StopRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    hand_back: bool = False
-    """Also withdraw the chat messages the stopped turn would leave to the next one and answer
-    them (``handed_back``): the cockpit puts them back in the composer, unsent."""
-
-
-class WakeRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    request_id: RequestId | None = None
-
-
-class ChatRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    message: str = Field(min_length=1, max_length=CHAT_MESSAGE_MAX_CHARS)
-    mode: Literal["steer", "queue"] = "queue"
-    request_id: RequestId | None = None
-
-
-class RetryRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    hint: str | None = Field(default=None, max_length=4000)
-    request_id: RequestId | None = None
-
-
-class AnswerRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    message: str = Field(min_length=1, max_length=64 * 1024)
-    request_id: RequestId | None = None
-
-
-class DismissRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    lesson_id: str = Field(min_length=1, max_length=100)
-
-
-class ForgetRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    turn: TurnId
-    instead: str | None = Field(default=None, min_length=1, max_length=600)
-    """What the model reads in the turn's place (None: nothing)."""
-
-
-class TurnBodyRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    turn: TurnId | None = None
-    """The turn to read (a ULID: it names a file); None: the heinzel's newest turn that ran."""
-    after_offset: int = Field(default=0, ge=0)
-    """Body records after this byte offset (the ``offset`` a previous answer gave)."""
-    types: list[str] | None = Field(default=None, max_length=20)
-    """Only body records of these types (e.g. ``chunk``); None: all."""
-
-
-#: A window's id: who wrote a composer revision (letters, digits, ``-``, ``_``).
-WindowId = Annotated[str, Field(pattern=REQUEST_ID_PATTERN, max_length=64)]
-
-
-def json_bytes(text: str) -> int:
-    """What ``text`` takes as a JSON string on the wire and on disk."""
-    return len(orjson.dumps(text))
-
-
-def _fits_composer(text: str) -> str:
-    if json_bytes(text) > COMPOSER_TEXT_MAX_BYTES:
-        raise ValueError(f"the text is over {COMPOSER_TEXT_MAX_BYTES} bytes")
-    return text
-
-
-def _outgoing_fits(outgoing: ComposerOutgoing | None) -> ComposerOutgoing | None:
-    """The message being sent obeys ``heinzel.chat``'s own limits, or it could never be cleared."""
-    if outgoing is None:
-        return None
-    if not re.fullmatch(REQUEST_ID_PATTERN, outgoing.request_id):
-        raise ValueError("the outgoing request id is not 1-64 letters, digits, '-' or '_'")
-    if not 1 <= len(outgoing.message) <= CHAT_MESSAGE_MAX_CHARS:
-        raise ValueError(f"the outgoing message is not 1-{CHAT_MESSAGE_MAX_CHARS} characters")
-    return outgoing
-
-
-class ComposerSaveRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    base: int = Field(strict=True, ge=0, lt=2**53)
-    """The revision the window last saw: the save happens only over that one (a JSON integer)."""
-    text: Annotated[str, AfterValidator(_fits_composer)]
-    mode: Literal["steer", "queue"] = "queue"
-    outgoing: Annotated[ComposerOutgoing | None, AfterValidator(_outgoing_fits)] = None
-    window: WindowId | None = None
-
-
-class ComposerSentRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    request_id: RequestId
-    """The message the inbox took: cleared (with its text, if unchanged) and kept in history."""
-    window: WindowId | None = None
-
-
-class TranscriptRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    turn: TurnId | None = None
-    """The turn (a ULID); None: the heinzel's newest turn that ran."""
-    after_offset: int = Field(default=0, ge=0)
-    """Body records after this byte offset: a transcript that follows a live turn reads on."""
-
-
-class ReportRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    line: Annotated[str, AfterValidator(action_line)] = Field(
-        min_length=1, max_length=ACTION_LINE_MAX
-    )
-    request_id: RequestId | None = None
-
-
-class ActionsRequest(Request):
-    ref: str = Field(min_length=1, max_length=200)
-    limit: int = Field(default=200, ge=1, le=2000)
-
-
-class GraphRequest(Request):
-    heinzel: str | None = Field(default=None, min_length=1, max_length=200)
-    """Only the edges of this heinzel (a name or id)."""
-    asset: str | None = Field(default=None, min_length=1, max_length=600)
-    """Only the edges that touch this asset (``doc:path#anchor``)."""
-    source: str | None = Field(default=None, min_length=1, max_length=2000)
-    """Only the edges that touch this source (``git:/repo``, ``files:notes/*.md``, …)."""
-
-
-class DraftKey(Request):
-    key: str = Field(min_length=1, max_length=600)
-
-
 LIST: Operation[ListRequest, api.HeinzelList] = Operation(
-    "heinzel.list", ListRequest, "HeinzelList", "list_heinzels", False,
+    "heinzel.list", "ListRequest", "HeinzelList", "list_heinzels", False,
     "List the heinzels of this home from the index, optionally filtered by state, the asset "
     "they write, their contract or a contract key",
     returns="the heinzels, one row each: id, name, state, assets, schedule, next due and "
     "last turn",
 )  # fmt: skip
 SHOW: Operation[HeinzelRef, api.HeinzelDetail] = Operation(
-    "heinzel.show", HeinzelRef, "HeinzelDetail", "show", False,
+    "heinzel.show", "HeinzelRef", "HeinzelDetail", "show", False,
     "Show one heinzel: its state, contract version, recent turns, drafts waiting, open "
     "question, lessons and newest notices",
     returns="everything about the heinzel that hz heinzel show prints",
 )  # fmt: skip
 VERIFY: Operation[VerifyRequest, api.VerifyList] = Operation(
-    "heinzel.verify", VerifyRequest, "VerifyList", "verify", True,
+    "heinzel.verify", "VerifyRequest", "VerifyList", "verify", True,
     "Check the hash chain of one heinzel's spine (or every spine), and with accept=true accept "
     "a break you have looked at so writes resume",
     returns="one row per spine checked: ok, or where and how its chain breaks",
 )  # fmt: skip
 DOCTOR: Operation[DoctorRequest, api.DoctorReport] = Operation(
-    "doctor", DoctorRequest, "DoctorReport", "doctor", False,
+    "doctor", "DoctorRequest", "DoctorReport", "doctor", False,
     "Check the models the home's turns use: configured, and (ask=true) answering a tiny "
     "question",
     returns="one row per model: whether it is configured and answered, with a coded line if "
     "not",
 )  # fmt: skip
 REINDEX: Operation[Empty, api.ReindexReport] = Operation(
-    "heinzel.reindex", Empty, "ReindexReport", "reindex", True,
+    "heinzel.reindex", "Empty", "ReindexReport", "reindex", True,
     "Rebuild the home's index from the spines (the spines are the truth; the index is a cache)",
     returns="how many heinzels and events were indexed, and any damaged spine",
 )  # fmt: skip
 PRUNE: Operation[Empty, api.PruneReport] = Operation(
-    "heinzel.prune", Empty, "PruneReport", "prune", True,
+    "heinzel.prune", "Empty", "PruneReport", "prune", True,
     "Delete turn bodies, delivered requests and cached sources past their retention; the "
     "spines keep their hashes",
     returns="how many bodies, requests and cached sources were removed, and the bytes freed",
 )  # fmt: skip
 
 NEW: Operation[NewRequest, api.NewHeinzel] = Operation(
-    "heinzel.new", NewRequest, "NewHeinzel", "new", True,
+    "heinzel.new", "NewRequest", "NewHeinzel", "new", True,
     "Create a heinzel from exactly one of: a contract's text, a template name with params, or "
     "a sentence saying what it should do. It starts proposed: approve it to let it run",
     returns="the new heinzel's id, name, state and compiled contract, for review, and warnings "
     "(a team heinzel this home cannot place yet)",
 )  # fmt: skip
 CONTRACT: Operation[ContractRequest, api.ContractView] = Operation(
-    "heinzel.contract", ContractRequest, "ContractView", "contract", False,
+    "heinzel.contract", "ContractRequest", "ContractView", "contract", False,
     "Show a heinzel's contract: its versions, one version's text, a diff between two versions, "
     "and any proposal waiting for approval",
     returns="the versions, the chosen version's text, the diff and the waiting proposal",
 )  # fmt: skip
 TEMPLATES: Operation[Empty, api.TemplateList] = Operation(
-    "heinzel.templates", Empty, "TemplateList", "templates", False,
+    "heinzel.templates", "Empty", "TemplateList", "templates", False,
     "List the built-in contract templates heinzel_new accepts, with the params each takes",
     returns="the templates with their descriptions and params",
 )  # fmt: skip
 IMPORT: Operation[ImportRequest, api.ImportReport] = Operation(
-    "heinzel.import", ImportRequest, "ImportReport", "import_dir", True,
+    "heinzel.import", "ImportRequest", "ImportReport", "import_dir", True,
     "Create a heinzel (at contract version 1) from every *.prose.md contract file in a folder "
     "on this machine",
     returns="the heinzels created, those unchanged and any conflicts",
 )  # fmt: skip
 APPROVE: Operation[ApproveRequest, api.Decision] = Operation(
-    "approve", ApproveRequest, "Decision", "approve", True,
+    "approve", "ApproveRequest", "Decision", "approve", True,
     "Approve a draft (ref is its key, as drafts lists it), or a heinzel's proposed contract "
     "(ref is the heinzel's name or id)",
     returns="what was decided and the heinzel's state now, and warnings (a team heinzel this "
     "home cannot place yet)",
 )  # fmt: skip
 REJECT: Operation[RejectRequest, api.Decision] = Operation(
-    "reject", RejectRequest, "Decision", "reject", True,
+    "reject", "RejectRequest", "Decision", "reject", True,
     "Reject a draft (ref is its key) or decline a heinzel's proposed contract (ref is the "
     "heinzel), with an optional reason: a draft's may become a writing lesson, an "
     "amendment's is kept in the heinzel's history",
     returns="what was decided and the heinzel's state now",
 )  # fmt: skip
 AMEND: Operation[AmendRequest, api.Amendment] = Operation(
-    "heinzel.amend", AmendRequest, "Amendment", "amend", True,
+    "heinzel.amend", "AmendRequest", "Amendment", "amend", True,
     "Propose a new version of a heinzel's contract (the whole contract text); it waits for "
     "approval",
     returns="the proposal and how it differs from the current version",
 )  # fmt: skip
 PAUSE: Operation[HeinzelRef, api.Decision] = Operation(
-    "heinzel.pause", HeinzelRef, "Decision", "pause", True,
+    "heinzel.pause", "HeinzelRef", "Decision", "pause", True,
     "Pause a heinzel: it runs no turns until unpaused",
     returns="the heinzel's state now",
 )  # fmt: skip
 UNPAUSE: Operation[HeinzelRef, api.Decision] = Operation(
-    "heinzel.unpause", HeinzelRef, "Decision", "unpause", True,
+    "heinzel.unpause", "HeinzelRef", "Decision", "unpause", True,
     "Unpause a paused heinzel so its schedule and triggers wake it again",
     returns="the heinzel's state now",
 )  # fmt: skip
 RETIRE: Operation[HeinzelRef, api.Decision] = Operation(
-    "heinzel.retire", HeinzelRef, "Decision", "retire", True,
+    "heinzel.retire", "HeinzelRef", "Decision", "retire", True,
     "Retire a heinzel: it runs no more turns; its spine is kept and heinzel_unretire brings it "
     "back",
     returns="the heinzel's state now",
 )  # fmt: skip
 UNRETIRE: Operation[HeinzelRef, api.Decision] = Operation(
-    "heinzel.unretire", HeinzelRef, "Decision", "unretire", True,
+    "heinzel.unretire", "HeinzelRef", "Decision", "unretire", True,
     "Bring a retired heinzel back, asleep",
     returns="the heinzel's state now",
 )  # fmt: skip
 RENAME: Operation[RenameRequest, api.Decision] = Operation(
-    "heinzel.rename", RenameRequest, "Decision", "rename", True,
+    "heinzel.rename", "RenameRequest", "Decision", "rename", True,
     "Rename a heinzel (its id stays)",
     returns="the heinzel's state now",
 )  # fmt: skip
 
 WAKE: Operation[WakeRequest, api.TurnReport] = Operation(
-    "heinzel.wake", WakeRequest, "TurnReport", "wake", True,
+    "heinzel.wake", "WakeRequest", "TurnReport", "wake", True,
     "Run a turn of a heinzel now (cause asked). A heinzel another process holds gets the wake "
     "queued",
     returns="how the turn ended (disposition, report line, cost), or that it was queued or "
     "is waiting",
 )  # fmt: skip
 RESUME: Operation[HeinzelRef, api.TurnReport] = Operation(
-    "heinzel.resume", HeinzelRef, "TurnReport", "resume", True,
+    "heinzel.resume", "HeinzelRef", "TurnReport", "resume", True,
     "Continue a heinzel's turn that a crash cut short or that is parked waiting",
     returns="how the turn ended",
 )  # fmt: skip
 CHAT: Operation[ChatRequest, api.Admitted] = Operation(
-    "heinzel.chat", ChatRequest, "Admitted", "chat", True,
+    "heinzel.chat", "ChatRequest", "Admitted", "chat", True,
     "Send a message to a heinzel: it steers a running turn (mode steer) or becomes the next "
     "turn (mode queue). A heinzel another process holds gets it queued",
     returns="the message's request id and what became of it: delivered, pending or queued",
 )  # fmt: skip
 INBOX: Operation[HeinzelRef, api.InboxList] = Operation(
-    "heinzel.inbox", HeinzelRef, "InboxList", "inbox", False,
+    "heinzel.inbox", "HeinzelRef", "InboxList", "inbox", False,
     "List a heinzel's inbox: the messages and requests not yet delivered to a turn",
     returns="the waiting requests",
 )  # fmt: skip
 STOP: Operation[StopRequest, api.TurnReport] = Operation(
-    "heinzel.stop", StopRequest, "TurnReport", "stop", True,
+    "heinzel.stop", "StopRequest", "TurnReport", "stop", True,
     "Stop a heinzel's running turn (and any coding agent it handed a task to)",
     returns="how the turn ended, and with hand_back the messages it left unsent",
 )  # fmt: skip
 RETRY: Operation[RetryRequest, api.TurnReport] = Operation(
-    "heinzel.retry", RetryRequest, "TurnReport", "retry", True,
+    "heinzel.retry", "RetryRequest", "TurnReport", "retry", True,
     "Run a failed or abandoned turn again, with an optional hint for the model",
     returns="how the new turn ended",
 )  # fmt: skip
 ANSWER: Operation[AnswerRequest, api.TurnReport] = Operation(
-    "heinzel.answer", AnswerRequest, "TurnReport", "answer", True,
+    "heinzel.answer", "AnswerRequest", "TurnReport", "answer", True,
     "Answer the question a heinzel's turn asked; the turn goes on with the answer",
     returns="how the turn ended",
 )  # fmt: skip
 DISMISS: Operation[DismissRequest, api.Decision] = Operation(
-    "heinzel.dismiss", DismissRequest, "Decision", "dismiss", True,
+    "heinzel.dismiss", "DismissRequest", "Decision", "dismiss", True,
     "Dismiss one of a heinzel's lessons (by its id, as heinzel_show lists them) so turns no "
     "longer read it",
     returns="the heinzel's state now",
 )  # fmt: skip
 FORGET: Operation[ForgetRequest, api.Decision] = Operation(
-    "heinzel.forget", ForgetRequest, "Decision", "forget", True,
+    "heinzel.forget", "ForgetRequest", "Decision", "forget", True,
     "Hide one of a heinzel's past turns from the model (optionally with a line it reads "
     "instead); the spine keeps the turn",
     returns="the heinzel's state now",
 )  # fmt: skip
 TURN_BODY: Operation[TurnBodyRequest, api.TurnBody] = Operation(
-    "turn.body", TurnBodyRequest, "TurnBody", "turn_body", False,
+    "turn.body", "TurnBodyRequest", "TurnBody", "turn_body", False,
     "Read one turn's spine events and body records, from a byte offset on (to follow a live "
     "turn)",
     returns="the events, the body records and the offset to read on from",
 )  # fmt: skip
 COMPOSER: Operation[HeinzelRef, api.ComposerText] = Operation(
-    "composer.get", HeinzelRef, "ComposerText", "composer", False,
+    "composer.get", "HeinzelRef", "ComposerText", "composer", False,
     "A heinzel's unsent message in the cockpit's composer",
     returns="the composer's text and revision",
     cockpit_only=True,
 )  # fmt: skip
 COMPOSER_SAVE: Operation[ComposerSaveRequest, api.ComposerSaved] = Operation(
-    "composer.save", ComposerSaveRequest, "ComposerSaved", "composer_save", True,
+    "composer.save", "ComposerSaveRequest", "ComposerSaved", "composer_save", True,
     "Keep the cockpit composer's unsent text, over the revision the window last saw",
     returns="whether it was saved, and the composer now",
     cockpit_only=True,
 )  # fmt: skip
 COMPOSER_SENT: Operation[ComposerSentRequest, api.ComposerText] = Operation(
-    "composer.sent", ComposerSentRequest, "ComposerText", "composer_sent", True,
+    "composer.sent", "ComposerSentRequest", "ComposerText", "composer_sent", True,
     "Clear a composer message the inbox took, keeping it in the composer's history",
     returns="the composer now",
     cockpit_only=True,
 )  # fmt: skip
 TRANSCRIPT: Operation[TranscriptRequest, api.TurnTranscript] = Operation(
-    "turn.transcript", TranscriptRequest, "TurnTranscript", "turn_transcript", False,
+    "turn.transcript", "TranscriptRequest", "TurnTranscript", "turn_transcript", False,
     "Read one turn whole: cause, inputs, context, model requests and answers, tool calls, "
     "effects and outcome",
     returns="the turn's events, body and context",
 )  # fmt: skip
 CONVERSATION: Operation[HeinzelRef, api.Conversation] = Operation(
-    "heinzel.conversation", HeinzelRef, "Conversation", "conversation", False,
+    "heinzel.conversation", "HeinzelRef", "Conversation", "conversation", False,
     "List the messages sent to a heinzel and the turns each reached",
     returns="the messages with their request ids and routes",
 )  # fmt: skip
 DIFF: Operation[DraftKey, api.DraftDiff] = Operation(
-    "draft.diff", DraftKey, "DraftDiff", "draft_diff", False,
+    "draft.diff", "DraftKey", "DraftDiff", "draft_diff", False,
     "Show a draft beside the document's current text",
     returns="the draft's text as placed and the document's current text",
 )  # fmt: skip
 REVIEW: Operation[DraftKey, api.DraftReview] = Operation(
-    "draft.review", DraftKey, "DraftReview", "draft_review", False,
+    "draft.review", "DraftKey", "DraftReview", "draft_review", False,
     "Show a draft for review: its text as placed and the section's last approved text",
     returns="the draft's text, the approved text it would replace and its metadata",
 )  # fmt: skip
 TICK: Operation[Empty, api.TickReport] = Operation(
-    "tick", Empty, "TickReport", "tick_once", True,
+    "tick", "Empty", "TickReport", "tick_once", True,
     "Run the home's tick once: wake every heinzel whose schedule or trigger is due, deliver "
     "queued requests",
     returns="the heinzels woken, deferred and skipped, and any problems",
 )  # fmt: skip
 DRAFTS: Operation[Empty, api.DraftList] = Operation(
-    "drafts", Empty, "DraftList", "drafts", False,
+    "drafts", "Empty", "DraftList", "drafts", False,
     "List every draft waiting for review, across heinzels",
     returns="the drafts: key, heinzel, asset, status and when placed",
 )  # fmt: skip
 SPEND: Operation[Empty, api.SpendToday] = Operation(
-    "costs.today", Empty, "SpendToday", "spend_today", False,
+    "costs.today", "Empty", "SpendToday", "spend_today", False,
     "Show what the home spent today (UTC) against its daily cap",
     returns="the day, the USD spent and the cap",
 )  # fmt: skip
 
 REPORT: Operation[ReportRequest, api.Decision] = Operation(
-    "heinzel.report", ReportRequest, "Decision", "report", True,
+    "heinzel.report", "ReportRequest", "Decision", "report", True,
     "Add one line (at most 300 characters, no document text or e-mail address) to a heinzel's "
     "action log",
     returns="the heinzel's state now",
 )  # fmt: skip
 ACTIONS: Operation[ActionsRequest, api.ActionLog] = Operation(
-    "heinzel.actions", ActionsRequest, "ActionLog", "actions", False,
+    "heinzel.actions", "ActionsRequest", "ActionLog", "actions", False,
     "List a heinzel's action log: what its turns read and wrote, what they handed off, and the "
     "lines reported",
     returns="the entries, oldest first",
 )  # fmt: skip
 GRAPH: Operation[GraphRequest, api.Graph] = Operation(
-    "graph", GraphRequest, "Graph", "graph", False,
+    "graph", "GraphRequest", "Graph", "graph", False,
     "Show who reads and writes what: each heinzel's sources and documents, declared by its "
     "contract and observed in its turns, and which heinzels depend on which",
     returns="the graph as nodes (heinzels, sources, assets) and edges (reads, writes, "
     "depends_on, each declared and/or observed)",
 )  # fmt: skip
 TEAM_STATUS: Operation[Empty, api.TeamStatus] = Operation(
-    "team.status", Empty, "TeamStatus", "team_status", False,
+    "team.status", "Empty", "TeamStatus", "team_status", False,
     "Show who holds each team heinzel's lease, until when, and how many receipts wait to be "
     "pushed to the team repository",
     returns="one row per team heinzel, and the receipts waiting per repository",
 )  # fmt: skip
 TEAM_LOG: Operation[Empty, api.TeamLog] = Operation(
-    "team.log", Empty, "TeamLog", "team_log", False,
+    "team.log", "Empty", "TeamLog", "team_log", False,
     "List the receipts on the team repository's hz/state branch (ids, hashes and costs; no "
     "text), oldest first",
     returns="the receipts and any error reaching the repositories",

@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import platformdirs
-
 from hz_kernel.daemon.protocol import LOOPBACK_NAMES
 from hz_kernel.errors import HzError, UsageError
 from hz_kernel.home import Home
@@ -107,6 +105,8 @@ def read_token(path: str, *, warn: bool = True) -> str:
 
 def connection_home(host: str, port: int) -> Home:
     """The cockpit's own folder for this connection (0700), never the local ``$HZ_HOME``."""
+    import platformdirs  # (with tempfile) only for a connection's folder
+
     state = Path(platformdirs.user_state_dir("hz", appauthor=False))
     safe = host.replace(":", "_")
     return Home(ensure_private_dir(state / "connections" / f"{safe}-{port}"))

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import genai_prices
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from hz_kernel.adapters.framing import (
@@ -380,6 +379,8 @@ def price_usd(model_spec: str, usage: TokenUsage, *, settings: ModelEnv | None =
     provider_id = PRICED_PROVIDERS.get(provider)
     if provider_id is None:
         return cost(0.0, False)
+    import genai_prices  # its price table, only where a turn is priced (not every command's start)
+
     table_usage = genai_prices.Usage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,

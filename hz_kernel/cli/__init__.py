@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import os
 import sys
-import tempfile
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -93,6 +92,8 @@ async def _run_in(args: argparse.Namespace, scratch: contextlib.ExitStack) -> in
             return int(await args.run(home, args))
         reads = args.run not in WRITES and args.run is not tick.cmd_tick
         if reads and not home.heinzel_root.exists():  # a read of an empty home leaves it empty
+            import tempfile  # only here: no command's start pays for it
+
             folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="hz-read-"))
             home = home.scratch(Path(folder))
         client = await _connect_for(home, args)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import orjson
@@ -71,6 +72,24 @@ def emit_json(data: Any) -> None:
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def emit_rows(rows: Sequence[BaseModel]) -> None:
+    """``rows`` as ``emit_json`` prints their ``model_dump(mode="json")``, for models whose
+    fields hold JSON's own types (a listing's rows: no aliases, serializers or computed
+    fields). orjson writes their fields as they are, so pydantic builds no serializer: the
+    first one built costs a command's start an import of every package's metadata. A nested
+    model (a failure, a team) is dumped by pydantic."""
+    data = [row.__dict__ for row in rows]
+    sys.stdout.write(
+        orjson.dumps(data, default=_nested, option=orjson.OPT_INDENT_2).decode() + "\n"
+    )
+
+
+def _nested(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def table(rows: list[list[str]], header: list[str]) -> None:

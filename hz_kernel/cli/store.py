@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hz_kernel import operations as ops
-from hz_kernel.cli.output import emit_json, table
+from hz_kernel.cli.output import emit_json, emit_rows, table
 from hz_kernel.cli.parser import Subcommands, writes
 from hz_kernel.client import KernelClient
 from hz_kernel.errors import UsageError, echoed
@@ -33,20 +33,19 @@ def _parse_where(items: Sequence[str] | None) -> dict[str, str] | None:
 
 
 async def cmd_list(client: KernelClient, args: argparse.Namespace) -> int:
-    result = await client.call(
-        ops.LIST,
-        ops.ListRequest(
-            state=args.state,
-            artifact=args.artifact,
-            contract=args.contract,
-            where=_parse_where(args.where),
-        ),
+    # Built as validation would build it: argparse checked each field already, and a listing
+    # from the index then builds no validator at all (``emit_rows``).
+    request = ops.ListRequest.model_construct(
+        state=args.state,
+        artifact=args.artifact,
+        contract=args.contract,
+        where=_parse_where(args.where),
     )
+    result = await client.call(ops.LIST, request)
     for warning in result.warnings:
         sys.stderr.write(warning + "\n")
     if args.json:
-        # One serializer call for the whole listing, not one per row.
-        emit_json(result.model_dump(mode="json", include={"items"})["items"])
+        emit_rows(result.items)
         return 0
     if not result.items:
         sys.stdout.write(

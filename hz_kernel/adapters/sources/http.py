@@ -9,9 +9,10 @@ contract says.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from hz_kernel.adapters.sources.base import (
@@ -22,6 +23,9 @@ from hz_kernel.adapters.sources.base import (
     sha256_hex,
 )
 from hz_kernel.errors import HzError
+
+if TYPE_CHECKING:
+    import httpx
 
 HTTP_TIMEOUT_SECONDS = 10.0
 MAX_REDIRECTS = 5
@@ -55,6 +59,11 @@ class HttpSource:
     def fetch(
         self, request: SourceRequest, *, now: datetime, previous: FetchResult | None = None
     ) -> FetchResult:
+        # Imported here, not with the kernel: every embedded command loads this module, and
+        # only a tick's fetch needs httpx (without its command line, which hz never runs).
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+        import httpx
+
         args = request.parse_args(GetArgs)
         try:
             url = httpx.URL(args.url)

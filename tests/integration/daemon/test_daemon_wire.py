@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -211,3 +214,25 @@ async def test_issue13_item8_a_malformed_turn_id_is_a_bad_field_never_a_path(
         )
         assert refused.status_code == 422, (bad, refused.text)
         assert _code(refused) == "HZD010" and refused.json()["place"] == "turn"
+
+
+def test_a_listing_beside_the_daemon_asks_it_without_the_http_stack(shared_home: Home) -> None:
+    """``hz heinzel list --json`` beside a daemon asks it in one request on asyncio's own
+    streams (``hz_kernel.exchange``): httpx and its stack are loaded for the feed alone."""
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from hz_tui.entry import main\n"
+        "sys.argv = ['hz', 'heinzel', 'list', '--json']\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main()\n"
+        "heavy = ('httpx', 'httpx_sse', 'httpcore', 'anyio', 'h11', 'hz_kernel.kernel')\n"
+        "loaded = sorted(m for m in sys.modules if m.partition('.')[0] in heavy or m in heavy)\n"
+        "asked = 'hz_kernel.exchange' in sys.modules\n"
+        "print(code, bool(json.loads(out.getvalue())), asked, loaded)\n"
+    )
+    env = {**os.environ, "HZ_HOME": str(shared_home.root)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.stdout.strip() == "0 True True []", done.stdout + done.stderr
