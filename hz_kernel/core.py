@@ -38,7 +38,14 @@ from hz_kernel.store.index import (
 from hz_kernel.store.locks import FileLock
 from hz_kernel.store.positions import Spot, spots
 from hz_kernel.store.projection import Projection
-from hz_kernel.store.rebuild import Folded, contradicts, fold_all, folded, project_spine
+from hz_kernel.store.rebuild import (
+    Folded,
+    contradicts,
+    fold_all,
+    folded,
+    interruptible,
+    project_spine,
+)
 from hz_kernel.store.scan import SpineScan
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
@@ -234,7 +241,7 @@ class KernelCore:
         spines = self.home.spine_paths()
         stale, stats = stale_spines(marks, spines)
         await self.index.forget(set(marks) - set(spines))
-        with collector_paused():
+        with collector_paused(), interruptible(str(self.index.path)):
             return await self._rebuild(
                 [h for h in stale if h in spines], stats, marks, skip_busy=True
             )
@@ -248,8 +255,9 @@ class KernelCore:
         pages can hide an index overwritten under them. A spine that
         contradicts what the index saw (cut off, last line changed) keeps its
         last known rows, marked damaged: a rebuild never makes damage silent.
+        Ctrl-C stops it at once (``HZS127``), keeping the index as it was.
         """
-        with collector_paused():
+        with collector_paused(), interruptible(str(self.index.path)):
             return await self._reindex()
 
     async def _reindex(self) -> api.ReindexReport:
