@@ -1,9 +1,11 @@
-"""Issue 16: a rebuild of the index under real processes: Ctrl-C.
+"""Issue 16: a rebuild of the index under real processes: Ctrl-C, and a listing beside it.
 
 A real ``hz`` rebuilds a home big enough to be folded by worker processes;
 a real SIGINT sent to its whole process group (as a terminal's Ctrl-C is)
 must stop it at once with one coded line, end its workers, and leave the
-index as it was (or none, which the next open rebuilds).
+index as it was (or none, which the next open rebuilds). A listing run by
+a second process while another rebuilds must list the whole home or fail
+with a coded line: never part of it.
 """
 
 from __future__ import annotations
@@ -169,4 +171,30 @@ def test_ctrl_c_stops_the_rebuild_on_open_and_the_next_open_rebuilds(home: Path)
     assert code == 130
     assert out == ""
     assert len(err.splitlines()) == 1 and err.startswith("HZS127: ")
+    assert _listed(_hz(home, "heinzel", "list", "--json")) == HEINZELS
+
+
+@pytest.mark.parametrize("index", ["kept", "deleted"])
+def test_a_listing_beside_a_rebuild_lists_the_whole_home_or_fails_coded(
+    home: Path, index: str
+) -> None:
+    """A second process lists while ``hz heinzel reindex`` runs (over the index, or from none):
+    each listing has every heinzel, or is one coded line; never part of the home."""
+    if index == "deleted":
+        _forget_index(home)
+    rebuilding = _start(home, "heinzel", "reindex")
+    outcomes: list[int | str] = []
+    try:
+        while rebuilding.poll() is None or not outcomes:
+            listing = _hz(home, "heinzel", "list", "--json")
+            if listing.returncode == 0:
+                outcomes.append(len(orjson.loads(listing.stdout)))
+            else:
+                lines = listing.stderr.splitlines()
+                assert len(lines) == 1 and lines[0][:3] == "HZS", listing.stderr
+                outcomes.append(lines[0].split(":")[0])
+    finally:
+        rebuilding.wait(timeout=120)
+    assert rebuilding.returncode == 0, (home.parent / "err.txt").read_text()
+    assert all(n == HEINZELS for n in outcomes if isinstance(n, int)), outcomes
     assert _listed(_hz(home, "heinzel", "list", "--json")) == HEINZELS
