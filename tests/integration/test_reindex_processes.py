@@ -84,17 +84,16 @@ def _start(home: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def _wait_for(proc: subprocess.Popen[str], ready: str) -> bool:
-    """Wait until ``proc`` has worker processes (``workers``) or has a spine open (``spine``);
-    False if it ended first."""
+    """Wait until ``proc`` has worker processes (``workers``) or holds a spine's lock (``spine``:
+    the rebuild on open holds each one it folds until its rows are written); False if it ended
+    first."""
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     fds = Path(f"/proc/{proc.pid}/fd")
     while proc.poll() is None:
         try:
             if ready == "workers" and children.read_text().split():
                 return True
-            if ready == "spine" and any(
-                os.readlink(fd).endswith("session.jsonl") for fd in fds.iterdir()
-            ):
+            if ready == "spine" and any(os.readlink(fd).endswith("/lock") for fd in fds.iterdir()):
                 return True
         except OSError:
             pass
