@@ -35,10 +35,17 @@ from hz_kernel.store.index import (
     stale_spines,
     stat_spine,
 )
-from hz_kernel.store.locks import FileLock
+from hz_kernel.store.locks import FileLock, read_holder
 from hz_kernel.store.positions import Spot, spots
 from hz_kernel.store.projection import Projection
-from hz_kernel.store.rebuild import Folded, contradicts, fold_all, folded, project_spine
+from hz_kernel.store.rebuild import (
+    Folded,
+    contradicts,
+    fold_all,
+    folded,
+    interruptible,
+    project_spine,
+)
 from hz_kernel.store.scan import SpineScan
 from hz_kernel.store.session import HeldSession
 from hz_kernel.store.spine import LOCK_NAME, SPINE_NAME
@@ -47,6 +54,11 @@ from hz_kernel.vocabulary import EventData, HeinzelCreated
 
 #: The turn engine (pydantic-ai and the model adapters): seconds of imports.
 ENGINE_MODULE = "hz_kernel.engine.runner"
+#: The lock a process holds while it rebuilds the index (``KernelCore._building``).
+INDEX_LOCK_NAME = "index.lock"
+#: Seconds a rebuild waits for another process's rebuild of the same index.
+REBUILD_WAIT_S = 60.0
+_BUILD_POLL_S = 0.02
 
 
 class KernelCore:
@@ -230,14 +242,50 @@ class KernelCore:
         Costs one ``stat`` per spine; a spine is opened only when it differs.
         A spine whose lock another process holds is left to that writer.
         """
-        marks = await self.index.spine_marks()
         spines = self.home.spine_paths()
-        stale, stats = stale_spines(marks, spines)
-        await self.index.forget(set(marks) - set(spines))
-        with collector_paused():
-            return await self._rebuild(
-                [h for h in stale if h in spines], stats, marks, skip_busy=True
-            )
+        if not stale_spines(await self.index.spine_marks(), spines)[0]:
+            return []
+        with collector_paused(), interruptible(str(self.index.path)):
+            async with self._building():
+                # Read again: the process this one waited for may have indexed them.
+                marks = await self.index.spine_marks()
+                stale, stats = stale_spines(marks, spines)
+                await self.index.forget(set(marks) - set(spines))
+                return await self._rebuild(
+                    [h for h in stale if h in spines], stats, marks, skip_busy=True
+                )
+
+    @contextlib.asynccontextmanager
+    async def _building(self) -> AsyncIterator[None]:
+        """The home's index build lock (``heinzel/index.lock``) while the block runs.
+
+        Two processes rebuilding one index at once each skip the spines the
+        other holds while it folds them: the one that commits first lists part
+        of the home. The second waits for the first, then rebuilds only what
+        is still stale; after ``REBUILD_WAIT_S`` it says so (``HZS128``). A
+        home hz may not write to cannot be rebuilt by another process either.
+        """
+        lock = FileLock(self.home.heinzel_root / INDEX_LOCK_NAME)
+        deadline = time.monotonic() + REBUILD_WAIT_S
+        while True:
+            try:
+                if lock.try_acquire():
+                    break
+            except HzError:
+                break
+            if time.monotonic() >= deadline:
+                raise HzError(
+                    "HZS128",
+                    f"another process ({_holder(lock)}) has been rebuilding the index for "
+                    f"{REBUILD_WAIT_S:.0f} s; nothing was listed short of the whole home: "
+                    "try again once it is done",
+                    str(lock.path),
+                )
+            await asyncio.sleep(_BUILD_POLL_S)
+        try:
+            yield
+        finally:
+            lock.release()
 
     async def reindex(self) -> api.ReindexReport:
         """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``).
@@ -248,9 +296,11 @@ class KernelCore:
         pages can hide an index overwritten under them. A spine that
         contradicts what the index saw (cut off, last line changed) keeps its
         last known rows, marked damaged: a rebuild never makes damage silent.
+        Ctrl-C stops it at once (``HZS127``), keeping the index as it was.
         """
-        with collector_paused():
-            return await self._reindex()
+        with collector_paused(), interruptible(str(self.index.path)):
+            async with self._building():
+                return await self._reindex()
 
     async def _reindex(self) -> api.ReindexReport:
         started = time.perf_counter()
@@ -403,3 +453,8 @@ def _taking(
     for batch in batches:
         taken.extend(batch)
         yield batch
+
+
+def _holder(lock: FileLock) -> str:
+    holder = read_holder(lock.path)
+    return f"pid {holder}" if holder else "pid unknown"

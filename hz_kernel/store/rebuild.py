@@ -11,17 +11,21 @@ cost more than they save. Either way each spine gives the same ``Folded``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import logging
 import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from operator import attrgetter
 from pathlib import Path
+from types import FrameType
 from typing import Any, NamedTuple
 
 from hz_kernel.errors import HzError
@@ -136,20 +140,26 @@ def fold_all(jobs: Sequence[Job]) -> Iterator[list[Folded]]:
     batches = [jobs[at : at + BATCH] for at in range(0, len(jobs), BATCH)]
     handed = 0
     if len(jobs) >= POOL_FROM and _workers() >= 2:
+        context = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(
+            _workers(), mp_context=context, initializer=_tie_to, initargs=(os.getpid(),)
+        )
         try:
-            context = multiprocessing.get_context("fork")
-            with ProcessPoolExecutor(
-                _workers(), mp_context=context, initializer=_tie_to, initargs=(os.getpid(),)
-            ) as pool:
-                for batch in pool.map(_fold_batch, batches):
-                    handed += 1
-                    yield batch
+            # Forked with Ctrl-C held back: a child takes it only once it ignores it.
+            with _sigint_held():
+                folding = pool.map(_fold_batch, batches)
+            for batch in folding:
+                handed += 1
+                yield batch
         except (OSError, BrokenProcessPool) as exc:
             log.warning(
                 "HZS096: reindex: the worker processes failed (%s); "
                 "the spines they did not fold are folded by this process",
                 exc,
             )
+        finally:
+            # Batches not begun are dropped; a worker ends once its current one is done.
+            pool.shutdown(wait=True, cancel_futures=True)
     yield from map(_fold_batch, batches[handed:])
 
 
@@ -158,15 +168,39 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _tie_to(parent: int) -> None:
-    """A worker dies with the process that forked it.
+    """A worker dies with the process that forked it, and leaves Ctrl-C to it.
 
     A reindexing process killed outright (kill -9, the OOM killer) never shuts
     its pool down: its workers would sleep forever on a queue whose write end
     they hold themselves, holding the index and the caller's stdout open.
+    Ctrl-C reaches the whole process group: a worker that took it would print
+    its own traceback; the parent stops, and the pool's shutdown ends them.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """A SIGINT that comes while the block runs is noted, and taken once it has run.
+
+    Forked children inherit this process's handlers: one that took Ctrl-C
+    before it ignores it would raise in a child, or in the parent's own
+    after-fork hooks, where the exception is lost.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        if came:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _workers() -> int:
@@ -174,3 +208,69 @@ def _workers() -> int:
     if sys.platform != "linux":
         return 0
     return min(MAX_WORKERS, len(os.sched_getaffinity(0)))
+
+
+class RebuildInterrupted(HzError):
+    """Ctrl-C (SIGINT) stopped a rebuild of the index: its transaction was rolled back."""
+
+    exit_code = 130
+
+    def __init__(self, place: str) -> None:
+        super().__init__(
+            "HZS127",
+            "interrupted (Ctrl-C) while rebuilding the index: nothing of the rebuild was kept; "
+            "the index is as it was, and hz brings it up to date when it next opens the home",
+            place,
+        )
+
+
+class _Stopped(KeyboardInterrupt):
+    """Raised by ``interruptible``'s handler: no ``except HzError`` or ``except Exception`` on
+    the way (a spine that cannot be read, say) may take it for something else."""
+
+
+@contextlib.contextmanager
+def interruptible(place: str) -> Iterator[None]:
+    """Ctrl-C stops the block at once, as ``RebuildInterrupted``.
+
+    A rebuild is seconds of code that never awaits, and asyncio's own
+    handler only cancels the main task, which takes effect at its next await:
+    after the rebuild, which then ran to its end. Here the first SIGINT
+    raises where the block is running (its transaction rolls back, its
+    workers are shut down), or, while the event loop waits on something
+    else, cancels the task that runs the block; one during the clean-up is
+    ignored, so it ends. Only the main thread can take signals; elsewhere
+    the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = _current_task()
+    came: list[int] = []
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if came:
+            return
+        came.append(signum)
+        if owner is None or _current_task() is owner:
+            raise _Stopped
+        owner.cancel()
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    except (_Stopped, asyncio.CancelledError):
+        if not came:
+            raise
+        if owner is not None and owner.cancelling():
+            owner.uncancel()
+        raise RebuildInterrupted(place) from None
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
