@@ -175,7 +175,9 @@ class TurnRunner:
             )
         finally:
             try:
+                self.held.index_later = False
                 await self.held.flush()
+                await self.held.publish()
             finally:
                 self.held.before_flush = None
                 self.body.close()

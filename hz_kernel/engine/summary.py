@@ -67,6 +67,8 @@ async def summarise(run: TurnRunner, state: TurnState) -> bool:
         return None
 
     size = len(FRAMING.encode()) + sum(len(m.encode()) for m in messages)
+    # What the turn did so far is indexed and told before the model is asked, not after.
+    await run.held.publish()
     result = await run_model_step(
         model=model,
         instructions=FRAMING,

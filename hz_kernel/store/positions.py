@@ -121,22 +121,28 @@ def spots_of(fields: Iterable[tuple[int, str, int]]) -> list[Spot]:
     return list(map(_new_spot, fields))
 
 
+#: The highest position ever handed out: ``AUTOINCREMENT``'s counter, or the table's
+#: highest row where the counter is gone.
+_EDGE = (
+    "MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed'), 0), "
+    "COALESCE((SELECT MAX(pos) FROM feed), 0))"
+)
 _SPINE_AND_HIGHEST = (
-    "SELECT s.id, (SELECT MAX(seq) FROM feed WHERE spine = s.id) FROM feed_spine AS s "
-    "WHERE s.heinzel = ?"
+    f"SELECT s.id, (SELECT MAX(seq) FROM feed WHERE spine = s.id), {_EDGE} "
+    "FROM feed_spine AS s WHERE s.heinzel = ?"
 )
 
 
-def _spine_and_highest(w: sqlite3.Connection, heinzel_id: str) -> tuple[int, int]:
-    """The number ``feed`` knows the spine of ``heinzel_id`` by (given on first use) and the
-    highest seq positioned for it (0: none): one statement for a known spine, as every append
-    of a held heinzel asks."""
+def _spine_and_highest(w: sqlite3.Connection, heinzel_id: str) -> tuple[int, int, int]:
+    """The number ``feed`` knows the spine of ``heinzel_id`` by (given on first use), the
+    highest seq positioned for it (0: none) and the position ``AUTOINCREMENT`` would hand out
+    next: one statement for a known spine, as every append of a held heinzel asks."""
     row = w.execute(_SPINE_AND_HIGHEST, (heinzel_id,)).fetchone()
     if row is None:
         w.execute("INSERT INTO feed_spine (heinzel) VALUES (?)", (heinzel_id,))
         row = w.execute(_SPINE_AND_HIGHEST, (heinzel_id,)).fetchone()
-    number, highest = row
-    return int(number), int(highest) if highest is not None else 0
+    number, highest, edge = row
+    return int(number), int(highest) if highest is not None else 0, int(edge) + 1
 
 
 def assign(
@@ -155,10 +161,14 @@ def assign(
     renumbered = False
     new: list[tuple[str, int, int, int]] = []
     names: dict[int, str] = {}
+    after = 0
     for heinzel_id, events in spines.items():
         if not events:
             continue
-        spine, have = _spine_and_highest(w, heinzel_id)
+        spine, have, next_free = _spine_and_highest(w, heinzel_id)
+        # The first look is taken before any row goes or comes: deleting a cut spine's rows
+        # below lowers no counter, and nothing is inserted until the end.
+        after = after or next_free
         names[spine] = heinzel_id
         if events[-1].seq < have:
             w.execute("DELETE FROM feed WHERE spine = ?", (spine,))
@@ -180,21 +190,12 @@ def assign(
     new.sort(key=itemgetter(0))
     # One statement for all rows, numbered as AUTOINCREMENT would: after the
     # highest position ever handed out (nothing else inserts in this transaction).
-    rows = [(pos, spine, seq, offset) for pos, (_, spine, seq, offset) in enumerate(new, _after(w))]
+    rows = [(pos, spine, seq, offset) for pos, (_, spine, seq, offset) in enumerate(new, after)]
     w.executemany("INSERT INTO feed (pos, spine, seq, offset) VALUES (?, ?, ?, ?)", rows)
     if not report:
         return {}, renumbered
     positions: Positions = {(names[spine], seq): pos for pos, spine, seq, _ in rows}
     return positions, renumbered
-
-
-def _after(w: sqlite3.Connection) -> int:
-    """The position AUTOINCREMENT would hand out next."""
-    (highest,) = w.execute(
-        "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'feed'), 0), "
-        "COALESCE((SELECT MAX(pos) FROM feed), 0))"
-    ).fetchone()
-    return int(highest) + 1
 
 
 def forget(w: sqlite3.Connection, heinzel_ids: Sequence[tuple[str]]) -> None:

@@ -75,6 +75,10 @@ class HeldSession:
         #: Called before each flush: a running turn syncs its body, so no spine line is
         #: durable before the body records written ahead of it.
         self.before_flush: Callable[[], None] | None = None
+        #: Set by a running turn for local work between two waits (see ``publish``): lines
+        #: are made durable as ever, and indexed and told only at the next ``publish``.
+        self.index_later = False
+        self._untold: list[Event] = []
         #: Set when the spine contradicts the index (cut off, last line changed): see ``append``.
         self.index_break: ChainBreak | None = None
         #: Contract versions compiled, read once while held: a version is never rewritten
@@ -160,6 +164,18 @@ class HeldSession:
         if self.writer.staged:
             await self._flush()
 
+    async def publish(self) -> None:
+        """Index and tell the lines made durable while ``index_later`` held them back.
+
+        The index is derived: a crash before this leaves it behind the
+        spine, which the next writer's ``sync_index`` catches up, as after
+        a crash between any spine flush and its index write. Holding lines
+        back over a stretch of local work makes that stretch one index
+        commit instead of one per flush.
+        """
+        if self._untold:
+            await self._tell(self._untold)
+
     async def _flush(self) -> list[Event]:
         if self.before_flush is not None:
             try:
@@ -179,14 +195,21 @@ class HeldSession:
         for line in written:
             self.scan.events.append(line)
             self.projection.apply(line)
+        self._untold.extend(written)
+        if not self.index_later:
+            await self._tell(self._untold)
+        return flushed
+
+    async def _tell(self, lines: list[Event]) -> None:
+        """Index ``lines`` (with the projection's rows), then tell observers of each."""
         assigned = await self.sync_index()
+        told, self._untold = lines, []
         if self._notify is not None:
-            for line in written:
+            for line in told:
                 position = assigned.get((self.id, line.seq))
                 self._notify(
                     Observation(heinzel=self.id, event=line, turn=line.turn, position=position)
                 )
-        return flushed
 
     async def _found_cut(self) -> None:
         """Another process cut the spine under this writer: the heinzel is damaged until the

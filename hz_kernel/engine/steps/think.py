@@ -260,6 +260,9 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
     cost = _spent(run, state, usage, spec)
     state.attempts = attempts
     text = orjson.dumps(outcome_json)
+    # The model has answered: up to the turn's end the work is local (the outcome, the act,
+    # the finish), so its lines are indexed and told together when the turn ends.
+    run.held.index_later = True
     await run.held.append(
         StepDone(
             step="think",

@@ -10,7 +10,9 @@ step with spend, and the chain is intact.
 
 from __future__ import annotations
 
+import json
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,20 @@ async def _in_process(world: World, command: str, **kwargs: str) -> None:
         await kernel.close()
 
 
+def _indexed(world: World, heinzel_id: str) -> tuple[int, str, int]:
+    """The seq the index saw of the spine, the status of its turn, and the lines positioned."""
+    index = sqlite3.connect(world.home / "heinzel" / "index.sqlite")
+    try:
+        (seen,) = index.execute(
+            "SELECT seq FROM spines WHERE heinzel = ?", (heinzel_id,)
+        ).fetchone()
+        (status,) = index.execute("SELECT status FROM turns").fetchone()
+        (positioned,) = index.execute("SELECT COUNT(*) FROM feed").fetchone()
+    finally:
+        index.close()
+    return int(seen), str(status), int(positioned)
+
+
 def _sections(world: World) -> int:
     return (world.reports / "digest.md").read_text().count("<!-- hz:begin ")
 
@@ -88,6 +104,34 @@ async def test_crash_then_restart_settles_with_one_draft(tmp_path: Path, point: 
     if point in ("effect:before-done", "staged:effect.done", "staged:draft.placed"):
         done = next(e for e in world.spine(heinzel_id) if e["kind"] == "effect.done")
         assert done["data"]["found_on_resume"] is True
+
+
+async def test_a_turn_killed_before_its_last_lines_were_indexed_lists_right_after_open(
+    tmp_path: Path,
+) -> None:
+    """Once the model has answered, a turn's lines are indexed together when it ends
+    (``HeldSession.index_later``): killed in between, the index is behind the spine, and the
+    next process's listing catches it up from the spine before it answers."""
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT="effect:before-done")  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    spine = world.spine(heinzel_id)
+    assert [e["kind"] for e in spine][-3:] == ["step.done", "step.done", "effect.started"]
+    seen, status, positioned = _indexed(world, heinzel_id)
+    assert seen < spine[-1]["seq"]  # the think step's end and the act's start: durable only
+    assert status == "running" and positioned < len(spine)
+
+    listed = world.hz("heinzel", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["id"] == heinzel_id and row["damaged"] is False
+    assert _indexed(world, heinzel_id) == (spine[-1]["seq"], "running", len(spine))
+
+    await _in_process(world, "wake", request_id="r1")
+    assert world.kinds(heinzel_id).count("turn.finished") == 1
+    assert _sections(world) == 1
 
 
 async def test_output_that_streamed_before_a_crash_is_never_asked_for_again(
