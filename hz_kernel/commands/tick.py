@@ -749,11 +749,15 @@ class TickCommands(KernelCore):
             return problems
         for row in rows:
             assert row.pending_draft is not None
-            await let_others_run()
             try:
-                await self.observe_drafts([(row.id, row.pending_draft)])
+                noticed = await self.observe_drafts([(row.id, row.pending_draft)])
             except Exception as exc:
                 problems.append(self._failed(row.id, row.name, exc, now))
+                noticed = [row.pending_draft]
+            # A draft decided in its document cost a spine read and write; one still waiting,
+            # a read of the document alone.
+            if noticed:
+                await let_others_run()
         return problems
 
     async def _carry_out(
@@ -769,7 +773,8 @@ class TickCommands(KernelCore):
         problems: list[TickProblem] = []
         capped_at: list[PlannedTurn] = []
         for item in plan:
-            await let_others_run()
+            if item.action != "defer":
+                await let_others_run()
             if spent >= cap and (item.action == "resume" or (item.action == "run" and item.wakes)):
                 item = capped(item)
             keys = [w.key for w in item.wakes]
