@@ -305,8 +305,8 @@ class TurnCommands(KernelCore):
         requests = held.projection.requests
         inbox = Inbox(held.dir)
         wakes: list[Wake] = []
-        for row in requests.values():
-            if row.get("status") != "requested" or row.get("key") in held.projection.keys:
+        for row in held.projection.live("requests", requests):
+            if row.get("key") in held.projection.keys:
                 continue
             if inbox.withdrawn(str(row.get("request_id"))):
                 continue  # a stop handed it back: its turn.requested delivers nothing
@@ -361,10 +361,10 @@ class TurnCommands(KernelCore):
 
     async def _resume_open_turns(self, held: HeldSession) -> str | None:
         last = None
-        for turn_id, turn in list(held.projection.turns.items()):
+        for turn in held.projection.live("turns", held.projection.turns):
             if turn["status"] == "running":
-                await self._resume_turn(held, turn_id, "restart")
-                last = turn_id
+                await self._resume_turn(held, str(turn["turn"]), "restart")
+                last = str(turn["turn"])
         return last
 
     async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
