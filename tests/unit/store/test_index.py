@@ -444,7 +444,7 @@ from pathlib import Path
 from hz_kernel.home import Home
 from hz_kernel.store.rebuild import fold_all
 home = Home.resolve(Path(sys.argv[1]))
-batches = fold_all([(i, home.heinzel_dir(i), None) for i in home.heinzel_ids()])
+batches = fold_all([(i, home.heinzel_dir(i), None, n) for n, i in enumerate(home.heinzel_ids())])
 next(batches)
 print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
