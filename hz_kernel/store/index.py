@@ -728,6 +728,9 @@ class Index(IndexQueries):
         w = self.writer
         w.execute("PRAGMA journal_mode=WAL")
         w.execute("PRAGMA synchronous=NORMAL")
+        # A rebuild stages and sorts a home's feed positions in temporary tables: in memory,
+        # never in a file outside the home.
+        w.execute("PRAGMA temp_store=MEMORY")
         w.execute("PRAGMA busy_timeout=5000")
         await self.conn.execute("PRAGMA busy_timeout=5000")
         (version,) = w.execute("PRAGMA user_version").fetchone()
