@@ -728,6 +728,9 @@ class Index(IndexQueries):
         w = self.writer
         w.execute("PRAGMA journal_mode=WAL")
         w.execute("PRAGMA synchronous=NORMAL")
+        # A rebuild stages and sorts a home's feed positions in temporary tables: in memory,
+        # never in a file outside the home.
+        w.execute("PRAGMA temp_store=MEMORY")
         w.execute("PRAGMA busy_timeout=5000")
         await self.conn.execute("PRAGMA busy_timeout=5000")
         (version,) = w.execute("PRAGMA user_version").fetchone()
@@ -844,7 +847,6 @@ class Index(IndexQueries):
         self,
         batches: Iterable[Sequence[Folded]],
         stats: dict[str, SpineStat | None],
-        order: Sequence[str],
         *,
         emptied: bool,
         keep_contradicted: bool,
@@ -856,12 +858,13 @@ class Index(IndexQueries):
         rows to keep, so the tables are emptied at once; else each heinzel's
         rows are replaced as it comes, and with ``keep_contradicted`` a
         spine that contradicts the index's mark keeps its rows (the caller
-        marks it damaged). Feed positions are added after the last batch,
-        spine by spine in ``order`` (the order ``write`` positions them in).
+        marks it damaged). Each batch's lines are staged for their feed
+        positions as it comes, and positioned after the last batch as
+        ``write`` positions them, each spine by its place in the rebuild's order.
         """
         kept: list[Folded] = []
-        spots: dict[str, list[positions.Spot]] = {}
         with self._roomy_cache(), self._transaction() as w:
+            staging = positions.Staging(w)
             for name in _EXTRA_INDEXES:
                 w.execute(f"DROP INDEX IF EXISTS {name}")
             if emptied:
@@ -879,16 +882,14 @@ class Index(IndexQueries):
                     if rows:
                         w.executemany(table.upsert_sql, rows)
                 kept.extend(written)
-                for f in written:
-                    spots[f.id] = positions.spots_of(f.spots)
+                staging.add([(f.id, f.staged) for f in written])
             w.executemany(
                 SPINES.upsert_sql,
                 [_spine_row(f.id, f.seq, f.last_hash, stats.get(f.id)) for f in kept],
             )
             for ddl in _EXTRA_DDL:
                 w.execute(ddl)
-            ordered = {i: spots[i] for i in order if i in spots}
-            _, renumbered = positions.assign(w, ordered, report=False)
+            renumbered = staging.assign()
             generation = positions.new_generation(w) if renumbered else self.generation
         self.generation = generation
 

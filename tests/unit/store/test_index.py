@@ -124,6 +124,21 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
     assert "turns_by_status" in " ".join(str(step[-1]) for step in plan)
 
 
+async def test_a_reindex_stages_positions_in_memory_and_leaves_no_staging(
+    kernel: Kernel,
+) -> None:
+    """A rebuild stages a home's feed positions in temporary tables: they live in memory
+    (SQLite would spill them to a file outside the home) and are gone once it commits."""
+    await _busy_heinzel(kernel, "weekly", turns=3)
+    await kernel.reindex()
+    w = kernel.index.writer
+    assert w.execute("PRAGMA temp_store").fetchone() == (2,)
+    assert w.execute("SELECT name FROM sqlite_temp_master").fetchall() == []
+    positioned = w.execute("SELECT COUNT(*), COUNT(DISTINCT pos) FROM feed").fetchone()
+    (events,) = w.execute("SELECT SUM(seq) FROM spines").fetchone()
+    assert positioned == (events, events)
+
+
 async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
     """A rebuild writes through a page cache sized for a whole home; the writer (a daemon's,
     for as long as it runs) keeps its usual cache once the rebuild is committed."""
@@ -444,7 +459,7 @@ from pathlib import Path
 from hz_kernel.home import Home
 from hz_kernel.store.rebuild import fold_all
 home = Home.resolve(Path(sys.argv[1]))
-batches = fold_all([(i, home.heinzel_dir(i), None) for i in home.heinzel_ids()])
+batches = fold_all([(i, home.heinzel_dir(i), None, n) for n, i in enumerate(home.heinzel_ids())])
 next(batches)
 print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
