@@ -305,6 +305,8 @@ def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
 
 
 _INDEX_FILES = ("", "-wal", "-shm")
+#: The first bytes of every SQLite database file.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class IndexDamaged(HzError):
@@ -702,6 +704,29 @@ class Index(IndexQueries):
         self.generation = fresh.generation
         self.recreated = True
         self.damage_seen = False
+
+    def overwritten(self) -> bool:
+        """Whether the file on disk no longer begins as an SQLite database, or is gone.
+
+        A tick asks this instead of trusting its queries: they are answered
+        from pages this kernel has cached, so noise written over the file (or
+        the file removed) under a running daemon would pass unseen until a
+        query happened to read a page it had not cached. An empty file is a
+        database not written yet (another process just created it).
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        try:
+            head = os.read(fd, len(_SQLITE_MAGIC))
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return bool(head) and head != _SQLITE_MAGIC
 
     def sound(self) -> bool:
         """Whether the file on disk is a whole database, asked through a new connection.

@@ -150,6 +150,27 @@ async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
     assert kernel.index.writer.execute("PRAGMA cache_size").fetchone() == usual
 
 
+async def test_an_index_overwritten_or_removed_under_its_kernel_is_seen_as_such(
+    kernel: Kernel,
+) -> None:
+    """Noise over the file or the file gone is damage a tick heals; an empty file (another
+    process just made it) and something that is no file are not, and no read blocks."""
+    path = kernel.index.path
+    assert not kernel.index.overwritten()
+    original = path.read_bytes()
+    path.write_bytes(os.urandom(4096))
+    assert kernel.index.overwritten()
+    path.write_bytes(b"")
+    assert not kernel.index.overwritten()
+    path.unlink()
+    assert kernel.index.overwritten()
+    os.mkfifo(path)
+    assert not kernel.index.overwritten()
+    path.unlink()
+    path.write_bytes(original)
+    assert not kernel.index.overwritten()
+
+
 async def test_index_equals_a_direct_scan_of_each_spine(kernel: Kernel, home: Home) -> None:
     heinzel_id = await _busy_heinzel(kernel, "weekly", turns=3)
     directory = home.heinzel_dir(heinzel_id)
