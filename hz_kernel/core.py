@@ -316,19 +316,24 @@ class KernelCore:
                 await self.index.recreate()
         # A held spine is folded from what its writer holds; the others by worker processes
         # while this one writes the rows of those already folded.
+        # Each spine's place in ``ids`` orders its lines' feed positions among equal times.
         held = [
-            folded(s.projection, s.scan, marks.get(i))
-            for i in ids
+            folded(s.projection, s.scan, marks.get(i), place)
+            for place, i in enumerate(ids)
             if (s := self.sessions.get(i)) is not None
         ]
-        jobs = [(i, self.home.heinzel_dir(i), marks.get(i)) for i in ids if i not in self.sessions]
+        jobs = [
+            (i, self.home.heinzel_dir(i), marks.get(i), place)
+            for place, i in enumerate(ids)
+            if i not in self.sessions
+        ]
         taken: list[Folded] = []
         batches = _taking(itertools.chain([held], fold_all(jobs)), taken)
         contradicted: list[str] = []
         try:
             await self.index.forget(set(marks) - set(ids))
             self.index.rebuild(
-                batches, stats, ids, emptied=not marks.keys() & set(ids), keep_contradicted=True
+                batches, stats, emptied=not marks.keys() & set(ids), keep_contradicted=True
             )
             contradicted = [f.id for f in taken if f.contradicts]
         except IndexDamaged:
@@ -336,7 +341,6 @@ class KernelCore:
             self.index.rebuild(
                 itertools.chain([list(taken)], batches),
                 stats,
-                ids,
                 emptied=True,
                 keep_contradicted=False,
             )

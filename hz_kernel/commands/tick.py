@@ -337,7 +337,7 @@ class TickCommands(KernelCore):
     ) -> TickReport:
         """One tick: plan with one index query, fetch what is due, run, skip or defer."""
         started = time.perf_counter()
-        if self.index.damage_seen:
+        if self.index.damage_seen or self.index.overwritten():
             await self._heal_index()
         queries, opens = self.index.queries, self.spine_opens
         moment = as_utc(now or now_utc())
@@ -413,7 +413,8 @@ class TickCommands(KernelCore):
         return told, problems
 
     async def _heal_index(self) -> None:
-        """Rebuild an index a query found damaged (HZS094), as ``hz heinzel reindex`` would.
+        """Rebuild an index found damaged (a query met HZS094, or noise replaced the file), as
+        ``hz heinzel reindex`` would.
 
         The index is derived: the kernel that ticks (a daemon, an embedded
         cockpit) rebuilds it from the spines itself, so every later tick and

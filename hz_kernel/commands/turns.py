@@ -246,9 +246,14 @@ class TurnCommands(KernelCore):
                     deadline=deadline,
                 )
 
+            keys = [w.key for w in wakes]
             try:
-                async with self._admitted(held, turn, deadline, [w.key for w in wakes]):
-                    await runner.run(await start())
+                async with self._admitted(held, turn, deadline, keys, tell_started=False):
+                    state = await start()
+                    # Told once turn.started is durable: a wake answered then needs no synced
+                    # request file (``_settle``).
+                    _tell_turn(held.id, turn, keys, "started")
+                    await runner.run(state)
             except AdmissionTimeout as refused:
                 await runner.abandon(await start(), refused.one_line())
             except AdmissionAborted as aborted:
@@ -266,7 +271,13 @@ class TurnCommands(KernelCore):
 
     @contextlib.asynccontextmanager
     async def _admitted(
-        self, held: HeldSession, turn: str, deadline: datetime, keys: list[str]
+        self,
+        held: HeldSession,
+        turn: str,
+        deadline: datetime,
+        keys: list[str],
+        *,
+        tell_started: bool = True,
     ) -> AsyncIterator[None]:
         """Hold one of the kernel's turn slots; a turn that must wait journals why first.
 
@@ -284,7 +295,8 @@ class TurnCommands(KernelCore):
             _tell_turn(held.id, turn, keys, "waiting", reason)
 
         async with self.admission.turn(held.id, deadline, on_wait=queued):
-            _tell_turn(held.id, turn, keys, "started")
+            if tell_started:
+                _tell_turn(held.id, turn, keys, "started")
             yield
 
     @contextlib.contextmanager
@@ -305,8 +317,8 @@ class TurnCommands(KernelCore):
         requests = held.projection.requests
         inbox = Inbox(held.dir)
         wakes: list[Wake] = []
-        for row in requests.values():
-            if row.get("status") != "requested" or row.get("key") in held.projection.keys:
+        for row in held.projection.live("requests", requests):
+            if row.get("key") in held.projection.keys:
                 continue
             if inbox.withdrawn(str(row.get("request_id"))):
                 continue  # a stop handed it back: its turn.requested delivers nothing
@@ -361,10 +373,10 @@ class TurnCommands(KernelCore):
 
     async def _resume_open_turns(self, held: HeldSession) -> str | None:
         last = None
-        for turn_id, turn in list(held.projection.turns.items()):
+        for turn in held.projection.live("turns", held.projection.turns):
             if turn["status"] == "running":
-                await self._resume_turn(held, turn_id, "restart")
-                last = turn_id
+                await self._resume_turn(held, str(turn["turn"]), "restart")
+                last = str(turn["turn"])
         return last
 
     async def _resume_turn(self, held: HeldSession, turn: str, woken_by: str) -> None:
@@ -461,14 +473,16 @@ class TurnCommands(KernelCore):
 
     # -- the conversation ------------------------------------------------------------------
 
-    def _admit(self, heinzel_id: str, request: InboxRequest) -> InboxRequest:
+    def _admit(
+        self, heinzel_id: str, request: InboxRequest, *, durable: bool = True
+    ) -> InboxRequest:
         check_request_id(request.request_id)
-        stored, _ = Inbox(self.home.heinzel_dir(heinzel_id)).admit(request)
+        stored, _ = Inbox(self.home.heinzel_dir(heinzel_id)).admit(request, durable=durable)
         return stored
 
     @contextlib.asynccontextmanager
     async def _admitting(
-        self, row: Mapping[str, Any], request: InboxRequest
+        self, row: Mapping[str, Any], request: InboxRequest, *, defer: bool = False
     ) -> AsyncIterator[tuple[InboxRequest, HeldSession | None]]:
         """Admit ``request`` with the spine held, after refusing what may not run now.
 
@@ -478,6 +492,8 @@ class TurnCommands(KernelCore):
         queued, and the next tick (of whichever process holds the spine then)
         delivers it. The session stays held for the caller's block, so no
         other process can take the spine between admission and delivery.
+        ``defer``: a request this process will journal itself is written without
+        fsync; the caller settles it (``_settle``) before it answers.
         """
         heinzel_id = str(row["id"])
         async with contextlib.AsyncExitStack() as stack:
@@ -486,7 +502,8 @@ class TurnCommands(KernelCore):
             except SpineBusy:
                 held = None
             self._check_row(row if held is None else held.projection.heinzel)
-            yield self._admit(heinzel_id, request), held
+            durable = not defer or held is None or self.draining
+            yield self._admit(heinzel_id, request, durable=durable), held
 
     async def wake(self, *, ref: str, request_id: str | None = None) -> api.TurnReport:
         """Run a turn now (cause ``asked``), keyed by a request admitted to the inbox first.
@@ -500,7 +517,7 @@ class TurnCommands(KernelCore):
         row = await self.resolve(ref)
         heinzel_id = row["id"]
         asked = InboxRequest(request_id=request_id or str(ULID()), heinzel=heinzel_id, kind="wake")
-        async with self._admitting(row, asked) as (request, held):
+        async with self._admitting(row, asked, defer=True) as (request, held):
             if held is None or self.draining:  # draining: the next daemon runs it
                 return api.TurnReport(heinzel=heinzel_id, turn=None, status="queued")
             wake = Wake(
@@ -514,17 +531,35 @@ class TurnCommands(KernelCore):
                 turn = await self._in_background(
                     heinzel_id, lambda: self.run_wakes(heinzel_id, [wake])
                 )
+            except BaseException:
+                self._settle(heinzel_id, wake)
+                raise
             finally:
                 _TOLD.reset(telling)
         if self.long_lived:
             answer = await told.answer
+            self._settle(heinzel_id, wake)
             if isinstance(answer, api.TurnReport):
                 return answer
             if answer is None:  # no turn ran: a drain came first (the next daemon runs it)
                 status = "queued" if self.draining else "none"
                 return api.TurnReport(heinzel=heinzel_id, turn=None, status=status)
             turn = answer
+        else:
+            self._settle(heinzel_id, wake)
         return await self.turn_report(heinzel_id, turn)
+
+    def _settle(self, heinzel_id: str, wake: Wake) -> None:
+        """Before a wake is answered, its request is durable: in the spine (a ``turn.started``
+        or ``turn.requested`` naming it, folded only once durable), else its file is synced.
+        A turn that starts at once records it first, so its file is never synced."""
+        held = self.sessions.get(heinzel_id)
+        if held is not None and (
+            wake.key in held.projection.keys or wake.request_id in held.projection.requests
+        ):
+            return
+        assert wake.request_id is not None
+        Inbox(self.home.heinzel_dir(heinzel_id)).settle(wake.request_id)
 
     async def chat(
         self,

@@ -219,6 +219,7 @@ def build_context(
     events: Sequence[Event],
     before_seq: int,
     lessons_seq: int,
+    hidden: dict[str, str | None] | None = None,
     inputs: Sequence[FramedInput] | None,
     output: str,
     requests: Sequence[str] = (),
@@ -234,10 +235,11 @@ def build_context(
     ``inputs`` is None for a turn that reads no inputs (an approval turn, whose
     material comes in ``extra``). A summary the turn itself wrote (``turn``:
     its id; the think step compacts when the context would not fit) stands
-    in for the history as one written before it would.
+    in for the history as one written before it would. ``hidden``: the spine's context
+    edits when the caller has them folded already (a held session's projection).
     """
     parts = [("framing", FRAMING), ("contract", render_contract(contract, version))]
-    hidden = _hidden(events)
+    hidden = _hidden(events) if hidden is None else hidden
     lessons = active_lessons(events, lessons_seq, hidden)
     if lessons:
         lines = "\n".join(f"- {text}" for _, text in lessons)

@@ -11,7 +11,7 @@ from hz_kernel.engine.caps import token_budget
 from hz_kernel.engine.context import EVENT_LINES_MAX, FRAMING, history_lines, summary_block
 from hz_kernel.engine.outcome import SummaryOutcome
 from hz_kernel.engine.state import TurnState
-from hz_kernel.store.envelope import since_seq
+from hz_kernel.store.envelope import Event, seq_index, since_seq
 from hz_kernel.vocabulary import SummaryWritten, Usage
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
     characters of history since the last summary.
     """
     events = run.held.scan.events
-    last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
+    last = _last_summary(run)
     recent = since_seq(events, last.seq + 1 if last is not None else 0)
     ended = [
         e for e in recent if e.kind in ("turn.started", "turn.skipped") and e.turn != state.turn
@@ -37,6 +37,17 @@ async def summarise_if_due(run: TurnRunner, state: TurnState) -> None:
         await summarise(run, state)
 
 
+def _last_summary(run: TurnRunner) -> Event | None:
+    """The spine's last ``summary.written``, found by the seq its projection keeps (a search
+    from the end passed every line since, and all of them before the first summary)."""
+    seq = run.held.projection.heinzel["last_summary_seq"]
+    if seq is None:
+        return None
+    events = run.held.scan.events
+    at = seq_index(events, seq)
+    return events[at] if at < len(events) and events[at].seq == seq else None
+
+
 async def summarise(run: TurnRunner, state: TurnState) -> bool:
     """Write a summary of the history since the last one, in the fixed shape, chained to it;
     True when one was written. Once per turn: the think step compacts with it when the
@@ -46,9 +57,9 @@ async def summarise(run: TurnRunner, state: TurnState) -> bool:
     think step).
     """
     events = run.held.scan.events
-    if any(e.kind == "summary.written" and e.turn == state.turn for e in events):
-        return False
-    last = next((e for e in reversed(events) if e.kind == "summary.written"), None)
+    last = _last_summary(run)
+    if last is not None and last.turn == state.turn:
+        return False  # a turn writes one summary, and none is written after it while it runs
     since = last.seq if last is not None else 0
     lines = history_lines(since_seq(events, since + 1))
     if not lines:

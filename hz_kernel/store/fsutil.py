@@ -168,14 +168,15 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def create_exclusive(path: Path, data: bytes) -> bool:
+def create_exclusive(path: Path, data: bytes, *, durable: bool = True) -> bool:
     """Atomically create ``path`` with ``data`` unless it exists; True if this call created it.
 
     Used for files that are idempotent by name (inbox requests): the first
-    writer wins, a retry finds the file and leaves it alone.
+    writer wins, a retry finds the file and leaves it alone. ``durable=False``
+    leaves the fsyncs to the caller (``fsync_file``), who may find them needless.
     """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _write_temp(tmp, data)
+    _write_temp(tmp, data, durable=durable)
     try:
         os.link(tmp, path)
         created = True
@@ -183,8 +184,19 @@ def create_exclusive(path: Path, data: bytes) -> bool:
         created = False
     finally:
         tmp.unlink()
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
     return created
+
+
+def fsync_file(path: Path) -> None:
+    """Make a file written without fsync durable, with its name in its directory."""
+    fd = open_regular(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def is_regular_file(path: Path) -> bool:

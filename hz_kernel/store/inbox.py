@@ -7,7 +7,9 @@ never becomes a second message, and the same id with other content is
 refused (``HZS034``). Which requests were delivered is recorded in the spine
 (``turn.steered``, ``turn.requested``, ``turn.started``,
 ``question.answered``); a request with a file and no such event is still
-pending, including after a crash.
+pending, including after a crash. A wake the spine's own process admits is
+written without fsync: its ``turn.started`` makes it durable, or its file
+is synced before the wake is answered (``settle``; docs/format.md, Inbox).
 
 Before its file is written, an admission also leaves a marker named by the
 heinzel's id in ``<home>/heinzel/undelivered/``. The tick lists that one
@@ -66,6 +68,7 @@ from hz_kernel.store.fsutil import (
     create_exclusive,
     ensure_private_dir,
     fsync_dir,
+    fsync_file,
     read_nofollow,
     store_error,
     store_io,
@@ -179,12 +182,14 @@ class Inbox:
         turn makes an Inbox several times."""
         return self._heinzel_dir.parent.joinpath(UNDELIVERED_DIR, self._heinzel_dir.name)
 
-    def admit(self, request: InboxRequest) -> tuple[InboxRequest, bool]:
+    def admit(self, request: InboxRequest, *, durable: bool = True) -> tuple[InboxRequest, bool]:
         """Write the request unless its id is taken; returns the stored request and whether new.
 
         A taken id answers with the stored request when it asks the same, and
         is refused (``HZS034``) when it asks something else: the first request
         would be answered for the second, whose content would reach no turn.
+        ``durable=False``: the caller makes it durable (``settle``) before it
+        answers, unless the spine records the request first.
         """
         check_request_id(request.request_id)
         path = self.dir / f"{request.request_id}.json"
@@ -200,7 +205,8 @@ class Inbox:
             stored = self.get(request.request_id)
             if stored is None:
                 self.mark()
-                if create_exclusive(path, request.model_dump_json().encode()):
+                if create_exclusive(path, request.model_dump_json().encode(), durable=durable):
+                    crashpoints.reached("inbox:admitted")
                     stored = self._aside(request.request_id)
                     if stored is None:
                         return request, True
@@ -219,6 +225,13 @@ class Inbox:
                 str(path),
             )
         return stored, False
+
+    def settle(self, request_id: str) -> None:
+        """Make a request admitted with ``durable=False`` durable (gone from the folder: a turn
+        set it aside, so the spine recorded it)."""
+        path = self.dir / f"{request_id}.json"
+        with store_io(path), contextlib.suppress(FileNotFoundError):
+            fsync_file(path)
 
     def mark(self) -> None:
         """Leave the marker that makes the next tick deliver this inbox (not fsynced: see

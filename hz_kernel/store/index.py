@@ -305,6 +305,8 @@ def _decode_row(table: Table, row: aiosqlite.Row) -> dict[str, Any]:
 
 
 _INDEX_FILES = ("", "-wal", "-shm")
+#: The first bytes of every SQLite database file.
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class IndexDamaged(HzError):
@@ -724,6 +726,29 @@ class Index(IndexQueries):
         self.recreated = True
         self.damage_seen = False
 
+    def overwritten(self) -> bool:
+        """Whether the file on disk no longer begins as an SQLite database, or is gone.
+
+        A tick asks this instead of trusting its queries: they are answered
+        from pages this kernel has cached, so noise written over the file (or
+        the file removed) under a running daemon would pass unseen until a
+        query happened to read a page it had not cached. An empty file is a
+        database not written yet (another process just created it).
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        try:
+            head = os.read(fd, len(_SQLITE_MAGIC))
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return bool(head) and head != _SQLITE_MAGIC
+
     def sound(self) -> bool:
         """Whether the file on disk is a whole database, asked through a new connection.
 
@@ -749,6 +774,9 @@ class Index(IndexQueries):
         w = self.writer
         w.execute("PRAGMA journal_mode=WAL")
         w.execute("PRAGMA synchronous=NORMAL")
+        # A rebuild stages and sorts a home's feed positions in temporary tables: in memory,
+        # never in a file outside the home.
+        w.execute("PRAGMA temp_store=MEMORY")
         w.execute("PRAGMA busy_timeout=5000")
         await self.conn.execute("PRAGMA busy_timeout=5000")
         (version,) = w.execute("PRAGMA user_version").fetchone()
@@ -865,7 +893,6 @@ class Index(IndexQueries):
         self,
         batches: Iterable[Sequence[Folded]],
         stats: dict[str, SpineStat | None],
-        order: Sequence[str],
         *,
         emptied: bool,
         keep_contradicted: bool,
@@ -877,12 +904,13 @@ class Index(IndexQueries):
         rows to keep, so the tables are emptied at once; else each heinzel's
         rows are replaced as it comes, and with ``keep_contradicted`` a
         spine that contradicts the index's mark keeps its rows (the caller
-        marks it damaged). Feed positions are added after the last batch,
-        spine by spine in ``order`` (the order ``write`` positions them in).
+        marks it damaged). Each batch's lines are staged for their feed
+        positions as it comes, and positioned after the last batch as
+        ``write`` positions them, each spine by its place in the rebuild's order.
         """
         kept: list[Folded] = []
-        spots: dict[str, list[positions.Spot]] = {}
         with self._roomy_cache(), self._transaction() as w:
+            staging = positions.Staging(w)
             for name in _EXTRA_INDEXES:
                 w.execute(f"DROP INDEX IF EXISTS {name}")
             if emptied:
@@ -900,16 +928,14 @@ class Index(IndexQueries):
                     if rows:
                         w.executemany(table.upsert_sql, rows)
                 kept.extend(written)
-                for f in written:
-                    spots[f.id] = positions.spots_of(f.spots)
+                staging.add([(f.id, f.staged) for f in written])
             w.executemany(
                 SPINES.upsert_sql,
                 [_spine_row(f.id, f.seq, f.last_hash, stats.get(f.id)) for f in kept],
             )
             for ddl in _EXTRA_DDL:
                 w.execute(ddl)
-            ordered = {i: spots[i] for i in order if i in spots}
-            _, renumbered = positions.assign(w, ordered, report=False)
+            renumbered = staging.assign()
             generation = positions.new_generation(w) if renumbered else self.generation
         self.generation = generation
 

@@ -92,6 +92,11 @@ class Projection:
         self.declined: set[str] = set()
         """Sources (input names, discovered paths) the user declined in an amendment."""
         self.dirty: set[tuple[str, Any]] = set()
+        self.hidden: dict[str, str | None] = {}
+        """The spine's context edits: each hidden turn or lesson with its replacement text."""
+        self.approvals: dict[str, str | None] = {}
+        """Each approved draft's key with the turn that observed its approval (the last one)."""
+        self._live: dict[str, dict[Any, None]] = {}
         self._row_key = ("heinzel", heinzel_id)
         self._slot_prefix = f"{heinzel_id}@"
 
@@ -151,11 +156,31 @@ class Projection:
 
     # -- helpers for handlers ----------------------------------------------------------
 
+    def live(self, table: str, store: dict[Any, Row]) -> list[Row]:
+        """The rows of ``store`` whose status is open (``OPEN[table]``), in the store's order.
+
+        A turn asks for the few open rows of a history of thousands: every row
+        an event changes is touched (``_touch``, ``_turn``), so the candidates
+        are the rows touched since they were last found closed, not all rows.
+        """
+        candidates = self._live.setdefault(table, {})
+        open_statuses = OPEN[table]
+        rows = []
+        for pk in list(candidates):
+            row = store.get(pk)
+            if row is not None and row.get("status") in open_statuses:
+                rows.append(row)
+            else:
+                del candidates[pk]
+        return rows
+
     def _touch(self, table: str, store: dict[Any, Row], pk: Any, /, **defaults: Any) -> Row:
         row = store.get(pk)
         if row is None:
             row = store[pk] = {"heinzel": self.id, **defaults}
         self.dirty.add((table, pk))
+        if table in OPEN:
+            self._live.setdefault(table, {})[pk] = None
         return row
 
     def _turn(self, event: Event) -> Row | None:
@@ -175,6 +200,7 @@ class Projection:
                 "request_ids": [],
             }
         self.dirty.add(("turns", turn))
+        self._live.setdefault("turns", {})[turn] = None
         return row
 
     def _set_key(self, key: str, turn: str | None, status: str) -> None:
@@ -211,8 +237,8 @@ class Projection:
         )
         row["hinted"] = int(bool(hz.get("discover")))
 
-    def _repend(self, column: str, store: dict[Any, Row], changed: Any) -> None:
-        """Keep ``column`` naming the pending row of ``store`` with the highest seq.
+    def _repend(self, column: str, table: str, changed: Any) -> None:
+        """Keep ``column`` naming the pending row of ``table`` with the highest seq.
 
         Only the row ``changed`` differs from when the column was last set, so
         most events are decided by that row and the one named now, without
@@ -221,6 +247,7 @@ class Projection:
         """
         h = self.heinzel
         current = h[column]
+        store: dict[Any, Row] = getattr(self, table)
         row = store.get(changed)
         if row is not None and changed != current:
             if row.get("status") != "pending":
@@ -229,14 +256,23 @@ class Projection:
             if top is None or top.get("seq", 0) < row.get("seq", 0):
                 h[column] = changed
                 return
-        h[column] = self._pending(store)
+        h[column] = self._pending(table, store)
 
-    def _pending(self, store: dict[str, Row], status: str = "pending") -> str | None:
-        pending = [r for r in store.values() if r.get("status") == status]
+    def _pending(self, table: str, store: dict[Any, Row]) -> str | None:
+        pending = self.live(table, store)
         if not pending:
             return None
         return max(pending, key=lambda r: r.get("seq", 0)).get("pk")
 
+
+#: The statuses of a row still open, per table that has them: ``Projection.live`` finds these.
+OPEN: dict[str, frozenset[str]] = {
+    "drafts": frozenset({"pending"}),
+    "questions": frozenset({"pending"}),
+    "amendments": frozenset({"pending"}),
+    "turns": frozenset({"running", "waiting"}),
+    "requests": frozenset({"requested"}),
+}
 
 # -- event handlers ---------------------------------------------------------------------
 
@@ -321,7 +357,7 @@ def _amendment_proposed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         version=None,
         turn=e.turn,
     )
-    p._repend("pending_amendment", p.amendments, pk)
+    p._repend("pending_amendment", "amendments", pk)
 
 
 def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -329,7 +365,7 @@ def _amendment_declined(p: Projection, e: Event, d: dict[str, Any]) -> None:
     pk = d.get("proposal")
     if pk in p.amendments:
         p._touch("amendments", p.amendments, pk)["status"] = "declined"
-    p._repend("pending_amendment", p.amendments, pk)
+    p._repend("pending_amendment", "amendments", pk)
 
 
 def _source_discovered(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -342,7 +378,7 @@ def _contract_amended(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if pk and pk in p.amendments:
         row = p._touch("amendments", p.amendments, pk)
         row.update(status="approved", version=d.get("version"))
-    p._repend("pending_amendment", p.amendments, pk)
+    p._repend("pending_amendment", "amendments", pk)
 
 
 def _turn_started(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -580,7 +616,7 @@ def _draft_placed(p: Projection, e: Event, d: dict[str, Any]) -> None:
         share_changed=None,
         output_fp=None,
     )
-    p._repend("pending_draft", p.drafts, key)
+    p._repend("pending_draft", "drafts", key)
 
 
 def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], None]:
@@ -590,6 +626,7 @@ def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], 
             row = p._touch("drafts", p.drafts, key)
             row["status"] = status
             if status == "approved":
+                p.approvals[key] = e.turn
                 row.update(
                     approver=d.get("approver"),
                     share_changed=d.get("share_changed"),
@@ -598,7 +635,7 @@ def _draft_status(status: str) -> Callable[[Projection, Event, dict[str, Any]], 
                 )
             else:
                 row["decided_at"] = e.ts
-        p._repend("pending_draft", p.drafts, key)
+        p._repend("pending_draft", "drafts", key)
 
     return handler
 
@@ -628,7 +665,7 @@ def _question_asked(p: Projection, e: Event, d: dict[str, Any]) -> None:
     key = d.get("key")
     row = p._touch("questions", p.questions, key, pk=key, key=key)
     row.update(seq=e.seq, turn=e.turn, question=d.get("question"), asked_at=e.ts, status="pending")
-    p._repend("pending_question", p.questions, key)
+    p._repend("pending_question", "questions", key)
 
 
 def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -640,13 +677,17 @@ def _question_answered(p: Projection, e: Event, d: dict[str, Any]) -> None:
     if request_id:
         req = p._touch("requests", p.requests, request_id, request_id=request_id)
         req.update(status="answered", turn=e.turn, seq=e.seq)
-    p._repend("pending_question", p.questions, key)
+    p._repend("pending_question", "questions", key)
 
 
 def _notice(p: Projection, e: Event, d: dict[str, Any]) -> None:
     key = d.get("key")
     row = p._touch("notices", p.notices, key, key=key)
     row.update(notice=d.get("notice"), ts=e.ts, seq=e.seq)
+
+
+def _context_edit(p: Projection, e: Event, d: dict[str, Any]) -> None:
+    p.hidden[str(d.get("target"))] = d.get("replacement")
 
 
 def _summary(p: Projection, e: Event, d: dict[str, Any]) -> None:
@@ -679,6 +720,7 @@ _HANDLERS: dict[str, Callable[[Projection, Event, dict[str, Any]], None]] = {
     "turn.skipped": _turn_skipped,
     "usage": _usage,
     "draft.placed": _draft_placed,
+    "context.edit": _context_edit,
     "draft.superseded": _draft_status("superseded"),
     "draft.rejected": _draft_status("rejected"),
     "approval.observed": _draft_status("approved"),

@@ -23,12 +23,12 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from operator import attrgetter
 from pathlib import Path
 from types import FrameType
 from typing import Any, NamedTuple
 
 from hz_kernel.errors import HzError
+from hz_kernel.store import positions
 from hz_kernel.store.index import CHILD_TABLES, HEINZELS, SpineMark
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, index_break, scan_file
@@ -44,8 +44,6 @@ MAX_WORKERS = 2
 
 log = logging.getLogger(__name__)
 
-_SPOT_FIELDS = attrgetter("seq", "ts", "offset")
-
 
 class Folded(NamedTuple):
     """One spine folded into what the index stores of it (plain data: it crosses processes)."""
@@ -55,8 +53,8 @@ class Folded(NamedTuple):
     """Table name → the values of each row, heinzels' included."""
     seq: int
     last_hash: str | None
-    spots: list[tuple[int, str, int]]
-    """Seq, timestamp and offset of each line the spine holds (its feed positions need them)."""
+    staged: list[positions.Staged]
+    """Each line the spine holds as its feed position needs it (``positions.staged``)."""
     events: int
     damaged: bool
     contradicts: bool
@@ -72,9 +70,11 @@ def folded(
     proj: Projection,
     found: SpineScan | None,
     mark: SpineMark | None,
+    place: int,
     warning: HzError | None = None,
 ) -> Folded:
-    """What the index stores of a projection and the scan it came from (None: unreadable)."""
+    """What the index stores of a projection and the scan it came from (None: unreadable);
+    ``place`` is the spine's place in the order its feed positions are given in."""
     rows: dict[str, list[list[Any]]] = {HEINZELS.name: [HEINZELS.values(proj.heinzel)]}
     for table in CHILD_TABLES:
         store: dict[Any, dict[str, Any]] = getattr(proj, table.store)
@@ -85,7 +85,7 @@ def folded(
         rows,
         proj.heinzel["seq"],
         proj.heinzel["last_hash"],
-        list(map(_SPOT_FIELDS, events)),
+        positions.staged(place, events),
         len(events),
         bool(proj.heinzel["damaged"]),
         contradicts(mark, found),
@@ -100,8 +100,8 @@ def contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
     return found is None or index_break((mark[0], mark[3]), found) is not None
 
 
-Job = tuple[str, Path, SpineMark | None]
-"""A spine to fold: its heinzel's id and folder, and the index's mark of it."""
+Job = tuple[str, Path, SpineMark | None, int]
+"""A spine to fold: its heinzel's id and folder, the index's mark of it and its place."""
 
 
 def project_spine(
@@ -119,9 +119,9 @@ def project_spine(
 
 
 def fold_spine(job: Job) -> Folded:
-    heinzel_id, heinzel_dir, mark = job
+    heinzel_id, heinzel_dir, mark, place = job
     proj, found, warning = project_spine(heinzel_id, heinzel_dir)
-    return folded(proj, found, mark, warning)
+    return folded(proj, found, mark, place, warning)
 
 
 def _fold_batch(jobs: Sequence[Job]) -> list[Folded]:

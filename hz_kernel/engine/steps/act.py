@@ -162,10 +162,11 @@ async def _supersede_parked(run: TurnRunner, state: TurnState) -> None:
     the work that is gone (and only the newest parked turn is ever woken).
     """
     events = run.held.scan.events
+    projection = run.held.projection
     parked_turns = [
-        turn
-        for turn, row in run.held.projection.turns.items()
-        if row.get("status") == "waiting" and turn != state.turn
+        str(row["turn"])
+        for row in projection.live("turns", projection.turns)
+        if row.get("status") == "waiting" and row["turn"] != state.turn
     ]
     for turn in parked_turns:
         parked = load_state(events, turn)
@@ -183,10 +184,11 @@ def _decided_pending(run: TurnRunner, state: TurnState) -> tuple[str, str] | Non
     """A pending draft this one would replace that the user edited since it was placed, or
     approved (its tag line gone) before hz observed the approval, with the report to wait
     under: placing over it would throw the user's edits, or their approved text, away."""
-    drafts = run.held.projection.drafts
+    projection = run.held.projection
     assets = {publish.asset for publish in run.contract(state).hz.publishes}
-    for key, draft in drafts.items():
-        if draft.get("status") != "pending" or draft.get("asset") not in assets:
+    for draft in projection.live("drafts", projection.drafts):
+        key = str(draft["key"])
+        if draft.get("asset") not in assets:
             continue
         if key in state.placed or key in state.effects_started:
             continue
@@ -291,9 +293,10 @@ async def _perform(run: TurnRunner, state: TurnState, key: str, effect: Callable
 
 async def _record_draft(run: TurnRunner, state: TurnState, key: str, asset: str, text: str) -> None:
     """``draft.placed`` for a draft that is in its document: the user's pending draft."""
-    for old_key, old in list(run.held.projection.drafts.items()):
-        if old_key != key and old.get("status") == "pending" and old.get("asset") == asset:
-            run.held.stage(DraftSuperseded(key=old_key, by=key), turn=state.turn)
+    projection = run.held.projection
+    for old in projection.live("drafts", projection.drafts):
+        if old["key"] != key and old.get("asset") == asset:
+            run.held.stage(DraftSuperseded(key=str(old["key"]), by=key), turn=state.turn)
     run.held.stage(
         DraftPlaced(
             key=key,

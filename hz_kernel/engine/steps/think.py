@@ -98,6 +98,7 @@ async def think(run: TurnRunner, state: TurnState) -> str | None:
             contract=contract,
             version=state.version,
             events=run.held.scan.events,
+            hidden=run.held.projection.hidden,
             before_seq=state.started.seq,
             lessons_seq=int(state.started.data.get("lessons_seq") or 0),
             inputs=None
@@ -358,13 +359,11 @@ def _situation(run: TurnRunner, state: TurnState) -> Situation:
         woken_by=tuple(state.causes),
         drafts=tuple(
             (str(row["key"]), str(row.get("asset") or ""))
-            for row in projection.drafts.values()
-            if row.get("status") == "pending"
+            for row in projection.live("drafts", projection.drafts)
         ),
         questions=tuple(
             (str(row["key"]), str(row.get("question") or ""))
-            for row in projection.questions.values()
-            if row.get("status") == "pending"
+            for row in projection.live("questions", projection.questions)
         ),
         fingerprints=tuple(
             (str(i["name"]), str(i["fingerprint"])) for i in state.inputs if i.get("fingerprint")
@@ -427,17 +426,21 @@ def _answers(run: TurnRunner, state: TurnState) -> list[str]:
 
 
 def _last_approved_text(run: TurnRunner) -> str | None:
-    """The text the user last approved, from the approval turn that saw it."""
-    approved = [d for d in run.held.projection.drafts.values() if d.get("status") == "approved"]
+    """The text the user last approved, from the approval turn that saw it (the last one that
+    observed the approval of the newest approved draft)."""
+    projection = run.held.projection
+    drafts = projection.drafts
+    approved = [
+        (drafts[key].get("seq", 0), turn)
+        for key, turn in projection.approvals.items()
+        if drafts[key].get("status") == "approved"
+    ]
     if not approved:
         return None
-    latest = max(approved, key=lambda d: d.get("seq", 0))
-    for event in reversed(run.held.scan.events):
-        if event.kind == "approval.observed" and event.data.get("key") == latest.get("key"):
-            for record in read_body(run.held.dir, str(event.turn)) or []:
-                if record.get("type") == "input" and record.get("name") == "approved_text":
-                    return str(record.get("content"))
-            break
+    _, turn = max(approved, key=lambda found: found[0])
+    for record in read_body(run.held.dir, str(turn)) or []:
+        if record.get("type") == "input" and record.get("name") == "approved_text":
+            return str(record.get("content"))
     return None
 
 

@@ -14,6 +14,7 @@ import json
 import signal
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -205,3 +206,40 @@ async def test_a_resumed_turn_runs_under_its_pinned_contract_version(tmp_path: P
     placed = [e for e in world.spine(heinzel_id) if e["kind"] == "draft.placed"]
     assert [e["data"]["contract_version"] for e in placed] == [1, 2]
     assert _sections(world) == 1
+
+
+async def test_a_wake_killed_right_after_its_unsynced_request_is_run_once_by_the_next_tick(
+    tmp_path: Path,
+) -> None:
+    """The spine's own process writes a wake's request without fsync, since the turn.started
+    that names it comes first (docs/format.md, Inbox). Killed right after the write, the
+    request (in the kernel's cache, which outlives the process) and its marker are found by
+    the next tick, which runs it once; the same request id sent again runs nothing more."""
+    world = make_world(tmp_path)
+    heinzel_id = await _create(world)
+    crashed = world.hz("heinzel", "wake", "notes-digest", "--request-id", "r1", check=False,
+                       HZ_CRASH_AT="inbox:admitted")  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    assert "turn.started" not in world.kinds(heinzel_id)
+    assert (world.home / "heinzel" / heinzel_id / "inbox" / "r1.json").is_file()
+
+    kernel = await Kernel.open(Home.resolve(world.home))
+    try:
+        await kernel.tick_once()
+    finally:
+        await kernel.close()
+
+    def asked() -> int:
+        started = [e for e in world.spine(heinzel_id) if e["kind"] == "turn.started"]
+        return sum(
+            "r1" in cast(dict[str, list[str]], e["data"]).get("request_ids", []) for e in started
+        )
+
+    assert asked() == 1
+    await _in_process(world, "wake", request_id="r1")
+    assert asked() == 1
+    assert world.kinds(heinzel_id).count("turn.finished") == world.kinds(heinzel_id).count(
+        "turn.started"
+    )
+    assert _sections(world) == 1
+    assert scan_file(world.home / "heinzel" / heinzel_id / "session.jsonl").intact

@@ -124,6 +124,21 @@ async def test_a_reindex_leaves_every_secondary_index_built(kernel: Kernel, home
     assert "turns_by_status" in " ".join(str(step[-1]) for step in plan)
 
 
+async def test_a_reindex_stages_positions_in_memory_and_leaves_no_staging(
+    kernel: Kernel,
+) -> None:
+    """A rebuild stages a home's feed positions in temporary tables: they live in memory
+    (SQLite would spill them to a file outside the home) and are gone once it commits."""
+    await _busy_heinzel(kernel, "weekly", turns=3)
+    await kernel.reindex()
+    w = kernel.index.writer
+    assert w.execute("PRAGMA temp_store").fetchone() == (2,)
+    assert w.execute("SELECT name FROM sqlite_temp_master").fetchall() == []
+    positioned = w.execute("SELECT COUNT(*), COUNT(DISTINCT pos) FROM feed").fetchone()
+    (events,) = w.execute("SELECT SUM(seq) FROM spines").fetchone()
+    assert positioned == (events, events)
+
+
 async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
     """A rebuild writes through a page cache sized for a whole home; the writer (a daemon's,
     for as long as it runs) keeps its usual cache once the rebuild is committed."""
@@ -133,6 +148,27 @@ async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
     await kernel.create_heinzel("weekly")
     await kernel.reindex()
     assert kernel.index.writer.execute("PRAGMA cache_size").fetchone() == usual
+
+
+async def test_an_index_overwritten_or_removed_under_its_kernel_is_seen_as_such(
+    kernel: Kernel,
+) -> None:
+    """Noise over the file or the file gone is damage a tick heals; an empty file (another
+    process just made it) and something that is no file are not, and no read blocks."""
+    path = kernel.index.path
+    assert not kernel.index.overwritten()
+    original = path.read_bytes()
+    path.write_bytes(os.urandom(4096))
+    assert kernel.index.overwritten()
+    path.write_bytes(b"")
+    assert not kernel.index.overwritten()
+    path.unlink()
+    assert kernel.index.overwritten()
+    os.mkfifo(path)
+    assert not kernel.index.overwritten()
+    path.unlink()
+    path.write_bytes(original)
+    assert not kernel.index.overwritten()
 
 
 async def test_index_equals_a_direct_scan_of_each_spine(kernel: Kernel, home: Home) -> None:
@@ -444,7 +480,7 @@ from pathlib import Path
 from hz_kernel.home import Home
 from hz_kernel.store.rebuild import fold_all
 home = Home.resolve(Path(sys.argv[1]))
-batches = fold_all([(i, home.heinzel_dir(i), None) for i in home.heinzel_ids()])
+batches = fold_all([(i, home.heinzel_dir(i), None, n) for n, i in enumerate(home.heinzel_ids())])
 next(batches)
 print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
