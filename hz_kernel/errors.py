@@ -16,6 +16,7 @@ reused for another meaning. ``docs/error-codes.md`` lists them all.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,6 +65,29 @@ class UsageError(HzError):
     """Wrong arguments: exit code 2, like argparse."""
 
     exit_code = 2
+
+
+class Interrupted(HzError):
+    """Ctrl-C (SIGINT) ended a command: its one coded line, and exit 130 as shells expect."""
+
+    exit_code = 130
+
+
+def interrupted() -> Interrupted:
+    """Ctrl-C where no daemon was answering: a kernel in this process stops with the command."""
+    return Interrupted(
+        "HZU247",
+        "interrupted (Ctrl-C); a turn it was running in this process resumes from its last "
+        "step at the next wake or tick",
+    )
+
+
+def say_interrupted() -> int:
+    """Say ``interrupted()`` on stderr; the exit code (for Ctrl-C outside a command's work:
+    hz starting, reading its arguments)."""
+    error = interrupted()
+    sys.stderr.write(error.one_line() + "\n")
+    return error.exit_code
 
 
 def field_problem(error: Mapping[str, Any]) -> str:

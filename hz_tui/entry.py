@@ -8,13 +8,14 @@ so scripts calling ``hz heinzel list`` never pay for it.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
-from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # nothing that takes time to load before ``main`` can take Ctrl-C
+    import asyncio
+    from collections.abc import Awaitable, Callable, Sequence
+
     from hz_kernel.client import KernelClient
     from hz_kernel.home import Home
 
@@ -52,9 +53,13 @@ def main() -> int:
     prepare_process()
     try:
         from hz_kernel.cli import main as kernel_main
+        from hz_tui.serve import register as register_serve
+    except KeyboardInterrupt:  # Ctrl-C while hz loads
+        from hz_kernel.errors import say_interrupted
+
+        return say_interrupted()
     finally:
         gc.freeze()
         gc.enable()
-    from hz_tui.serve import register as register_serve
 
     return kernel_main(cockpit=run_cockpit, commands=[register_serve])

@@ -36,10 +36,18 @@ from hz_kernel.cli.cockpit import (
 )
 from hz_kernel.cli.output import EXIT_BROKEN_PIPE, Shown, emit_json, shown
 from hz_kernel.cli.parser import WRITES, Command, Parser, Register
-from hz_kernel.client import KernelClient
+from hz_kernel.client import DeferredClient, KernelClient, LocalClient
 from hz_kernel.connect import connect, connect_ticker, may_start
 from hz_kernel.daemon.cli import register as register_daemon
-from hz_kernel.errors import HzError, UsageError, echoed, field_problem
+from hz_kernel.errors import (
+    HzError,
+    Interrupted,
+    UsageError,
+    echoed,
+    field_problem,
+    interrupted,
+    say_interrupted,
+)
 from hz_kernel.held import Queued
 from hz_kernel.home import Home
 
@@ -84,19 +92,22 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _run_in(args: argparse.Namespace, scratch: contextlib.ExitStack) -> int:
     client: KernelClient
-    if remote.wanted(args):
-        home, client = await remote.open_remote(args)
-    else:
-        home = Home.resolve(args.home)
-        if not getattr(args, "needs_kernel", True):
-            return int(await args.run(home, args))
-        reads = args.run not in WRITES and args.run is not tick.cmd_tick
-        if reads and not home.heinzel_root.exists():  # a read of an empty home leaves it empty
-            import tempfile  # only here: no command's start pays for it
+    try:
+        if remote.wanted(args):
+            home, client = await remote.open_remote(args)
+        else:
+            home = Home.resolve(args.home)
+            if not getattr(args, "needs_kernel", True):
+                return int(await args.run(home, args))
+            reads = args.run not in WRITES and args.run is not tick.cmd_tick
+            if reads and not home.heinzel_root.exists():  # a read of an empty home stays empty
+                import tempfile  # only here: no command's start pays for it
 
-            folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="hz-read-"))
-            home = home.scratch(Path(folder))
-        client = await _connect_for(home, args)
+                folder = scratch.enter_context(tempfile.TemporaryDirectory(prefix="hz-read-"))
+                home = home.scratch(Path(folder))
+            client = await _connect_for(home, args)
+    except asyncio.CancelledError:
+        raise _interrupted(None) from None
     try:
         if getattr(args, "run", None) is tick.cmd_tick and args.interval is None:
             from hz_kernel.commands.tick import tick_interval
@@ -111,8 +122,25 @@ async def _run_in(args: argparse.Namespace, scratch: contextlib.ExitStack) -> in
             name = getattr(args, "name", None) or queued.request.heinzel
             sys.stdout.write(queued.line(name) + "\n")
         return 0
+    except asyncio.CancelledError:
+        raise _interrupted(client) from None
     finally:
         await client.close()
+
+
+def _interrupted(client: KernelClient | None) -> Interrupted:
+    """Ctrl-C, which ``asyncio.run`` turns into cancelling the command: what was cut short.
+
+    A daemon that was answering is not stopped by it, and what the command asked of it
+    may still be done; a kernel in this process stops, and a turn it ran resumes later.
+    """
+    if client is not None and not isinstance(client, LocalClient | DeferredClient):
+        return Interrupted(
+            "HZD139",
+            f"interrupted (Ctrl-C) while waiting for the {client.where}; the daemon runs on, "
+            "and what it was asked may still be done",
+        )
+    return interrupted()
 
 
 async def _connect_for(home: Home, args: argparse.Namespace) -> KernelClient:
@@ -134,8 +162,11 @@ def main(
     commands: Sequence[Register] = (),
 ) -> int:
     """Run one command line; returns the exit code (``hz_tui.entry`` passes the cockpit)."""
-    parser = build_parser(commands)
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser(commands)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        return say_interrupted()
     job: Coroutine[Any, Any, int]
     # A Textual driver named in the environment draws elsewhere (``hz serve``'s browser tabs).
     screen = (sys.stdin.isatty() and sys.stdout.isatty()) or bool(os.environ.get("TEXTUAL_DRIVER"))
@@ -180,7 +211,9 @@ def main(
         sys.stderr.write(shown(wrong.one_line()) + "\n")
         return wrong.exit_code
     except KeyboardInterrupt:
-        return 130
+        # Ctrl-C outside the command's own handling (a second one, say); the cockpit has
+        # put the terminal back and says nothing more.
+        return 130 if args.group in (None, "demo") else say_interrupted()
     except Exception as exc:
         return _internal_error(exc)
 

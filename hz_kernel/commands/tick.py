@@ -276,6 +276,17 @@ class Pruner(Protocol):
     async def prune(self) -> object: ...
 
 
+async def let_others_run() -> None:
+    """One trip round the event loop between two heinzels' work.
+
+    A heinzel's work in a tick (a spine read and written, a document read) is
+    milliseconds that never wait on anything; over hundreds of heinzels it
+    would hold the loop for seconds, and a daemon's requests (health, a
+    listing, a stop) would wait for the whole tick.
+    """
+    await asyncio.sleep(0)
+
+
 def cap_notice_key(day: str) -> str:
     return f"cap@{day}"
 
@@ -334,7 +345,9 @@ class TickCommands(KernelCore):
             fetcher = self._source_fetcher()
             fetches = fetcher.fetches
             if not self.remarked:
-                remark_pending(self.home.heinzel_root)
+                # A pass over every heinzel's folder: off the loop, which a daemon answers on.
+                # A marker it makes just after a turn took the request costs one spine read.
+                await asyncio.to_thread(remark_pending, self.home.heinzel_root)
                 self.remarked = True
             queued = await deliver_queued(self, undelivered(self.home.heinzel_root))
             plan, staged, spent, noticed, observed, needs = await self._plan(
@@ -590,6 +603,7 @@ class TickCommands(KernelCore):
         inventories: dict[str, list[str] | HzError] = {}
         owed = dict.fromkeys(state.owed)
         for row in await self.index.fetch("", DISCOVER_QUERY):
+            await let_others_run()
             try:
                 found = await self._discover_for(row, inventories, problems)
             except Exception as exc:
@@ -737,9 +751,14 @@ class TickCommands(KernelCore):
         for row in rows:
             assert row.pending_draft is not None
             try:
-                await self.observe_drafts([(row.id, row.pending_draft)])
+                noticed = await self.observe_drafts([(row.id, row.pending_draft)])
             except Exception as exc:
                 problems.append(self._failed(row.id, row.name, exc, now))
+                noticed = [row.pending_draft]
+            # A draft decided in its document cost a spine read and write; one still waiting,
+            # a read of the document alone.
+            if noticed:
+                await let_others_run()
         return problems
 
     async def _carry_out(
@@ -755,6 +774,8 @@ class TickCommands(KernelCore):
         problems: list[TickProblem] = []
         capped_at: list[PlannedTurn] = []
         for item in plan:
+            if item.action != "defer":
+                await let_others_run()
             if spent >= cap and (item.action == "resume" or (item.action == "run" and item.wakes)):
                 item = capped(item)
             keys = [w.key for w in item.wakes]

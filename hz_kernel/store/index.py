@@ -610,7 +610,7 @@ class IndexReader(IndexQueries):
         except OSError:
             return None
         try:
-            conn = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            conn = await _connected(f"file:{path}?mode=ro", uri=True)
         except sqlite3.Error:
             return None
         conn.row_factory = aiosqlite.Row
@@ -620,6 +620,9 @@ class IndexReader(IndexQueries):
                 (version,) = await cur.fetchone() or (None,)
         except sqlite3.Error:
             version = None
+        except BaseException:
+            await conn.close()
+            raise
         if version != SCHEMA_VERSION:
             await conn.close()
             return None
@@ -627,6 +630,22 @@ class IndexReader(IndexQueries):
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+async def _connected(database: str | Path, *, uri: bool = False) -> aiosqlite.Connection:
+    """An aiosqlite connection that, cancelled while it opens (Ctrl-C), is closed first.
+
+    aiosqlite only queues its thread's stop when its connect is cancelled: the thread
+    then hands its answers to a loop ``asyncio.run`` has closed meanwhile, and prints
+    "Event loop is closed" tracebacks. Here the cancelled open is waited for and closed.
+    """
+    opening = asyncio.ensure_future(aiosqlite.connect(database, uri=uri, isolation_level=None))
+    try:
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await (await opening).close()
+        raise
 
 
 def remove_index_files(path: Path) -> None:
@@ -678,7 +697,7 @@ class Index(IndexQueries):
             except OSError as exc:
                 raise store_error(exc, path) from None
         try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
+            conn = await _connected(path)
         except sqlite3.Error as exc:
             raise index_error(exc, path) from None
         conn.row_factory = aiosqlite.Row
@@ -690,9 +709,11 @@ class Index(IndexQueries):
         index = cls(path, conn, writer)
         try:
             await index._prepare()
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             await index.close()
-            raise index_error(exc, path) from None
+            if isinstance(exc, sqlite3.Error):
+                raise index_error(exc, path) from None
+            raise
         return index
 
     async def recreate(self) -> None:

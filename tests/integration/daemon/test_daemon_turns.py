@@ -35,6 +35,16 @@ def _wait(world: World, heinzel_id: str, kind: str, count: int = 1) -> list[dict
     )
 
 
+def _wake_finished(spine: list[dict[str, object]], request_id: str) -> bool:
+    """Whether the turn that took the wake ``request_id`` has finished."""
+    turns = {
+        e["turn"]
+        for e in spine
+        if e["kind"] == "turn.started" and request_id in e["data"]["request_ids"]
+    }
+    return any(e["kind"] == "turn.finished" and e["turn"] in turns for e in spine)
+
+
 async def _heinzel(world: World, *, first_turn: bool = False) -> str:
     """An approved heinzel; with ``first_turn`` it has drafted once, so no input looks new."""
     kernel = await Kernel.open(Home.resolve(world.home))
@@ -53,13 +63,20 @@ async def test_a_wake_returns_at_once_and_the_turn_completes_in_the_daemon(
     heinzel_id = await _heinzel(world)
     daemons.start(Home.resolve(world.home), env={"HZ_MODEL_DELAY_MS": "30"})
     started = time.monotonic()
-    woke = hz(world.home, "heinzel", "wake", "notes-digest", "--json")
+    woke = hz(world.home, "heinzel", "wake", "notes-digest", "--request-id", "w1", "--json")
     returned_after = time.monotonic() - started
     assert woke.returncode == 0, woke.stderr
-    assert json.loads(woke.stdout)["status"] in ("started", "finished")
+    # "requested": the daemon's first tick had begun the new heinzel's first turn, and the
+    # wake waits behind it.
+    assert json.loads(woke.stdout)["status"] in ("started", "finished", "requested")
     spine = _wait(world, heinzel_id, "turn.finished")
     finished = [e for e in spine if e["kind"] == "turn.finished"]
     assert finished[0]["data"]["disposition"] == "drafted"
+    deadline = time.monotonic() + WAIT_S
+    while not _wake_finished(spine, "w1") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        spine = _spine(world, heinzel_id)
+    assert _wake_finished(spine, "w1"), [e["kind"] for e in spine]
     assert returned_after < 30
     assert (world.reports / "digest.md").read_text().count("<!-- hz:begin ") == 1
 
