@@ -25,7 +25,7 @@ from ulid import ULID
 
 from hz_kernel.store.rebuild import POOL_FROM
 from tests.support.env import hz_env
-from tests.support.homes import HZ
+from tests.support.homes import HZ, start_in_own_group
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
 
@@ -70,17 +70,7 @@ def _hz(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _start(home: Path, *args: str) -> subprocess.Popen[str]:
-    """``hz`` in a process group of its own, so a signal can reach all of it as Ctrl-C does.
-    Its output goes to files: a pipe nobody reads yet would stop it once full."""
-    with (home.parent / "out.txt").open("w") as out, (home.parent / "err.txt").open("w") as err:
-        return subprocess.Popen(
-            [*HZ, *args],
-            stdout=out,
-            stderr=err,
-            text=True,
-            env=hz_env(home),
-            start_new_session=True,
-        )
+    return start_in_own_group(home, *args, env=hz_env(home))
 
 
 def _wait_for(proc: subprocess.Popen[str], ready: str) -> bool:

@@ -53,6 +53,16 @@ class World:
         return [str(e["kind"]) for e in self.spine(heinzel_id)]
 
 
+def start_in_own_group(home: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``hz args`` in a process group of its own, so a signal reaches all of it as Ctrl-C
+    does. Its output goes to ``out.txt`` and ``err.txt`` beside the home: a pipe nobody reads
+    yet would stop it once full."""
+    with (home.parent / "out.txt").open("w") as out, (home.parent / "err.txt").open("w") as err:
+        return subprocess.Popen(
+            [*HZ, *args], stdout=out, stderr=err, text=True, env=env, start_new_session=True
+        )
+
+
 def make_world(root: Path) -> World:
     world = World(root)
     world.home.mkdir(parents=True)

@@ -23,7 +23,7 @@ from daemon_helpers import Daemons
 
 from tests.support.env import hz_env
 from tests.support.faults import MADE_AT, hourly_digest
-from tests.support.homes import HZ, World, make_world
+from tests.support.homes import World, make_world, start_in_own_group
 
 
 @pytest.fixture
@@ -32,17 +32,7 @@ def world(tmp_path: Path) -> World:
 
 
 def _start(world: World, *args: str, **env: str) -> subprocess.Popen[str]:
-    """``hz args`` in a process group of its own, its output to files (a full pipe nobody
-    reads would stop it)."""
-    with (world.root / "out.txt").open("w") as out, (world.root / "err.txt").open("w") as err:
-        return subprocess.Popen(
-            [*HZ, *args],
-            stdout=out,
-            stderr=err,
-            text=True,
-            env=hz_env(world.home, HZ_NOW=MADE_AT) | env,
-            start_new_session=True,
-        )
+    return start_in_own_group(world.home, *args, env=hz_env(world.home, HZ_NOW=MADE_AT) | env)
 
 
 def _interrupt(world: World, proc: subprocess.Popen[str], ready: Callable[[], bool]) -> str:
