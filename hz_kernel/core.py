@@ -290,8 +290,9 @@ class KernelCore:
     async def reindex(self) -> api.ReindexReport:
         """Rebuild every heinzel's rows from its spine (``hz heinzel reindex``).
 
-        A damaged index file (a malformed page, not a database) is replaced
-        by a new one first; whether it is damaged is asked of the file itself
+        An index file removed or replaced under this kernel is opened afresh
+        as it now is, and a damaged one (a malformed page, not a database) is
+        replaced by a new one first; whether it is damaged is asked of the file itself
         (``Index.sound``), never of this kernel's connections, whose cached
         pages can hide an index overwritten under them. A spine that
         contradicts what the index saw (cut off, last line changed) keeps its
@@ -307,6 +308,8 @@ class KernelCore:
         ids = self.home.heinzel_ids()
         stats = {i: stat_spine(self.home.heinzel_dir(i) / SPINE_NAME) for i in ids}
         marks: dict[str, SpineMark] = {}
+        if self.index.replaced():
+            await self.index.reconnect()
         if not self.index.sound():
             await self.index.recreate()
         else:

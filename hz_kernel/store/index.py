@@ -664,10 +664,18 @@ def remove_index_files(path: Path) -> None:
 class Index(IndexQueries):
     """The async handle on ``index.sqlite``. Counts its queries so tests can prove a cost."""
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection, writer: sqlite3.Connection) -> None:
+    def __init__(
+        self, path: Path, conn: aiosqlite.Connection, writer: sqlite3.Connection, head: int
+    ) -> None:
         self.path = path
         self.conn = conn
         self.writer = writer
+        self.head = head
+        """A descriptor of the file the connections opened, held until they close: the tick
+        reads the file's first bytes through it (``overwritten``). Closing any descriptor of
+        the file would drop every POSIX lock SQLite holds on it in this process, so the next
+        connection elsewhere to close believes itself the last, checkpoints and deletes the
+        WAL under this one, and this kernel's later commits reach no other process."""
         self.queries = 0
         self.recreated = False
         self.generation = ""
@@ -706,7 +714,13 @@ class Index(IndexQueries):
         except sqlite3.Error as exc:
             await conn.close()
             raise index_error(exc, path) from None
-        index = cls(path, conn, writer)
+        try:
+            head = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            await conn.close()
+            writer.close()
+            raise store_error(exc, path) from None
+        index = cls(path, conn, writer, head)
         try:
             await index._prepare()
         except BaseException as exc:
@@ -720,33 +734,56 @@ class Index(IndexQueries):
         """Replace the index file by an empty one in place (``hz heinzel reindex`` on damage)."""
         await self.close()
         remove_index_files(self.path)
-        fresh = await Index._connect(self.path)
-        self.conn, self.writer = fresh.conn, fresh.writer
-        self.generation = fresh.generation
+        await self._reconnect()
         self.recreated = True
+
+    async def reconnect(self) -> None:
+        """Open the file now at the index's path, leaving it as it is: the one this index had
+        open was removed or replaced, so what it committed reached no other process."""
+        await self.close()
+        await self._reconnect()
+
+    async def _reconnect(self) -> None:
+        fresh = await Index._connect(self.path)
+        self.conn, self.writer, self.head = fresh.conn, fresh.writer, fresh.head
+        self.generation = fresh.generation
         self.damage_seen = False
 
+    def replaced(self) -> bool:
+        """Whether the path no longer names the file this index has open (removed, or another
+        file put in its place), so no other process reads what this one commits."""
+        try:
+            now = os.lstat(self.path)
+            held = os.fstat(self.head)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
+
     def overwritten(self) -> bool:
-        """Whether the file on disk no longer begins as an SQLite database, or is gone.
+        """Whether the file on disk no longer begins as an SQLite database, or is not the one
+        this index has open.
 
         A tick asks this instead of trusting its queries: they are answered
         from pages this kernel has cached, so noise written over the file (or
-        the file removed) under a running daemon would pass unseen until a
-        query happened to read a page it had not cached. An empty file is a
-        database not written yet (another process just created it).
+        the file removed or replaced) under a running daemon would pass unseen
+        until a query happened to read a page it had not cached. An empty
+        file is a database not written yet. Something at the path that is no
+        regular file is left to the next command, which names it (HZS090).
         """
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            mode = os.lstat(self.path).st_mode
         except FileNotFoundError:
             return True
         except OSError:
             return False
+        if not stat.S_ISREG(mode):
+            return False
+        if self.replaced():
+            return True
         try:
-            head = os.read(fd, len(_SQLITE_MAGIC))
+            head = os.pread(self.head, len(_SQLITE_MAGIC), 0)
         except OSError:
             return False
-        finally:
-            os.close(fd)
         return bool(head) and head != _SQLITE_MAGIC
 
     def sound(self) -> bool:
@@ -791,8 +828,14 @@ class Index(IndexQueries):
         w.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     async def close(self) -> None:
-        await self.conn.close()
-        self.writer.close()
+        """Close the connections, then the descriptor (once no lock of theirs is left to drop)."""
+        try:
+            await self.conn.close()
+            self.writer.close()
+        finally:
+            head, self.head = self.head, -1
+            if head >= 0:
+                os.close(head)
 
     @contextlib.contextmanager
     def _roomy_cache(self) -> Iterator[None]:

@@ -153,22 +153,76 @@ async def test_a_rebuild_gives_its_page_cache_back(kernel: Kernel) -> None:
 async def test_an_index_overwritten_or_removed_under_its_kernel_is_seen_as_such(
     kernel: Kernel,
 ) -> None:
-    """Noise over the file or the file gone is damage a tick heals; an empty file (another
-    process just made it) and something that is no file are not, and no read blocks."""
+    """Noise over the file, the file gone or another file in its place is damage a tick
+    heals; an empty file (another process just made it) and something that is no file are
+    not, and no read blocks."""
     path = kernel.index.path
     assert not kernel.index.overwritten()
     original = path.read_bytes()
-    path.write_bytes(os.urandom(4096))
-    assert kernel.index.overwritten()
-    path.write_bytes(b"")
+    with path.open("r+b") as same_file:
+        same_file.write(os.urandom(4096))
+        same_file.flush()
+        assert kernel.index.overwritten()
+        same_file.seek(0)
+        same_file.truncate()
+        same_file.flush()
+        assert not kernel.index.overwritten()
+        same_file.write(original)
     assert not kernel.index.overwritten()
-    path.unlink()
+    moved = path.with_name("moved.sqlite")
+    path.rename(moved)
     assert kernel.index.overwritten()
     os.mkfifo(path)
     assert not kernel.index.overwritten()
     path.unlink()
     path.write_bytes(original)
+    assert kernel.index.overwritten() and kernel.index.replaced()
+    path.unlink()
+    moved.rename(path)
     assert not kernel.index.overwritten()
+
+
+def _heinzel_names_elsewhere(path: Path) -> list[str]:
+    """The names listed in ``path`` as another process reads them, closing at the end."""
+    script = (
+        "import sqlite3, sys\n"
+        "for (name,) in sqlite3.connect(sys.argv[1]).execute('SELECT name FROM heinzels'):\n"
+        "    print(name)\n"
+    )
+    read = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    )
+    return sorted(read.stdout.split())
+
+
+async def test_the_ticks_check_of_the_file_keeps_sqlites_locks(kernel: Kernel) -> None:
+    """The tick's look at the file's first bytes must not drop this process's locks: with
+    them gone, another process closing its last connection took itself for the last user,
+    deleted the WAL, and every later commit here reached no one else (a daemon's listing and
+    a fresh reader disagreed)."""
+    await kernel.create_heinzel("first")
+    for _ in range(3):
+        assert not kernel.index.overwritten()
+    assert "first" in _heinzel_names_elsewhere(kernel.index.path)
+    await kernel.create_heinzel("second")
+    assert not kernel.index.overwritten()
+    assert _heinzel_names_elsewhere(kernel.index.path) == ["first", "second"]
+
+
+async def test_an_index_replaced_under_its_kernel_is_reopened_by_the_reindex(
+    kernel: Kernel,
+) -> None:
+    """Another process removed the index and made a new one: the kernel's commits would go to
+    the removed file; the tick's heal (a reindex) opens the new one and fills it."""
+    await kernel.create_heinzel("kept")
+    path = kernel.index.path
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    sqlite3.connect(path).close()
+    assert kernel.index.overwritten()
+    await kernel.reindex()
+    assert not kernel.index.overwritten()
+    assert _heinzel_names_elsewhere(path) == ["kept"]
 
 
 async def test_index_equals_a_direct_scan_of_each_spine(kernel: Kernel, home: Home) -> None:
