@@ -9,6 +9,7 @@ tests that cancel asyncio tasks — a failed run with every test passed.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,6 +24,12 @@ from hz_kernel.kernel import Kernel
 #: The CLI the tests run stays embedded: hundreds of commands must not each start a daemon.
 #: The tests of the daemon-by-default promise drop it (``tests/e2e/test_daemon_by_default_e2e.py``).
 os.environ["HZ_EMBEDDED"] = "1"
+
+#: A run started in the background (``nohup … &``) inherits SIGINT ignored, and every hz the
+#: tests start would inherit that too: the tests that send a real Ctrl-C would wait for an exit
+#: that never comes. Handled here, SIGINT is back at its default in each program started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: Where a pinned clock starts: a Monday morning, before every slot the tests tick.
 PINNED_START = "2026-11-30T08:00:00Z"
