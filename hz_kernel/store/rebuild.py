@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from hz_kernel.errors import HzError
 from hz_kernel.store import positions
-from hz_kernel.store.index import CHILD_TABLES, HEINZELS, SpineMark
+from hz_kernel.store.index import CHILD_TABLES, HEINZELS, Filled, SpineMark, Table
 from hz_kernel.store.projection import Projection
 from hz_kernel.store.scan import SpineScan, index_break, scan_file
 from hz_kernel.store.session import project
@@ -49,8 +49,9 @@ class Folded(NamedTuple):
     """One spine folded into what the index stores of it (plain data: it crosses processes)."""
 
     id: str
-    rows: dict[str, list[list[Any]]]
-    """Table name → the values of each row, heinzels' included."""
+    rows: dict[str, dict[Filled, list[tuple[Any, ...]]]]
+    """Table name → the rows, heinzels' included, by the columns they fill (``Table.sparse``):
+    each row as the values of those columns."""
     seq: int
     last_hash: str | None
     staged: list[positions.Staged]
@@ -75,10 +76,12 @@ def folded(
 ) -> Folded:
     """What the index stores of a projection and the scan it came from (None: unreadable);
     ``place`` is the spine's place in the order its feed positions are given in."""
-    rows: dict[str, list[list[Any]]] = {HEINZELS.name: [HEINZELS.values(proj.heinzel)]}
-    for table in CHILD_TABLES:
-        store: dict[Any, dict[str, Any]] = getattr(proj, table.store)
-        rows[table.name] = list(map(table.values, store.values()))
+    rows: dict[str, dict[Filled, list[tuple[Any, ...]]]] = {}
+    for table, store in ((HEINZELS, [proj.heinzel]), *_stores(proj)):
+        grouped: dict[Filled, list[tuple[Any, ...]]] = {}
+        for filled, values in map(table.sparse, store):
+            grouped.setdefault(filled, []).append(values)
+        rows[table.name] = grouped
     events = found.events if found is not None else []
     return Folded(
         proj.id,
@@ -91,6 +94,12 @@ def folded(
         contradicts(mark, found),
         None if warning is None else (warning.code, warning.message, warning.place),
     )
+
+
+def _stores(proj: Projection) -> Iterator[tuple[Table, Iterable[dict[str, Any]]]]:
+    for table in CHILD_TABLES:
+        store: dict[Any, dict[str, Any]] = getattr(proj, table.store)
+        yield table, store.values()
 
 
 def contradicts(mark: SpineMark | None, found: SpineScan | None) -> bool:
