@@ -77,8 +77,8 @@ def interrupted() -> Interrupted:
     """Ctrl-C where no daemon was answering: a kernel in this process stops with the command."""
     return Interrupted(
         "HZU247",
-        "interrupted (Ctrl-C); a turn it was running in this process resumes from its last "
-        "step at the next wake or tick",
+        "interrupted (Ctrl-C); any turn this command was running resumes from its last step "
+        "at the next wake or tick",
     )
 
 

@@ -123,22 +123,23 @@ async def _run_in(args: argparse.Namespace, scratch: contextlib.ExitStack) -> in
             sys.stdout.write(queued.line(name) + "\n")
         return 0
     except asyncio.CancelledError:
-        raise _interrupted(client) from None
+        raise _interrupted(client, writes=getattr(args, "run", None) in WRITES) from None
     finally:
         await client.close()
 
 
-def _interrupted(client: KernelClient | None) -> Interrupted:
+def _interrupted(client: KernelClient | None, *, writes: bool = False) -> Interrupted:
     """Ctrl-C, which ``asyncio.run`` turns into cancelling the command: what was cut short.
 
-    A daemon that was answering is not stopped by it, and what the command asked of it
-    may still be done; a kernel in this process stops, and a turn it ran resumes later.
+    A daemon that was answering is not stopped by it, and a change the command asked of
+    it may still be made; a kernel in this process stops, and a turn it ran resumes later.
     """
     if client is not None and not isinstance(client, LocalClient | DeferredClient):
+        change = ", and the change it was asked for may still be made" if writes else ""
         return Interrupted(
             "HZD139",
-            f"interrupted (Ctrl-C) while waiting for the {client.where}; the daemon runs on, "
-            "and what it was asked may still be done",
+            f"interrupted (Ctrl-C) while waiting for the {client.where}; the daemon runs on"
+            + change,
         )
     return interrupted()
 

@@ -66,6 +66,7 @@ def test_ctrl_c_while_the_daemon_answers_says_so_and_leaves_it_running(
         tail = _start(world, "heinzel", "tail", "digest")
         line = _interrupt(world, tail, lambda: "waiting for the next" in _said(world))
         assert line.startswith("HZD139: interrupted (Ctrl-C) while waiting for the daemon"), line
+        assert "change" not in line, "a tail asked for no change, and the line claims none"
         assert world.hz("daemon", "status").returncode == 0
     finally:
         world.hz("daemon", "stop", check=False)
