@@ -531,7 +531,8 @@ class IndexQueries:
                 values = orjson.loads(value)
             else:
                 costs[heinzel_id] = float(value)
-        rows = [dict(zip(fields, row, strict=True)) for row in values]
+        # Each array is the statement's ``json_array`` of exactly ``fields``: zip unchecked.
+        rows = [dict(zip(fields, row)) for row in values]  # noqa: B905
         rows.sort(key=_BY_NAME_AND_ID)
         if costs and "cost_today" in fields:
             for row in rows:
