@@ -826,7 +826,12 @@ class Index(IndexQueries):
         index overwritten under a running daemon can pass every query of its
         writer while a fresh reader (and the next checkpoint) meets garbage.
         ``quick_check`` reads every page once; a reindex reads every spine.
+        A file that no longer begins as a database is not whole either, even
+        when the pages it lost are still in the WAL (which hides them from
+        every connection): else each tick would find it so and rebuild again.
         """
+        if self.overwritten():
+            return False
         try:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         except sqlite3.Error:

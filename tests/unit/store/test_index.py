@@ -182,6 +182,22 @@ async def test_an_index_overwritten_or_removed_under_its_kernel_is_seen_as_such(
     assert not kernel.index.overwritten()
 
 
+async def test_noise_over_pages_the_wal_still_holds_is_healed_by_one_reindex(
+    kernel: Kernel,
+) -> None:
+    """Noise over the file's first pages while the WAL holds newer copies of them: every
+    connection still reads whole pages, but the file no longer begins as a database. One
+    reindex replaces it; the tick does not find it damaged again and again."""
+    await kernel.create_heinzel("kept")
+    path = kernel.index.path
+    with path.open("r+b") as same_file:
+        same_file.write(os.urandom(8192))
+    assert kernel.index.overwritten()
+    await kernel.reindex()
+    assert not kernel.index.overwritten()
+    assert _heinzel_names_elsewhere(path) == ["kept"]
+
+
 def _heinzel_names_elsewhere(path: Path) -> list[str]:
     """The names listed in ``path`` as another process reads them, closing at the end."""
     script = (
