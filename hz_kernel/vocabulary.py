@@ -633,7 +633,7 @@ def _rule(annotation: Any, limit: int | None) -> Rule:
 
 #: Each kind's fields with their rules, and the names it requires (built on first use).
 _SHAPES: dict[str, tuple[dict[str, Rule], frozenset[str]]] = {}
-#: Each kind's whole test as one function (``_fits_source``), built with ``_SHAPES``.
+#: Each kind's whole test as one function (``_fits_function``), built with ``_SHAPES``.
 _FITS: dict[str, Callable[[dict[str, Any]], bool]] = {}
 
 _MISSING = object()

@@ -785,7 +785,13 @@ class Index(IndexQueries):
         """Whether the path no longer names the file this index has open (removed, or another
         file put in its place), so no other process reads what this one commits."""
         try:
-            now = os.lstat(self.path)
+            return self._other_file(os.lstat(self.path))
+        except OSError:
+            return True
+
+    def _other_file(self, now: os.stat_result) -> bool:
+        """Whether ``now`` (the path's stat) is another file than the one held open."""
+        try:
             held = os.fstat(self.head)
         except OSError:
             return True
@@ -803,14 +809,14 @@ class Index(IndexQueries):
         regular file is left to the next command, which names it (HZS090).
         """
         try:
-            mode = os.lstat(self.path).st_mode
+            now = os.lstat(self.path)
         except FileNotFoundError:
             return True
         except OSError:
             return False
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(now.st_mode):
             return False
-        if self.replaced():
+        if self._other_file(now):
             return True
         try:
             head = os.pread(self.head, len(_SQLITE_MAGIC), 0)
