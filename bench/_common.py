@@ -209,6 +209,17 @@ class FsyncCounter:
         os.fsync = self._real
 
 
+async def answer_at_once(_: object, info: AgentInfo) -> Any:
+    """A model that answers "nothing" at once: the framework's part of a call, no model's."""
+    tool = next(t for t in info.output_tools if t.name == "nothing")
+    yield {0: DeltaToolCall(name=tool.name, json_args='{"report": "nothing moved"}')}
+
+
+async def quiet(*_: object) -> None:
+    """A hook that does nothing (a model step's ``on_attempt`` and ``on_chunk``)."""
+    return None
+
+
 async def framework_floor_ms(rounds: int) -> tuple[float, float]:
     """Median time of one think step's model call when the model itself takes no time, and
     of its part before the request is sent.
@@ -222,17 +233,10 @@ async def framework_floor_ms(rounds: int) -> tuple[float, float]:
     rest falls in the model's time.
     """
 
-    async def answer_at_once(_: object, info: AgentInfo) -> Any:
-        tool = next(t for t in info.output_tools if t.name == "nothing")
-        yield {0: DeltaToolCall(name=tool.name, json_args='{"report": "nothing moved"}')}
-
     asked: list[float] = []
 
     async def mark(_: object) -> None:
         asked.append(time.perf_counter())
-
-    async def quiet(_: object) -> None:
-        return None
 
     model = FunctionModel(stream_function=answer_at_once)
     whole, before = [], []

@@ -18,6 +18,14 @@ overhead, so the fsyncs plus that part are the lowest overhead any turn on
 this framework can reach (``turn_ratio_lowest_possible``). The last line is
 one JSON object of named figures.
 
+Beside them, the turn's durable pieces alone (``turn_durable_only_ratio``):
+hz's own spine writer, projection, index, body and atomic document write
+making the same durable writes in the engine's order and groups (an index
+commit where the engine makes one, the model asked through the engine's model
+step inside the model's time), with no wake, admission, context, ledger or
+step machinery around them: what a turn costs against the same floor before
+any of the engine's own work.
+
 The kernel is long-lived, as the daemon's is: a wake answers before its
 turn ends, so each measured wake waits for its turn's background task and
 reads the turn's events as the kernel reports them to its observers.
@@ -26,6 +34,7 @@ reads the turn's events as the kernel reports them to its observers.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import statistics
 import sys
@@ -37,12 +46,41 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import FsyncCounter, emit, framework_floor_ms, run, sizes, wake_and_wait
+from _common import (
+    FsyncCounter,
+    answer_at_once,
+    emit,
+    framework_floor_ms,
+    quiet,
+    run,
+    sizes,
+    wake_and_wait,
+)
+from pydantic_ai.models.function import FunctionModel
+from ulid import ULID
 
 from hz_kernel.contracts import render_template
+from hz_kernel.engine.attempts import run_model_step, user_message
+from hz_kernel.engine.wakes import request_key
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
+from hz_kernel.store.bodies import BodyWriter
 from hz_kernel.store.envelope import Event
+from hz_kernel.store.fsutil import atomic_write
+from hz_kernel.store.inbox import Inbox, InboxRequest
+from hz_kernel.store.index import Index, stat_spine
+from hz_kernel.store.session import project
+from hz_kernel.store.spine import SpineWriter
+from hz_kernel.vocabulary import (
+    AttemptStarted,
+    ContextPrepared,
+    DraftPlaced,
+    EffectDone,
+    EffectStarted,
+    StepDone,
+    TurnFinished,
+    TurnStarted,
+)
 from tests.support.homes import World, checkout_repo, digest_contract, make_world
 
 
@@ -125,6 +163,100 @@ async def growth(kernel: Kernel, turns: int) -> tuple[float, float, float]:
     return early, late, late / early
 
 
+async def durable_only(home: Home, heinzel_id: str, world: World, turns: int) -> tuple[float, int]:
+    """Median overhead (ms) of a turn made of hz's durable pieces alone, and its durable writes.
+
+    Runs on a heinzel no kernel holds. Each turn admits its request, opens a
+    new body, appends the spine lines in the engine's five groups (an index
+    commit after the first two and the last), reads the notes, asks the model
+    through the engine's model step and places a draft atomically. The model's
+    time runs from ``attempt.started`` to the body's outcome record, as the
+    engine's turn is measured.
+    """
+    document, notes = world.reports / "digest.md", sorted(world.notes.glob("*.md"))
+    model = FunctionModel(stream_function=answer_at_once)
+    heinzel_dir = home.heinzel_dir(heinzel_id)
+    writer = SpineWriter.open(heinzel_dir)
+    assert writer.opened_scan is not None
+    events = writer.opened_scan.events
+    projection = project(heinzel_id, heinzel_dir, writer.opened_scan)
+    index = await Index.open(home.index_path)
+
+    async def flush(*, indexed: bool) -> None:
+        for event in writer.flush():
+            events.append(event)
+            projection.apply(event)
+        if indexed:
+            stats = {heinzel_id: stat_spine(writer.path)}
+            await index.write([projection], stats, full=False, spines={heinzel_id: events})
+
+    overheads, writes = [], []
+    try:
+        with FsyncCounter() as fsyncs:
+            for _ in range(turns):
+                fsyncs.count = 0
+                started = time.perf_counter()
+                asked = InboxRequest(request_id=str(ULID()), heinzel=heinzel_id, kind="wake")
+                Inbox(heinzel_dir).admit(asked, durable=False)
+                turn, key = str(ULID()), request_key(heinzel_id, asked.request_id)
+                body = BodyWriter(heinzel_dir, turn)
+                writer.stage(
+                    TurnStarted(cause="asked", keys=[key], contract_version=1),
+                    turn=turn,
+                    key=key,
+                )
+                await flush(indexed=True)
+                texts = [path.read_text() for path in notes]
+                for path, text in zip(notes, texts, strict=True):
+                    body.write("input", name=path.name, content=text)
+                body.sync()
+                writer.stage(StepDone(step="gather"), turn=turn)
+                writer.stage(ContextPrepared(model="local", estimate_tokens=900), turn=turn)
+                asking = time.perf_counter()
+                writer.stage(AttemptStarted(step="think", attempt=1, model="local"), turn=turn)
+                await flush(indexed=True)
+                await run_model_step(
+                    model=model,
+                    instructions="Keep the digest true.",
+                    messages=[user_message(*texts)],
+                    on_attempt=quiet,
+                    on_chunk=quiet,
+                )
+                draft = "\n".join(texts)
+                body.write("outcome", outcome={"draft": draft})
+                body.sync()
+                model_s = time.perf_counter() - asking
+                writer.stage(StepDone(step="think", attempts=1), turn=turn)
+                await flush(indexed=False)
+                effect = f"{turn}:place"
+                writer.stage(StepDone(step="outcome", outcome="draft"), turn=turn)
+                writer.stage(EffectStarted(key=effect, effect="place_draft"), turn=turn)
+                await flush(indexed=False)
+                atomic_write(document, f"# Digest\n{draft}\n".encode())
+                digest = hashlib.sha256(draft.encode()).hexdigest()
+                body.write("draft", hash=digest)
+                body.sync()
+                writer.stage(EffectDone(key=effect, hash=digest), turn=turn)
+                placed = DraftPlaced(
+                    key=f"{turn}:draft",
+                    asset=document.name,
+                    hash=digest,
+                    size=len(draft),
+                    contract_version=1,
+                )
+                writer.stage(placed, turn=turn)
+                writer.stage(StepDone(step="act"), turn=turn)
+                writer.stage(TurnFinished(disposition="drafted", causes=["asked"]), turn=turn)
+                await flush(indexed=True)
+                body.close()
+                overheads.append((time.perf_counter() - started - model_s) * 1000)
+                writes.append(fsyncs.count)
+    finally:
+        writer.close()
+        await index.close()
+    return statistics.median(overheads), int(statistics.median(writes))
+
+
 async def main(turns: int, history: int) -> None:
     os.environ.pop("HZ_MODEL_DELAY_MS", None)
     with tempfile.TemporaryDirectory(dir=os.environ.get("HZ_BENCH_DIR")) as tmp:
@@ -153,6 +285,9 @@ async def main(turns: int, history: int) -> None:
             await kernel.close()
         durable = int(statistics.median(writes))
         floor = raw_floor_ms(Path(tmp), durable)
+        home = Home.resolve(world.home)
+        alone, alone_writes = await durable_only(home, made.id, world, max(turns, 5))
+        alone_floor = raw_floor_ms(Path(tmp), alone_writes)
     framework, framework_setup = await framework_floor_ms(max(turns * 4, 8))
     lowest = (floor + framework_setup) / floor
     overhead = statistics.median(overheads)
@@ -171,6 +306,11 @@ async def main(turns: int, history: int) -> None:
         "pydantic-ai asked once by a model that takes no time"
     )
     print(f"lowest ratio  {lowest:8.2f}x   (the fsyncs and that part, with no hz code at all)")
+    print(
+        f"durable only  {alone:8.2f} ms   ({alone_writes} durable writes, "
+        f"{alone / alone_floor:.2f}x their floor of {alone_floor:.2f} ms): hz's durable pieces "
+        "in the engine's order, no engine around them"
+    )
     print(
         f"tool turn     {tool_total:8.2f} ms   ({tool_calls} tool calls, {tool_ms:.2f} ms in them)"
     )
@@ -193,6 +333,9 @@ async def main(turns: int, history: int) -> None:
             "framework_call_ms": round(framework, 3),
             "framework_setup_ms": round(framework_setup, 3),
             "turn_ratio_lowest_possible": round(lowest, 3),
+            "turn_durable_only_ms": round(alone, 3),
+            "turn_durable_only_writes": alone_writes,
+            "turn_durable_only_ratio": round(alone / alone_floor, 3),
             "tool_turn_ms": round(tool_total, 3),
             "tool_turn_calls": tool_calls,
             "tool_calls_ms": round(tool_ms, 3),
