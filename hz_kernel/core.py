@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import gc
 import importlib
 import itertools
@@ -429,7 +430,9 @@ class KernelCore:
             renamed = self.index.former_names().get(ref)
             row = await self.index.heinzel(renamed) if renamed is not None else None
         if row is None:
-            raise UsageError("HZU010", "no heinzel with that name or id", ref[:80])
+            close = difflib.get_close_matches(ref, await self.index.names(), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else " (hz heinzel list names them)"
+            raise UsageError("HZU010", f"no heinzel with that name or id{hint}", ref[:80])
         return row
 
 

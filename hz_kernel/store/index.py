@@ -545,6 +545,11 @@ class IndexQueries:
         )
         return rows[0] if rows else None
 
+    async def names(self) -> list[str]:
+        """Every heinzel's name: what a mistyped one is compared with."""
+        rows = await self.fetch("heinzels", "SELECT name FROM heinzels WHERE name IS NOT NULL")
+        return [row["name"] for row in rows]
+
     async def rows_of(
         self, table: str, heinzel_id: str, order: str = "seq"
     ) -> list[dict[str, Any]]:

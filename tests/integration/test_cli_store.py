@@ -145,3 +145,15 @@ def test_unknown_heinzel_and_usage_errors(tmp_path: Path) -> None:
     result = hz(tmp_path, "heinzel", "frobnicate")
     assert result.returncode == 2
     _one_coded_line(result, "HZU000")
+
+
+def test_newuser_a_mistyped_heinzel_name_names_the_closest_one(tmp_path: Path) -> None:
+    """A typo in a name says which heinzel was meant; a name like none says where they are."""
+    _heinzel(tmp_path, "weekly")
+    result = hz(tmp_path, "heinzel", "show", "weekyl")
+    assert result.returncode == 2
+    _one_coded_line(result, "HZU010")
+    assert result.stderr.strip().endswith("did you mean weekly?")
+    result = hz(tmp_path, "heinzel", "show", "zzzz")
+    _one_coded_line(result, "HZU010")
+    assert "hz heinzel list" in result.stderr
