@@ -147,7 +147,7 @@ def test_unknown_heinzel_and_usage_errors(tmp_path: Path) -> None:
     _one_coded_line(result, "HZU000")
 
 
-def test_newuser_a_mistyped_heinzel_name_names_the_closest_one(tmp_path: Path) -> None:
+def test_a_mistyped_heinzel_name_names_the_closest_one(tmp_path: Path) -> None:
     """A typo in a name says which heinzel was meant; a name like none says where they are."""
     _heinzel(tmp_path, "weekly")
     result = hz(tmp_path, "heinzel", "show", "weekyl")
