@@ -667,7 +667,10 @@ class TurnCommands(KernelCore):
                 if state is not None:
                     await _runner(self, held).abandon(state, "stopped")  # type: ignore[arg-type]
             given = _withdraw(held, open_turns[-1]) if hand_back and open_turns else []
-        report = await self.turn_report(heinzel_id, open_turns[-1] if open_turns else None)
+        if not open_turns:
+            # Not ``turn_report``: on a daemon, a report of no turn yet is a wake's "started".
+            return api.TurnReport(heinzel=heinzel_id, turn=None, status="none")
+        report = await self.turn_report(heinzel_id, open_turns[-1])
         return report.model_copy(update={"handed_back": given})
 
     async def _hand_back(self, heinzel_id: str, turn: str) -> list[api.InboxItem]:

@@ -81,3 +81,19 @@ async def test_a_wake_made_to_wait_for_a_slot_is_answered_with_its_request_synce
         await kernel.close()
     finished = [e for e in world.spine(made.id) if e["kind"] == "turn.finished"]
     assert len(finished) == 1
+
+
+async def test_a_stop_with_no_turn_running_says_none_on_a_long_lived_kernel(
+    tmp_path: Path,
+) -> None:
+    """A daemon's kernel answered a stop with nothing to stop as a wake's ``started`` (the
+    CLI then printed "started"); it is ``none``, as an embedded kernel's is."""
+    world = make_world(tmp_path)
+    kernel = await Kernel.open(Home.resolve(world.home), long_lived=True)
+    try:
+        made = await kernel.new(text=digest_contract())
+        await kernel.approve(ref=made.id)
+        report = await kernel.stop(ref=made.id)
+        assert (report.status, report.turn, report.handed_back) == ("none", None, [])
+    finally:
+        await kernel.close()
