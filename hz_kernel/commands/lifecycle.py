@@ -19,6 +19,7 @@ from typing import Any, Literal
 from ulid import ULID
 
 from hz_kernel import api
+from hz_kernel.adapters.sources.files import GlobArgs, glob_matches, pattern_parts
 from hz_kernel.commands.waiting import resolve_waiting
 from hz_kernel.config import LOCAL_MODEL
 from hz_kernel.contracts import (
@@ -38,6 +39,7 @@ from hz_kernel.store.fsutil import atomic_write, ensure_private_dir, open_regula
 from hz_kernel.store.session import HeldSession
 from hz_kernel.team.placement import unplaced
 from hz_kernel.tick.discovery import KnownSources, input_identity, reads_as_discovered
+from hz_kernel.tick.fetching import split_asset
 from hz_kernel.tick.schedule import user_zone
 from hz_kernel.vocabulary import (
     AmendmentDeclined,
@@ -188,6 +190,7 @@ class LifecycleCommands(KernelCore):
             how = "file"
         assert text is not None
         compiled = compile_contract(text, source=source)
+        self._check_reads_not_own(compiled, source)
         await self._check_name_free(compiled.name, compiled.namespace)
         await self._check_assets_free(compiled.assets, None, source)
         heinzel_id = await self.create_heinzel(
@@ -268,6 +271,31 @@ class LifecycleCommands(KernelCore):
                 "and readers that name it read that heinzel: choose another name",
                 name,
             )
+
+    def _check_reads_not_own(self, compiled: CompiledContract, place: str) -> None:
+        """Refuse a ``files`` input whose glob takes in a document this contract publishes
+        into (``HZC109``): each turn would read its own drafts back as notes, and each draft
+        it placed would move the input and wake the next turn."""
+        resolve = self.home.settings.documents.resolve
+        documents = sorted({os.path.normpath(resolve(split_asset(a)[0])) for a in compiled.assets})
+        for name, spec in compiled.inputs.items():
+            if (spec.source, spec.method) != ("files", "glob"):
+                continue
+            args = GlobArgs.model_validate(spec.args)
+            root = os.path.normpath(resolve(args.root))
+            parts = pattern_parts(args.pattern, root)
+            for document in documents:
+                inside = os.path.relpath(document, root)
+                if inside.startswith(os.pardir) or not glob_matches(parts, Path(inside).parts):
+                    continue
+                raise ContractError(
+                    "HZC109",
+                    f"the input {name} ({args.pattern!r} under {root}) would read this "
+                    f"heinzel's own document {document}: each turn would take its drafts "
+                    "for notes and wake itself again; narrow the pattern or keep the "
+                    "document outside that folder",
+                    place,
+                )
 
     async def _check_assets_free(
         self, assets: Iterable[str], heinzel_id: str | None, place: str
@@ -454,6 +482,7 @@ class LifecycleCommands(KernelCore):
         """Propose a new contract text. From the heinzel, widening is refused (``HZC050``)."""
         row = await self.resolve(ref)
         proposed = compile_contract(text, source=source)
+        self._check_reads_not_own(proposed, source)
         async with self.holding(row["id"]) as held:
             current = _current_contract(held)
             if current is None:

@@ -241,3 +241,22 @@ def test_a_new_contract_version_renders_at_the_next_if_moved_slot(world: World) 
 
     again = tick("2026-12-04T09:00:30Z")
     assert again["woken"] == [] and [s["reason"] for s in again["skipped"]] == ["nothing-moved"]
+
+
+def test_a_heinzel_may_not_read_its_own_document_as_an_input(world: World) -> None:
+    """A digest of a folder written into that folder read its own drafts back as notes, and
+    each draft woke the next turn (found by a new-user pass): ``new`` and ``amend`` refuse it
+    with HZC109 naming the input and the document; a pattern that leaves it out is fine."""
+    inside = _contract("loop", asset="doc:notes/digest.md#digest")
+    refused = world.hz("heinzel", "new", _write(world, "loop", inside), check=False)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("HZC109: ") and "Traceback" not in refused.stderr
+    assert f"the input notes ('*.md' under {world.notes})" in refused.stderr
+    assert f"own document {world.notes}/digest.md" in refused.stderr
+    assert json.loads(world.hz("heinzel", "list", "--json").stdout) == []
+
+    elsewhere = _contract("loop", asset="doc:notes/daily/digest.md#digest")
+    world.hz("heinzel", "new", _write(world, "fine", elsewhere))
+    world.hz("approve", "loop")
+    back = world.hz("heinzel", "amend", "loop", _write(world, "back", inside), check=False)
+    assert back.returncode == 1 and back.stderr.startswith("HZC109: ")

@@ -143,7 +143,7 @@ async def test_filtering_500_answers_from_the_index_without_opening_a_spine(home
     """Five hundred real heinzels (1250 durable writes): a loaded machine takes minutes."""
     kernel = await Kernel.open(home)
     for n in range(500):
-        document = "reports/weekly.md" if n % 50 == 0 else f"notes/n{n}.md"
+        document = "reports/weekly.md" if n % 50 == 0 else f"digests/n{n}.md"
         params = {"name": f"digest-{n:03d}", "document": document, "section": f"s{n}"}
         text = render_template("digest", params)
         made = await kernel.new(text=text)

@@ -62,6 +62,21 @@ def segment_matches(segment: str, name: str) -> bool:
     return fnmatch.fnmatchcase(name, segment)
 
 
+def glob_matches(parts: tuple[str, ...], names: tuple[str, ...]) -> bool:
+    """Whether a path under the root (its segments, ``names``) is one ``matching`` would
+    find for the glob ``parts``, whether or not the file exists yet."""
+    if not names:
+        return False
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        return glob_matches(rest or ("*",), names) or (
+            len(names) > 1 and segment_matches("*", names[0]) and glob_matches(parts, names[1:])
+        )
+    if not segment_matches(head, names[0]):
+        return False
+    return glob_matches(rest, names[1:]) if rest else len(names) == 1
+
+
 class FilesSource:
     """Reads matching files under a root; relative roots resolve against ``base_dir``."""
 

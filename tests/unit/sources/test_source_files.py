@@ -10,7 +10,7 @@ from sources_helpers import NOW
 
 from hz_kernel.adapters.sources import FetchResult, FilesSource, SourceRequest
 from hz_kernel.adapters.sources.base import OUTPUT_CAP_BYTES
-from hz_kernel.adapters.sources.files import MAX_MATCHES
+from hz_kernel.adapters.sources.files import MAX_MATCHES, glob_matches, matching, pattern_parts
 from hz_kernel.errors import HzError
 
 
@@ -134,3 +134,21 @@ def test_a_runaway_pattern_is_refused(tmp_path: Path) -> None:
     wider = FilesSource(base_dir=tmp_path, max_matches=11).fetch(request, now=NOW, previous=None)
     assert len(wider.facets) == 11
     assert FilesSource().max_matches == MAX_MATCHES
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["*.md", "**/*.md", "**", "daily/*.md", "*/*.md", "**/daily/*.md", "notes/**", ".hidden/*"],
+)
+def test_glob_matches_says_what_the_walk_finds(tmp_path: Path, pattern: str) -> None:
+    """The path test (used before a file exists: a contract's own document) and the walk
+    agree on every file of a tree with nesting, a dot-folder and a dot-file."""
+    names = [
+        "a.md", "b.txt", ".dot.md", "daily/mon.md", "daily/x/deep.md", "notes/n.md",
+        "notes/daily/t.md", ".hidden/h.md", "x/daily/y.md",
+    ]  # fmt: skip
+    for name in names:
+        write(tmp_path / name, "x")
+    parts = pattern_parts(pattern, str(tmp_path))
+    found = set(matching(tmp_path, parts, MAX_MATCHES, pattern))
+    assert {n for n in names if glob_matches(parts, tuple(n.split("/")))} == found
