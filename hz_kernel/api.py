@@ -233,7 +233,7 @@ class HeinzelDetail(_Shape):
     first, at most ``NOTICES_SHOWN``."""
     pending_requests: int = 0
     inbox_skipped: list[str] = []
-    """Inbox entries skipped as no regular files (HZS090, one line each): never read."""
+    """Inbox entries skipped as no regular files (HZS090) or damaged (HZS031), one line each."""
     cost_month: CostByCause = Field(default_factory=lambda: CostByCause(total=0.0, by_cause={}))
     caps: TurnCaps | None = None
     model: str | None = None

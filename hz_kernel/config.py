@@ -174,13 +174,19 @@ def load_settings(path: Path) -> Settings:
     """Read and validate ``hz.toml``; a missing file gives the defaults.
 
     A link to a settings file is fine (dotfile managers make them); a FIFO,
-    socket or device is refused at once rather than read (it would block).
+    socket or device is refused at once rather than read (it would block). A
+    link to nothing is refused too: the user meant settings, and the defaults
+    (another documents root) would read every waiting draft's document as gone.
     """
     try:
         fd = open_regular(path, os.O_RDONLY, follow=True)
         with os.fdopen(fd, "rb") as file:
             raw = file.read()
     except FileNotFoundError:
+        if path.is_symlink():
+            raise HzError(
+                "HZS060", "cannot read settings (a link to a file that is not there)", str(path)
+            ) from None
         return Settings.model_construct()
     except OSError as exc:
         raise HzError("HZS060", f"cannot read settings ({exc.strerror})", str(path)) from None

@@ -47,6 +47,7 @@ tick performs it and then removes its file (``consume``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -324,12 +325,34 @@ class Inbox:
     @staticmethod
     def _read(path: Path) -> InboxRequest | None:
         try:
-            raw = read_nofollow(path)
-            return InboxRequest.model_validate_json(raw)
+            return Inbox._read_entry(path)
+        except HzError as exc:
+            if exc.code != "HZS031":
+                raise
+            return None
+
+    @staticmethod
+    def _read_entry(path: Path) -> InboxRequest | None:
+        """The request in ``path``; None when it is gone or a link (never followed). A special
+        file is refused (HZS090), a damaged one too (HZS031: not a request, or one under
+        another id, which no turn could ever mark delivered)."""
+        try:
+            request = InboxRequest.model_validate_json(read_nofollow(path))
         except NotRegularFile as exc:
             raise store_error(exc, path) from None
-        except (OSError, ValidationError):
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return None
+            raise HzError("HZS031", f"cannot read it ({exc.strerror})", str(path)) from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the file"
+            raise HzError("HZS031", f"damaged: {where}: {first['msg']}", str(path)) from None
+        if f"{request.request_id}.json" != path.name:
+            raise HzError("HZS031", f"damaged: it holds request {request.request_id!r}", str(path))
+        return request
 
     def all(self) -> list[InboxRequest]:
         """Every readable request, delivered or not, oldest admission first.
@@ -354,7 +377,7 @@ class Inbox:
     def scan(self) -> tuple[list[InboxRequest], list[HzError]]:
         """Every readable request, delivered or not, oldest admission first, and the entries
         refused as not regular files (a directory, FIFO, socket or device named like a
-        request): HZS090."""
+        request): HZS090, or as damaged: HZS031."""
         found: dict[str, InboxRequest] = {}
         refused: list[HzError] = []
         for folder in self._folders():
@@ -381,9 +404,9 @@ class Inbox:
                 delivered.append(name)
                 continue
             try:
-                request = self._read(folder / name)
+                request = self._read_entry(folder / name)
             except HzError as exc:
-                if exc.code != "HZS090":
+                if exc.code not in ("HZS090", "HZS031"):
                     raise
                 refused.append(exc)
                 continue

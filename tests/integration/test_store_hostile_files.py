@@ -113,6 +113,37 @@ def test_a_special_file_where_hz_reads_is_refused_and_nothing_hangs(
         assert any(f"{code}: " in line for line in said), said
 
 
+def test_a_settings_link_to_nothing_is_refused_and_no_draft_is_rejected(world: Drafted) -> None:
+    """A dangling ``hz.toml`` link (a dotfile repository not there yet) is HZS060, never the
+    defaults: with another documents root a tick read every waiting draft's document as gone
+    and recorded each draft as rejected."""
+    settings = world.home / "hz.toml"
+    settings.unlink()
+    settings.symlink_to(world.root / "dotfiles" / "hz.toml")
+    for command in (("heinzel", "list"), ("tick", "--once")):
+        result = world.hz(*command, timeout=30)
+        coded_only(result)
+        assert result.returncode == 1
+        assert result.stderr.startswith("HZS060: ") and str(settings) in result.stderr
+    assert "draft.rejected" not in [e["kind"] for e in world.events()]
+
+
+def test_an_approval_is_recorded_when_the_drafts_body_is_a_fifo(world: Drafted) -> None:
+    """The placed draft's body replaced by a FIFO failed the approval turn before it recorded
+    the approval: its key was spent, so the draft stayed pending for ever, even once the
+    FIFO was gone. The approval is recorded without the text as placed."""
+    key = world.draft_key()
+    body = world.heinzel_dir / "turns" / f"{world.draft_turn()}.jsonl"
+    body.unlink()
+    os.mkfifo(body)
+    approved = world.hz("approve", key, timeout=30)
+    coded_only(approved)
+    assert approved.returncode == 0, approved.stderr
+    observed = [e for e in world.events() if e["kind"] == "approval.observed"]
+    assert [e["data"]["key"] for e in observed] == [key]  # type: ignore[index]
+    assert json.loads(world.hz("drafts", "--json").stdout)["items"] == []
+
+
 def test_a_user_contract_file_that_is_a_fifo_is_refused(world: Drafted) -> None:
     """Issue 12 item 11: ``hz heinzel new`` on a FIFO answers with a coded error, never blocks."""
     fifo = world.root / "contract.prose.md"

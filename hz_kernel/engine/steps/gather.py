@@ -5,6 +5,7 @@ approved instead, a rejection only the user's reason."""
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from hz_kernel.clock import now_utc
 from hz_kernel.contracts import duration_seconds
 from hz_kernel.contracts.model import InputSpec
 from hz_kernel.engine.state import TurnState
+from hz_kernel.errors import HzError
 from hz_kernel.flow import fell_back_note, upstream_due_soon
 from hz_kernel.store.bodies import read_body
 from hz_kernel.store.inbox import Inbox
@@ -22,6 +24,8 @@ from hz_kernel.vocabulary import ApprovalObserved, StepDone, TurnWaiting
 
 if TYPE_CHECKING:
     from hz_kernel.engine.runner import TurnRunner
+
+_log = logging.getLogger("hz.turns")
 
 
 async def gather(run: TurnRunner, state: TurnState) -> bool:
@@ -119,6 +123,21 @@ def _moved(fetched: FetchResult, cached: FetchResult) -> bool:
     )
 
 
+def _placed_body(run: TurnRunner, turn: str) -> list[dict[str, Any]]:
+    """The records of the turn that placed a draft; none when its body is gone or refused.
+
+    A body that is a FIFO or a directory (HZS090) must not fail the approval
+    turn: its key would be spent, and the approval never recorded.
+    """
+    try:
+        return read_body(run.held.dir, turn) or []
+    except HzError as exc:
+        if exc.code != "HZS090":
+            raise
+        _log.warning("%s; the approval is learned from without the draft as placed", exc.one_line())
+        return []
+
+
 async def _gather_approval(run: TurnRunner, state: TurnState) -> None:
     """An approval turn's inputs: the draft as placed and the text as the user left it.
 
@@ -134,7 +153,7 @@ async def _gather_approval(run: TurnRunner, state: TurnState) -> None:
     placed = next(
         (
             r
-            for r in read_body(run.held.dir, str(draft.get("turn"))) or []
+            for r in _placed_body(run, str(draft.get("turn")))
             if r.get("type") == "draft" and r.get("key") == draft_key_
         ),
         {},
