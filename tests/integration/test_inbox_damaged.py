@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 
 from hz_kernel.home import Home
 from hz_kernel.kernel import Kernel
@@ -30,7 +31,10 @@ async def _heinzel(world: World) -> str:
     return made.id
 
 
-async def test_damaged_inbox_entries_are_named_and_never_run(tmp_path: Path) -> None:
+async def test_damaged_inbox_entries_are_named_and_never_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HZ_NOW", NOW)
     world = make_world(tmp_path)
     heinzel_id = await _heinzel(world)
     inbox = world.home / "heinzel" / heinzel_id / "inbox"
@@ -46,7 +50,7 @@ async def test_damaged_inbox_entries_are_named_and_never_run(tmp_path: Path) -> 
     keys = [str(e["key"]) for e in spine if e["kind"] == "turn.started"]
     assert f"{heinzel_id}@m1" in keys
     assert f"{heinzel_id}@elsewhere" not in keys
-    shown = world.hz("heinzel", "show", "notes-digest", "--json")
+    shown = world.hz("heinzel", "show", "notes-digest", "--json", HZ_NOW=NOW)
     skipped = json.loads(shown.stdout)["inbox_skipped"]
     assert sorted(Path(line.split(": ")[1]).name for line in skipped) == [
         "empty.json",
